@@ -1,0 +1,272 @@
+# SPDX-License-Identifier: Apache-2.0
+# daqiri: the one build entry. `make` builds into build/, `make check` runs
+# every test layer, `make demo` runs the whole chain on the default config.
+
+PREFIX ?= /usr
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSCONFDIR ?= /etc
+PKG_CONFIG ?= pkg-config
+SYSTEMDUNITDIR ?= $(shell $(PKG_CONFIG) --variable=systemdsystemunitdir systemd 2>/dev/null || echo $(PREFIX)/lib/systemd/system)
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+
+CC ?= cc
+CLANG ?= clang
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+BUILD ?= build
+VERSION := 0.1.0
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# Dependencies, all through pkg-config (targets that only print or clean
+# need none).
+PKGS := libdpdk yaml-0.1 libsystemd libcjson check
+NODEPS_GOALS := clean deps help check demo
+ifneq ($(filter-out $(NODEPS_GOALS),$(if $(MAKECMDGOALS),$(MAKECMDGOALS),all)),)
+MISSING := $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p)))
+ifneq ($(MISSING),)
+$(error missing packages (pkg-config): $(MISSING); run 'make deps' or scripts/install-deps.sh)
+endif
+endif
+
+# DPDK's .pc file drags in -march flags of the build machine; keep its -I and
+# -D only so the binaries run on any x86-64.
+DPDK_CFLAGS := $(filter -I% -D% -include%,$(shell $(PKG_CONFIG) --cflags libdpdk 2>/dev/null))
+DPDK_LIBS := $(shell $(PKG_CONFIG) --libs libdpdk 2>/dev/null)
+YAML_CFLAGS := $(shell $(PKG_CONFIG) --cflags yaml-0.1 2>/dev/null)
+YAML_LIBS := $(shell $(PKG_CONFIG) --libs yaml-0.1 2>/dev/null)
+SD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libsystemd 2>/dev/null)
+SD_LIBS := $(shell $(PKG_CONFIG) --libs libsystemd 2>/dev/null)
+CJSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson 2>/dev/null)
+CJSON_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
+
+# CUDA: built when nvcc is there, left out (one line says so) otherwise.
+HAVE_CUDA ?= $(if $(wildcard $(NVCC)),1,0)
+ifeq ($(HAVE_CUDA),1)
+CUDA_CFLAGS := -DDAQIRI_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+else
+CUDA_CFLAGS :=
+CUDA_LIBS :=
+ifeq ($(filter $(NODEPS_GOALS),$(MAKECMDGOALS)),)
+$(info note: $(NVCC) not found: building without CUDA (no gpu reorder, no device regions))
+endif
+endif
+
+WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow \
+	-Wpointer-arith -Wno-unused-parameter
+OPT ?= -O2 -g
+CFLAGS ?= $(OPT)
+ifeq ($(SANITIZE),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=address,undefined
+endif
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -MMD -MP -pthread -fPIC $(WARN) $(CFLAGS) \
+	-DDAQIRI_VERSION=\"$(VERSION)\" -Iproto -Idaemon -Iclient \
+	$(YAML_CFLAGS) $(SD_CFLAGS) $(CJSON_CFLAGS) $(CUDA_CFLAGS)
+NVCC_FLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -DDAQIRI_HAVE_CUDA=1 \
+	-Iproto -Idaemon
+
+# Sources by process boundary. A new file in a directory is picked up.
+PROTO_SRC := $(wildcard proto/*.c)
+DAEMON_MAIN := daemon/daqirid.c
+DAEMON_SRC := $(filter-out $(DAEMON_MAIN),$(wildcard daemon/*.c))
+DAEMON_CU := $(if $(filter 1,$(HAVE_CUDA)),$(wildcard daemon/*.cu))
+CLIENT_LIB_SRC := client/client.c
+CLIENT_TOOLS := daqirictl daqiri-consume
+UNIT_SRC := $(wildcard tests/unit/check_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+PROTO_OBJ := $(call obj,$(PROTO_SRC))
+DAEMON_OBJ := $(call obj,$(DAEMON_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(DAEMON_CU))
+CLIENT_OBJ := $(call obj,$(CLIENT_LIB_SRC))
+
+DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
+CLIENT_LIBS := $(CJSON_LIBS) $(CUDA_LIBS) -pthread
+
+LIBCORE := $(BUILD)/libdaqirid-core.a
+LIBCLIENT_A := $(BUILD)/libdaqiri-client.a
+LIBCLIENT_SO := $(BUILD)/libdaqiri-client.so
+
+PROGS := $(BUILD)/daqirid $(addprefix $(BUILD)/,$(CLIENT_TOOLS)) $(BUILD)/daqiri-sim \
+	$(BUILD)/bench_reorder
+
+.PHONY: all check unit unit-run golden system fuzz fuzz-run asan demo run bench \
+	install uninstall clean deps help
+.DEFAULT_GOAL := all
+
+all: $(PROGS) $(LIBCLIENT_A) $(LIBCLIENT_SO) $(BUILD)/daqiri-client.pc
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+# The default config is embedded in the daemon as text.
+$(BUILD)/obj/default_config.c: etc/daqirid.yaml
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q){ echo '/* generated from etc/daqirid.yaml */'; echo '#include <stddef.h>'; \
+	  echo 'const char cfg_default_text[] = {'; od -An -v -tx1 $< | \
+	  sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0 };'; \
+	  echo 'const size_t cfg_default_len = sizeof(cfg_default_text) - 1;'; } > $@
+$(BUILD)/obj/default_config.o: $(BUILD)/obj/default_config.c
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBCORE): $(DAEMON_OBJ) $(PROTO_OBJ) $(BUILD)/obj/default_config.o
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIBCLIENT_A): $(CLIENT_OBJ) $(PROTO_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIBCLIENT_SO): $(CLIENT_OBJ) $(PROTO_OBJ)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,libdaqiri-client.so.0 $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
+$(BUILD)/daqiri-client.pc: client/daqiri-client.pc.in
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+$(BUILD)/daqirid: $(call obj,$(DAEMON_MAIN)) $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+$(addprefix $(BUILD)/,$(CLIENT_TOOLS)): $(BUILD)/%: $(BUILD)/obj/client/%.o $(LIBCLIENT_A)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
+
+# The simulator reads the same YAML as the daemon.
+$(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+$(BUILD)/bench_%: $(BUILD)/obj/tests/bench/bench_%.o $(LIBCORE) $(LIBCLIENT_A)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+# Unit tests link the daemon core and the client library like the programs do.
+$(BUILD)/tests/check_%: $(BUILD)/obj/tests/unit/check_%.o $(LIBCORE) $(LIBCLIENT_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS)
+$(BUILD)/obj/tests/unit/%.o: ALL_CFLAGS += $(CHECK_CFLAGS)
+
+unit: $(UNIT_BIN)
+
+# Each suite prints Check's closing line ("100%: Checks: N, Failures: 0,
+# Errors: 0"); a failing suite fails the target after all have run.
+unit-run: unit
+	@rc=0; for t in $(UNIT_BIN); do \
+	  echo "== $$t"; CK_FORK=yes CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-60} $$t || rc=1; \
+	done; exit $$rc
+
+golden: $(BUILD)/daqirid
+	$(Q)DAQIRID=$(BUILD)/daqirid sh tests/config/run.sh
+
+system: all
+	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
+
+# The same unit tests built again with AddressSanitizer and UBSan in their
+# own tree (CUDA left out: its runtime and ASan do not mix well without a GPU).
+asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' unit-run
+
+# libFuzzer targets (clang), seeded from the golden configs.
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+FUZZ_SECONDS ?= 60
+# Each target names the sources it exercises: FUZZ_SRC_<target>.
+FUZZ_SRC_fuzz_config := daemon/config.c $(BUILD)/obj/default_config.c
+FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_SRC_$$*)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -Iproto -Idaemon -Iclient $(YAML_CFLAGS) $(CJSON_CFLAGS) \
+	  -o $@ $< $(FUZZ_SRC_$*) $(YAML_LIBS) $(CJSON_LIBS) -lm -pthread
+fuzz: $(FUZZ_BIN)
+fuzz-run: fuzz
+	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_BIN)
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory all unit
+	$(Q)$(MAKE) --no-print-directory unit-run
+	$(Q)$(MAKE) --no-print-directory golden
+	$(Q)$(MAKE) --no-print-directory system
+	$(Q)$(MAKE) --no-print-directory asan
+	$(Q)$(MAKE) --no-print-directory fuzz-run
+
+deps:
+	$(Q)sh scripts/install-deps.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)BUILD=$(BUILD) sh scripts/demo.sh
+
+run: all
+	$(Q)BUILD=$(BUILD) sh scripts/run.sh
+
+bench: all
+	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+	  $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(SYSCONFDIR)/daqiri \
+	  $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+	  $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(BUILD)/daqirid $(DESTDIR)$(SBINDIR)/daqirid
+	install -m 0755 $(BUILD)/daqirictl $(BUILD)/daqiri-consume $(BUILD)/daqiri-sim $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(LIBCLIENT_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(LIBCLIENT_SO) $(DESTDIR)$(LIBDIR)/libdaqiri-client.so.0
+	ln -sf libdaqiri-client.so.0 $(DESTDIR)$(LIBDIR)/libdaqiri-client.so
+	install -m 0644 client/daqiri_client.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 $(BUILD)/daqiri-client.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	test -e $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml || \
+	  install -m 0644 etc/daqirid.yaml $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml
+	install -m 0644 systemd/daqirid.service $(DESTDIR)$(SYSTEMDUNITDIR)/
+	install -m 0644 systemd/daqiri.sysusers $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf
+	install -m 0644 systemd/daqiri.tmpfiles $(DESTDIR)$(TMPFILESDIR)/daqiri.conf
+	install -m 0644 client/libdaqiri-client.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 daemon/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 daemon/daqirid.8 client/daqirictl.8 $(DESTDIR)$(MANDIR)/man8/
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/daqirid $(DESTDIR)$(BINDIR)/daqirictl \
+	  $(DESTDIR)$(BINDIR)/daqiri-consume $(DESTDIR)$(BINDIR)/daqiri-sim \
+	  $(DESTDIR)$(LIBDIR)/libdaqiri-client.* $(DESTDIR)$(INCLUDEDIR)/daqiri_client.h \
+	  $(DESTDIR)$(PKGCONFIGDIR)/daqiri-client.pc \
+	  $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.service $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf \
+	  $(DESTDIR)$(TMPFILESDIR)/daqiri.conf $(DESTDIR)$(MANDIR)/man3/libdaqiri-client.3 \
+	  $(DESTDIR)$(MANDIR)/man5/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man8/daqirid.8 \
+	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8
+
+clean:
+	rm -rf $(BUILD)
+
+help:
+	@echo 'targets: all check demo run bench install uninstall clean deps fuzz'
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The daqirid configuration: the parsed, validated form of the YAML in
+ * REFERENCE.md, and the pure parser that produces it. Nothing here exits,
+ * prints or touches the system: text in, struct and diagnostics out.
+ */
+#ifndef DAQIRI_CONFIG_H
+#define DAQIRI_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Limits of one configuration; exceeding one is a diagnostic, not a crash. */
+#define CFG_NAME_MAX		64	/* bytes of a name, NUL included */
+#define CFG_PATH_MAX		256
+#define CFG_MAX_REGIONS		32
+#define CFG_MAX_INTERFACES	8
+#define CFG_MAX_QUEUES		32	/* per interface and direction */
+#define CFG_MAX_FLOWS		64	/* per interface and direction */
+#define CFG_MAX_REORDERS	16	/* per interface */
+#define CFG_MAX_FLOW_IDS	16	/* per reorder config */
+#define CFG_MAX_QUEUE_REGIONS	2	/* two = header-data split */
+#define CFG_MAX_QUEUE_IDS	8	/* queues of one flow action */
+#define CFG_MAX_DPDK_ARGS	32
+#define CFG_MAX_DIAGS		256	/* kept; more are counted only */
+#define CFG_WINDOW_DEFAULT	4
+#define CFG_WINDOW_MAX		64
+#define CFG_REORDER_TIMEOUT_US_DEFAULT 100000u
+
+/* Where a node started in its file (1-based; 0 = not from a file). */
+struct cfg_pos {
+	int line;
+	int col;
+};
+
+enum cfg_stream_type { CFG_STREAM_RAW, CFG_STREAM_SOCKET, CFG_STREAM_MAX };
+enum cfg_engine { CFG_ENGINE_DPDK, CFG_ENGINE_SOCKET, CFG_ENGINE_MAX };
+enum cfg_log_level {
+	CFG_LOG_TRACE, CFG_LOG_DEBUG, CFG_LOG_INFO, CFG_LOG_WARN,
+	CFG_LOG_ERROR, CFG_LOG_CRITICAL, CFG_LOG_OFF, CFG_LOG_MAX
+};
+enum cfg_loopback { CFG_LOOPBACK_NONE, CFG_LOOPBACK_SW, CFG_LOOPBACK_MAX };
+enum cfg_mem_kind {
+	CFG_MEM_HUGE, CFG_MEM_DEVICE, CFG_MEM_HOST_PINNED, CFG_MEM_HOST,
+	CFG_MEM_MAX
+};
+enum cfg_access {			/* bit mask */
+	CFG_ACCESS_LOCAL = 1u << 0,
+	CFG_ACCESS_RDMA_READ = 1u << 1,
+	CFG_ACCESS_RDMA_WRITE = 1u << 2,
+};
+enum cfg_sock_mode { CFG_SOCK_CLIENT, CFG_SOCK_SERVER, CFG_SOCK_MAX };
+enum cfg_transport { CFG_TRANSPORT_UDP, CFG_TRANSPORT_TCP, CFG_TRANSPORT_MAX };
+enum cfg_poll_mode { CFG_POLL_INDIRECT, CFG_POLL_MAX };
+enum cfg_reorder_type { CFG_REORDER_CPU, CFG_REORDER_GPU, CFG_REORDER_MAX };
+enum cfg_method {
+	CFG_METHOD_SEQ_BATCH_NUMBER, CFG_METHOD_SEQ_PACKETS_PER_BATCH,
+	CFG_METHOD_MAX
+};
+/* Element types; CFG_DTYPE_NONE = no data_types, bytes copied as they are. */
+enum cfg_dtype {
+	CFG_DTYPE_NONE, CFG_DTYPE_INT4, CFG_DTYPE_INT8, CFG_DTYPE_INT16,
+	CFG_DTYPE_INT32, CFG_DTYPE_FP16, CFG_DTYPE_BF16, CFG_DTYPE_FP32,
+	CFG_DTYPE_FP64, CFG_DTYPE_MAX
+};
+enum cfg_endian { CFG_ENDIAN_HOST, CFG_ENDIAN_NETWORK, CFG_ENDIAN_MAX };
+enum cfg_fill { CFG_FILL_ZERO, CFG_FILL_NAN, CFG_FILL_KEEP, CFG_FILL_MAX };
+
+struct cfg_region {
+	char name[CFG_NAME_MAX];
+	enum cfg_mem_kind kind;
+	int affinity;
+	uint32_t num_bufs;
+	uint64_t buf_size;
+	unsigned access;		/* enum cfg_access bits; 0 = not given */
+	struct cfg_pos pos;
+};
+
+/* A udp:// or tcp:// endpoint; addr and port in host byte order. */
+struct cfg_endpoint {
+	bool set;
+	enum cfg_transport transport;
+	uint32_t addr;
+	uint16_t port;
+};
+
+struct cfg_socket {
+	bool present;
+	enum cfg_sock_mode mode;
+	struct cfg_endpoint local;
+	struct cfg_endpoint remote;
+	uint16_t max_payload_size;	/* 0 = largest UDP datagram */
+	int retry_connect_s;
+};
+
+struct cfg_queue {
+	char name[CFG_NAME_MAX];
+	uint32_t id;
+	int cpu_core;			/* -1 = not given */
+	uint32_t batch_size;
+	uint32_t timeout_us;
+	int nregions;
+	char region_names[CFG_MAX_QUEUE_REGIONS][CFG_NAME_MAX];
+	int region_idx[CFG_MAX_QUEUE_REGIONS];	/* into cfg.regions */
+	enum cfg_poll_mode poll_mode;
+	/* tx only */
+	bool offload_tx_eth_src;
+	struct cfg_pos pos;
+};
+
+/* Match fields of a flow; a field applies only when its has_ flag is set.
+ * Ports and lengths in host byte order, addresses too. */
+struct cfg_match {
+	bool has_udp_src, has_udp_dst, has_ipv4_len, has_ipv4_src, has_ipv4_dst;
+	uint16_t udp_src_lo, udp_src_hi;	/* inclusive range */
+	uint16_t udp_dst_lo, udp_dst_hi;
+	uint16_t ipv4_len;
+	uint32_t ipv4_src, ipv4_dst;
+};
+
+struct cfg_flow {
+	char name[CFG_NAME_MAX];
+	uint32_t id;
+	int nqueue_ids;			/* the final queue action's targets */
+	uint32_t queue_ids[CFG_MAX_QUEUE_IDS];
+	bool has_match;			/* false = matches everything */
+	struct cfg_match match;
+	struct cfg_pos pos;
+};
+
+struct cfg_bitfield {
+	uint32_t bit_offset;		/* from the first bit of the frame */
+	uint32_t bit_width;		/* 1..32 */
+};
+
+struct cfg_reorder {
+	char name[CFG_NAME_MAX];
+	enum cfg_reorder_type type;
+	char region_name[CFG_NAME_MAX];
+	int region_idx;			/* into cfg.regions */
+	uint32_t payload_byte_offset;
+	/* Input bytes per packet after payload_byte_offset: `payload_bytes`
+	 * (daqiri extension) or derived from the frame buffers of the queues
+	 * the flows target. A packet with any other payload length is
+	 * malformed. */
+	uint32_t payload_bytes;
+	uint64_t slot_bytes;		/* output bytes of one slot (derived) */
+	int nflow_ids;
+	uint32_t flow_ids[CFG_MAX_FLOW_IDS];
+	enum cfg_method method;
+	struct cfg_bitfield seq;
+	struct cfg_bitfield batch;	/* CFG_METHOD_SEQ_BATCH_NUMBER only */
+	uint32_t packets_per_batch;	/* given or derived */
+	bool has_data_types;
+	enum cfg_dtype input_type;	/* NONE when !has_data_types */
+	enum cfg_dtype output_type;
+	enum cfg_endian endianness;
+	uint32_t window;		/* open batches, 1..64 */
+	enum cfg_fill fill;
+	uint32_t timeout_us;		/* from a batch's first packet; 0 = none */
+	struct cfg_pos pos;
+};
+
+struct cfg_rx {
+	int nqueues;
+	struct cfg_queue queues[CFG_MAX_QUEUES];
+	int nflows;
+	struct cfg_flow flows[CFG_MAX_FLOWS];
+	bool flow_isolation;
+	uint32_t dynamic_flow_capacity;
+	bool hardware_timestamps;
+	int nreorders;
+	struct cfg_reorder reorders[CFG_MAX_REORDERS];
+};
+
+struct cfg_tx {
+	int nqueues;
+	struct cfg_queue queues[CFG_MAX_QUEUES];
+	int nflows;
+	struct cfg_flow flows[CFG_MAX_FLOWS];
+	bool accurate_send;
+	uint32_t pacing_mbps;		/* 0 = not paced */
+};
+
+struct cfg_interface {
+	char name[CFG_NAME_MAX];
+	char address[CFG_NAME_MAX];
+	struct cfg_socket socket;
+	bool has_rx, has_tx;
+	struct cfg_rx rx;
+	struct cfg_tx tx;
+	struct cfg_pos pos;
+};
+
+/* daqiri's own `daemon:` section. */
+struct cfg_daemon {
+	char control_socket[CFG_PATH_MAX];
+	unsigned socket_mode;
+	char socket_group[CFG_NAME_MAX];	/* "" = the daemon's own group */
+	char admin_group[CFG_NAME_MAX];		/* "" = root only */
+	uint32_t max_consumers;
+	uint32_t stats_interval_ms;
+	char metrics_listen[CFG_NAME_MAX];	/* "" = off */
+};
+
+struct cfg {
+	int version;
+	bool debug;
+	int master_core;
+	enum cfg_stream_type stream_type;
+	enum cfg_engine engine;
+	enum cfg_log_level log_level;
+	enum cfg_loopback loopback;
+	uint32_t tx_meta_buffers;
+	uint32_t rx_meta_buffers;
+	int ndpdk_args;
+	char dpdk_args[CFG_MAX_DPDK_ARGS][CFG_PATH_MAX];
+	int nregions;
+	struct cfg_region regions[CFG_MAX_REGIONS];
+	int ninterfaces;
+	struct cfg_interface interfaces[CFG_MAX_INTERFACES];
+	struct cfg_daemon daemon;
+};
+
+enum cfg_severity { CFG_SEV_ERROR, CFG_SEV_WARNING, CFG_SEV_MAX };
+
+struct cfg_diag {
+	enum cfg_severity severity;
+	struct cfg_pos pos;		/* 0:0 = about the whole file */
+	char msg[256];
+};
+
+struct cfg_diags {
+	char file[CFG_PATH_MAX];
+	int ndiags;			/* kept in diags[] */
+	int nerrors;			/* all errors, kept or not */
+	int nwarnings;
+	struct cfg_diag diags[CFG_MAX_DIAGS];
+};
+
+/*
+ * Parse and validate a configuration. text need not be NUL-terminated;
+ * file names the source in diagnostics. On return *out holds the config
+ * with defaults filled in (meaningful only when the result is 0) and *d
+ * every diagnostic in file order. Returns 0 when there were no errors,
+ * -1 otherwise. Never exits, prints or allocates memory it does not free.
+ */
+int cfg_parse(const char *text, size_t len, const char *file,
+	      struct cfg *out, struct cfg_diags *d);
+
+/*
+ * Read FILE and cfg_parse() it. A file that cannot be read is one
+ * diagnostic ("cannot read: <strerror>"). Same return as cfg_parse().
+ */
+int cfg_load(const char *file, struct cfg *out, struct cfg_diags *d);
+
+/* The embedded default config (etc/daqirid.yaml as built in). */
+extern const char cfg_default_text[];
+extern const size_t cfg_default_len;
+
+/* Write every diagnostic as "file:line:col: error: message\n". */
+void cfg_diags_print(const struct cfg_diags *d, FILE *fp);
+
+/*
+ * Print the normalised config (every default filled in) as YAML that
+ * cfg_parse() reads back to an equal struct. Returns 0 or -1 on a write
+ * error.
+ */
+int cfg_print(const struct cfg *c, FILE *fp);
+
+/* Equal in every field but source positions: 1 if equal, else 0. */
+int cfg_equal(const struct cfg *a, const struct cfg *b);
+
+/* Defaults of a fresh config (used before parsing). */
+void cfg_defaults(struct cfg *c);
+
+/* Names of the enums, as they are spelt in YAML. */
+const char *cfg_dtype_name(enum cfg_dtype t);
+const char *cfg_mem_kind_name(enum cfg_mem_kind k);
+const char *cfg_log_level_name(enum cfg_log_level l);
+
+/* Bytes of one input/output element times 2 (int4 is half a byte). */
+unsigned cfg_dtype_bits(enum cfg_dtype t);
+
+/*
+ * Geometry of a reorder config: output bytes for one slot given the
+ * payload bytes per packet (n), or 0 when n is not a whole number of
+ * input elements.
+ */
+uint64_t cfg_reorder_slot_bytes(const struct cfg_reorder *r, uint64_t n);
+
+/* Lookups; NULL when absent. */
+const struct cfg_interface *cfg_interface_find(const struct cfg *c,
+					       const char *name);
+int cfg_region_find(const struct cfg *c, const char *name);
+
+#endif

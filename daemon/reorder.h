@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The reorder stage: sequence-numbered packets in any order in, one
+ * contiguous converted tensor per batch out, published strictly in batch
+ * order, with every packet accounted for (DESIGN.md "Reorder semantics").
+ * Placement is delegated to a backend (CPU here, CUDA in reorder_cuda.cu);
+ * the window, bitmaps, deadlines and counters are kept here, on the CPU.
+ */
+#ifndef DAQIRI_REORDER_H
+#define DAQIRI_REORDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "../proto/desc.h"
+
+/* Per-plan counters. Invariant after every call:
+ * packets_in = placed + duplicate + late + malformed + no_buffer_packets */
+struct reorder_counters {
+	uint64_t packets_in;
+	uint64_t placed;
+	uint64_t duplicate;
+	uint64_t late;
+	uint64_t malformed;
+	uint64_t no_buffer_packets;
+	uint64_t batches_complete;
+	uint64_t batches_timeout;
+	uint64_t batches_evicted;
+	uint64_t batches_no_buffer;
+	uint64_t resync;
+	uint64_t missing_slots;
+};
+
+/* Names of the counters in struct order, for stats output. */
+#define REORDER_NCOUNTERS 12
+extern const char *const reorder_counter_names[REORDER_NCOUNTERS];
+
+/*
+ * One received frame. The frame is the concatenation hdr[0..hdr_len) ++
+ * payload[0..payload_len); bit and byte offsets of the config address
+ * that concatenation (header-data split gives two parts, a contiguous
+ * frame puts everything in hdr with payload_len 0, or the reverse).
+ */
+struct reorder_pkt {
+	const uint8_t *hdr;
+	const uint8_t *payload;
+	uint32_t hdr_len;
+	uint32_t payload_len;
+	uint64_t rx_ns;			/* arrival time, CLOCK_MONOTONIC */
+};
+
+/* A tensor buffer lent to the plan by its owner (the stream). */
+struct reorder_buf {
+	uint32_t index;			/* the owner's buffer index */
+	void *data;			/* ppb x slot_bytes (host or device) */
+	uint64_t *bitmap;		/* ppb bits, host memory, owner's sidecar */
+};
+
+/*
+ * The buffer owner. get() lends a free buffer (0, or -ENOBUFS when none is
+ * free: the batch is then dropped whole and counted). put() takes back a
+ * buffer the plan did not publish (at destroy). publish() hands over a
+ * finished tensor: from then on the buffer belongs to the owner, who lends
+ * it again through get() once every consumer released it. All three run on
+ * the plan's thread and must not block.
+ */
+struct reorder_owner {
+	void *ctx;
+	int (*get)(void *ctx, struct reorder_buf *out);
+	void (*put)(void *ctx, const struct reorder_buf *buf);
+	void (*publish)(void *ctx, const struct daqiri_desc *d,
+			const struct reorder_buf *buf);
+};
+
+struct reorder_plan;
+
+/*
+ * The placement backend (strategy). place() writes one packet's payload,
+ * converted, into slot `slot` of buf; it may defer the work until
+ * commit(), which the plan calls at the end of every burst and before it
+ * publishes anything (so a published tensor is always fully written, or
+ * for device memory, ordered before the buffer's event). fill() writes
+ * the missing slots of buf (bit clear in bitmap) per cfg fill.
+ */
+struct reorder_backend {
+	const char *name;
+	int (*init)(struct reorder_plan *p, void **state);
+	void (*fini)(void *state);
+	void (*place)(void *state, const struct reorder_buf *buf, uint32_t slot,
+		      const uint8_t *in);
+	int (*commit)(void *state);
+	void (*fill)(void *state, const struct reorder_buf *buf);
+	/* called just before publish(); e.g. records the CUDA event */
+	void (*finish)(void *state, const struct reorder_buf *buf);
+};
+
+extern const struct reorder_backend reorder_backend_cpu;
+
+/* Geometry and field layout derived from a validated config. */
+struct reorder_geom {
+	uint32_t ppb;			/* packets (slots) per batch */
+	uint32_t in_bytes;		/* payload bytes per packet */
+	uint64_t slot_bytes;		/* output bytes per slot */
+	uint64_t tensor_bytes;		/* ppb x slot_bytes */
+	uint64_t id_space;		/* number of distinct batch ids */
+	uint32_t window;		/* after capping to id_space / 2 */
+};
+
+/*
+ * Build a plan for reorder config r. backend NULL = reorder_backend_cpu.
+ * Returns NULL with errno set (EINVAL: config the plan cannot run,
+ * ENOMEM, or the backend's error such as ENODEV for no GPU).
+ */
+struct reorder_plan *reorder_create(const struct cfg_reorder *r,
+				    const struct reorder_owner *owner,
+				    const struct reorder_backend *backend);
+
+/* Return every open buffer through owner.put() and free. NULL-safe. */
+void reorder_destroy(struct reorder_plan *p);
+
+/* Feed one burst. Publishes whatever the burst finishes. Never blocks,
+ * allocates or makes a syscall. */
+void reorder_burst(struct reorder_plan *p, const struct reorder_pkt *pkts,
+		   unsigned n, uint64_t now_ns);
+
+/* Publish every open batch whose deadline is <= now_ns (TIMEOUT). */
+void reorder_poll(struct reorder_plan *p, uint64_t now_ns);
+
+/* Nearest deadline of an open batch, or UINT64_MAX when none is open. */
+uint64_t reorder_next_deadline(const struct reorder_plan *p);
+
+/* Publish everything open now (stream stop), flagged FLUSH. */
+void reorder_flush(struct reorder_plan *p, uint64_t now_ns);
+
+const struct reorder_counters *reorder_counters(const struct reorder_plan *p);
+const struct reorder_geom *reorder_geom(const struct reorder_plan *p);
+const struct cfg_reorder *reorder_config(const struct reorder_plan *p);
+
+/* Read the big-endian bit field at bit_offset/bit_width of a frame split
+ * in two parts; returns false when the frame is too short. */
+bool reorder_field(const struct reorder_pkt *pkt, uint32_t bit_offset,
+		   uint32_t bit_width, uint32_t *out);
+
+#endif

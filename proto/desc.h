@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The tensor descriptor: what the daemon publishes for every finished
+ * batch, both to its own stream code and, byte for byte, into each
+ * subscriber's completion ring. Shared by daemon and client; fixed layout.
+ */
+#ifndef DAQIRI_PROTO_DESC_H
+#define DAQIRI_PROTO_DESC_H
+
+#include <stdint.h>
+
+/* Descriptor flags (bit mask). */
+enum daqiri_desc_flag {
+	DAQIRI_F_COMPLETE = 1u << 0,	/* every slot arrived */
+	DAQIRI_F_TIMEOUT = 1u << 1,	/* published at its deadline */
+	DAQIRI_F_EVICTED = 1u << 2,	/* pushed out by newer batches */
+	DAQIRI_F_HAS_GAPS = 1u << 3,	/* some slot is missing (see bitmap) */
+	DAQIRI_F_RESYNC = 1u << 4,	/* published because the sender restarted */
+	DAQIRI_F_FLUSH = 1u << 5,	/* published at stream stop */
+};
+
+struct daqiri_desc {
+	uint32_t buf_index;		/* tensor buffer of the stream */
+	uint32_t flags;			/* enum daqiri_desc_flag */
+	uint64_t seq;			/* stream sequence number, never wraps */
+	uint64_t batch_id;		/* raw batch id from the packets */
+	uint32_t packets_expected;	/* packets per batch */
+	uint32_t packets_received;	/* slots filled */
+	uint64_t bytes;			/* tensor bytes (ppb x slot bytes) */
+	uint64_t first_rx_ns;		/* CLOCK_MONOTONIC of the first packet */
+	uint64_t last_rx_ns;		/* ... and of the last one placed */
+	uint64_t publish_ns;		/* when the daemon published it */
+};
+
+_Static_assert(sizeof(struct daqiri_desc) == 64, "descriptor is one cache line");
+
+#endif
