@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * daqirid: the acquisition daemon. Parses options and the configuration,
+ * brings the modules up in order (and down in reverse), and runs the main
+ * epoll loop; the data path lives in the RX workers (worker.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+#define DAQIRID_DEFAULT_CONFIG	"/etc/daqiri/daqirid.yaml"
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: daqirid [-c FILE] [-n [-v]] [-s SOCKET] [-l LEVEL]\n"
+	    "       daqirid -h | -V\n"
+	    "  -c FILE    configuration (default " DAQIRID_DEFAULT_CONFIG ",\n"
+	    "             or the built-in default when that file does not exist)\n"
+	    "  -n         check the configuration and exit\n"
+	    "  -v         with -n: print the normalised configuration\n"
+	    "  -s SOCKET  control socket path (overrides daemon.control_socket)\n"
+	    "  -l LEVEL   log level: trace debug info warn error critical off\n"
+	    "  -h         this help\n"
+	    "  -V         print the version\n");
+}
+
+struct options {
+	const char *config;
+	const char *socket;
+	int level;			/* -1 = from the config */
+	int check_only;
+	int verbose;
+};
+
+static int
+load_config(const struct options *o, struct cfg *c, struct cfg_diags *d)
+{
+	int rc;
+
+	if (o->config != NULL)
+		rc = cfg_load(o->config, c, d);
+	else if (access(DAQIRID_DEFAULT_CONFIG, F_OK) == 0)
+		rc = cfg_load(DAQIRID_DEFAULT_CONFIG, c, d);
+	else
+		rc = cfg_parse(cfg_default_text, cfg_default_len,
+			       "<built-in default>", c, d);
+	cfg_diags_print(d, stderr);
+	if (d->ndiags < d->nerrors + d->nwarnings)
+		fprintf(stderr, "%s: %d more diagnostics not shown\n", d->file,
+			d->nerrors + d->nwarnings - d->ndiags);
+	return rc;
+}
+
+
+int
+main(int argc, char **argv)
+{
+	static struct cfg cfg;
+	static struct cfg_diags diags;
+	struct options o = { .level = -1 };
+	int ch;
+
+	while ((ch = getopt(argc, argv, "c:nvs:l:hV")) != -1) {
+		switch (ch) {
+		case 'c':
+			o.config = optarg;
+			break;
+		case 'n':
+			o.check_only = 1;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 's':
+			o.socket = optarg;
+			break;
+		case 'l':
+			o.level = log_level_parse(optarg);
+			if (o.level < 0) {
+				fprintf(stderr, "daqirid: unknown log level '%s'\n",
+					optarg);
+				usage(stderr);
+				return 1;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("daqirid %s\n", DAQIRI_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "daqirid: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 1;
+	}
+	if (o.verbose && !o.check_only) {
+		fprintf(stderr, "daqirid: -v goes with -n\n");
+		usage(stderr);
+		return 1;
+	}
+
+	if (load_config(&o, &cfg, &diags) != 0)
+		return 1;
+	if (o.check_only) {
+		if (o.verbose) {
+			if (cfg_print(&cfg, stdout) != 0 || fflush(stdout) != 0) {
+				fprintf(stderr, "daqirid: writing the configuration: %s\n",
+					strerror(errno));
+				return 1;
+			}
+		} else
+			printf("configuration OK\n");
+		return 0;
+	}
+	fprintf(stderr, "daqirid: running is not built yet\n");
+	return 1;
+}
