@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Packet engines (DESIGN.md "Engines"): the strategy that receives
+ * Ethernet frames for one interface into its queues' memory regions and
+ * hands them to the RX workers, burst by burst, without copying.
+ */
+#ifndef DAQIRI_ENGINE_H
+#define DAQIRI_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "mem.h"
+#include "reorder.h"
+
+/* Ethernet (14) + IPv4 without options (20) + UDP (8): the synthetic
+ * header of the socket engine, and where datagrams start in its buffers. */
+#define ENGINE_SYNTH_HDR_LEN	42
+/* Largest UDP payload of one IPv4 datagram (also of one GRO read). */
+#define ENGINE_UDP_MAX_PAYLOAD	65507
+/* Most frames one rx_burst() returns. */
+#define ENGINE_MAX_BURST	1024
+/* Longest error text init() writes (including the NUL). */
+#define ENGINE_ERR_MAX		256
+
+/*
+ * One received frame: the concatenation hdr[0..hdr_len) ++
+ * payload[0..payload_len) (a contiguous frame may put everything in hdr
+ * with payload_len 0). Same layout and names as struct reorder_pkt, so an
+ * array of frames is passed to reorder_burst() as it is. Valid until the
+ * frame is released.
+ */
+struct engine_frame {
+	const uint8_t *hdr;
+	const uint8_t *payload;
+	uint32_t hdr_len;
+	uint32_t payload_len;
+	uint64_t rx_ns;			/* CLOCK_MONOTONIC; see rx_burst() */
+};
+
+_Static_assert(sizeof(struct engine_frame) == sizeof(struct reorder_pkt),
+	       "engine_frame and reorder_pkt differ in size");
+_Static_assert(offsetof(struct engine_frame, hdr) ==
+	       offsetof(struct reorder_pkt, hdr) &&
+	       offsetof(struct engine_frame, payload) ==
+	       offsetof(struct reorder_pkt, payload) &&
+	       offsetof(struct engine_frame, hdr_len) ==
+	       offsetof(struct reorder_pkt, hdr_len) &&
+	       offsetof(struct engine_frame, payload_len) ==
+	       offsetof(struct reorder_pkt, payload_len) &&
+	       offsetof(struct engine_frame, rx_ns) ==
+	       offsetof(struct reorder_pkt, rx_ns),
+	       "engine_frame and reorder_pkt differ in layout");
+
+/* Counters of one rx queue since init; monotonic. */
+struct engine_stats {
+	uint64_t rx_packets;		/* frames handed out by rx_burst() */
+	uint64_t rx_bytes;		/* their frame bytes (hdr + payload) */
+	uint64_t kernel_drops;		/* dropped before we read them
+					 * (SO_RXQ_OVFL: socket buffer full) */
+	uint64_t truncated;		/* datagrams longer than a buffer
+					 * (MSG_TRUNC): malformed, never handed
+					 * out, not in rx_packets */
+	uint64_t errors;		/* failed receive calls */
+	uint64_t bursts;		/* receive calls that returned data */
+	uint64_t gro_reads;		/* reads that held more than one
+					 * datagram (UDP_GRO) */
+};
+
+/* How rx_burst() waits. */
+enum engine_rx_mode {
+	ENGINE_RX_BLOCKING,		/* sleep in ppoll() up to the timeout */
+	ENGINE_RX_BUSY_POLL,		/* spin on non-blocking reads up to the
+					 * timeout (burns the worker's core) */
+	ENGINE_RX_MODE_MAX
+};
+
+/* Options of init(); a zeroed struct means the defaults. */
+struct engine_opts {
+	enum engine_rx_mode rx_mode;	/* default blocking */
+	uint64_t rcvbuf_bytes;		/* socket: SO_RCVBUF per queue; 0 = the
+					 * queue's buffer bytes, at least
+					 * ENGINE_RCVBUF_MIN */
+	bool no_gro;			/* socket: leave UDP_GRO off */
+};
+#define ENGINE_RCVBUF_MIN	(4u << 20)
+
+struct engine;				/* one interface */
+struct engine_rxq;			/* one rx queue of it */
+
+/*
+ * The engine strategy. init/start/flow_add/flow_del/fini run on the main
+ * thread; rxq() hands a queue to its worker, and from then on rx_burst,
+ * release and stats of that queue are called only by that worker thread.
+ */
+struct engine_ops {
+	const char *name;
+
+	/*
+	 * Set up interface ifc of config c (validated): open and bind what
+	 * receives (the socket engine binds every socket here, so address
+	 * errors show at start-up), and carve each rx queue's buffers out of
+	 * the memory region the queue names (regions[] indexed like
+	 * c->regions, created by mem_regions_create(); with two regions the
+	 * last one takes the data). opts NULL = defaults. Returns 0 and *out,
+	 * or a negative errno and a message in err ("interface 'X': ...").
+	 */
+	int (*init)(struct engine **out, const struct cfg *c,
+		    const struct cfg_interface *ifc, struct mem_region *regions,
+		    const struct engine_opts *opts, char *err, size_t errlen);
+
+	/* Start receiving (0 or a negative errno). */
+	int (*start)(struct engine *e);
+
+	/* The handle of rx queue qi (index into ifc->rx.queues), NULL when out
+	 * of range. */
+	struct engine_rxq *(*rxq)(struct engine *e, int qi);
+
+	/*
+	 * Receive up to max (<= ENGINE_MAX_BURST) frames into f[]. Waits at
+	 * most timeout_ns when nothing is there (0 = do not wait, < 0 = until
+	 * a frame arrives or the wake fd is readable). Returns the number of
+	 * frames, 0 on timeout or wake-up, or a negative errno (-ENOBUFS: every
+	 * buffer is held by unreleased frames). rx_ns is read once per receive
+	 * call (CLOCK_MONOTONIC, after the call returned): frames of one read
+	 * share it. At most two system calls per burst, none per frame.
+	 */
+	int (*rx_burst)(struct engine_rxq *q, struct engine_frame *f,
+			unsigned max, int64_t timeout_ns);
+
+	/*
+	 * Return the n oldest frames not yet released to the engine; their
+	 * buffers may be reused by the next rx_burst(). Frames are released in
+	 * the order they were received; the worker copies or converts what it
+	 * needs first. Releasing more than are held releases all.
+	 */
+	void (*release)(struct engine_rxq *q, unsigned n);
+
+	/*
+	 * Install flow f in hardware. 0 = the engine steers it; -EOPNOTSUPP =
+	 * the engine cannot, the worker classifies in software (flow.h), which
+	 * the socket engine always answers.
+	 */
+	int (*flow_add)(struct engine *e, const struct cfg_flow *f);
+	int (*flow_del)(struct engine *e, uint32_t flow_id);
+
+	/* Copy the queue's counters into *out (0 or a negative errno). */
+	int (*stats)(struct engine_rxq *q, struct engine_stats *out);
+
+	/*
+	 * Let rx_burst() also return 0 as soon as fd is readable (the worker's
+	 * command eventfd); the engine never reads it. -1 = none (default).
+	 * Blocking mode polls it with the socket; busy-poll mode checks it
+	 * every ENGINE_BUSY_WAKE_SPINS empty reads.
+	 */
+	void (*set_wake_fd)(struct engine_rxq *q, int fd);
+
+	/* Close and free everything. NULL-safe, safe on a half-built engine.
+	 * Workers must have stopped calling into its queues. */
+	void (*fini)(struct engine *e);
+};
+#define ENGINE_BUSY_WAKE_SPINS	256
+
+/* The socket engine (engine_socket.c). */
+extern const struct engine_ops engine_socket_ops;
+
+/* The ops of engine kind k, or NULL when this build does not have it (the
+ * dpdk engine, for now). */
+const struct engine_ops *engine_lookup(enum cfg_engine k);
+
+/*
+ * Write the synthetic Ethernet/IPv4/UDP header for a datagram of
+ * payload_len bytes from src to dst (addresses and ports in host byte
+ * order) into h[0 .. ENGINE_SYNTH_HDR_LEN): zero MACs, ethertype IPv4,
+ * IHL 5, TTL 64, protocol UDP, total length and UDP length from
+ * payload_len, a valid IPv4 header checksum, UDP checksum 0.
+ */
+void engine_synth_hdr(uint8_t *h, uint32_t src_addr, uint16_t src_port,
+		      uint32_t dst_addr, uint16_t dst_port,
+		      uint32_t payload_len);
+
+#endif
