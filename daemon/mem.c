@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Memory regions: host and huge regions as sealed memfds (so a consumer can
+ * be given a read-only reopen of the fd), host_pinned as a memfd registered
+ * with CUDA when a GPU is there, device regions through cudaMalloc.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifdef DAQIRI_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "log.h"
+#include "mem.h"
+
+#ifndef MFD_HUGETLB
+#define MFD_HUGETLB		0x0004U
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
+#define MEM_MPOL_PREFERRED	1	/* <linux/mempolicy.h> */
+#define MEM_MAX_NUMA_NODE	63	/* nodes one mask word covers */
+#define MEM_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+static void
+mem_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t
+mem_round_up(uint64_t n, uint64_t to)
+{
+	return (n + to - 1) / to * to;
+}
+
+/*
+ * Place the pages on NUMA node `node` (preferred, not strict: a full node
+ * must not fail the daemon). Best effort; one-node machines reject nothing.
+ */
+static void
+mem_bind_node(struct mem_region *m, int node)
+{
+	unsigned long mask;
+
+	if (node < 0 || node > MEM_MAX_NUMA_NODE)
+		return;
+	mask = 1ul << node;
+	if (syscall(SYS_mbind, m->base, (unsigned long)m->size,
+	    MEM_MPOL_PREFERRED, &mask, (unsigned long)MEM_MAX_NUMA_NODE + 2,
+	    0u) == -1)
+		log_debug("memory region '%s': NUMA node %d: %s", m->name,
+		    node, strerror(errno));
+}
+
+/*
+ * Fault every page in now, so the data path never takes a first-touch
+ * fault and a region that cannot be backed fails at start-up.
+ */
+static int
+mem_populate(struct mem_region *m, uint64_t page)
+{
+	volatile uint8_t *p;
+	uint64_t off;
+
+	if (madvise(m->base, m->size, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* Kernels before 5.14: touch the pages (they are zero already). */
+	p = m->base;
+	for (off = 0; off < m->size; off += page)
+		p[off] = 0;
+	return 0;
+}
+
+/* memfd + ftruncate + seal + mmap; 0 or a negative errno (nothing kept). */
+static int
+mem_map_memfd(struct mem_region *m, bool huge)
+{
+	char fdname[CFG_NAME_MAX + 16];
+	uint64_t page = huge ? MEM_HUGE_PAGE_SIZE : MEM_PAGE_SIZE;
+	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	int fd, rc;
+	void *p;
+
+	if (huge)
+		flags |= MFD_HUGETLB;
+	snprintf(fdname, sizeof(fdname), "daqiri:%s", m->name);
+	m->size = mem_round_up(m->nbufs * m->buf_size, page);
+	if ((fd = memfd_create(fdname, flags)) == -1)
+		return -errno;
+	if (ftruncate(fd, (off_t)m->size) == -1)
+		goto fail;
+	/* Nobody may resize a region a consumer has mapped. Hugetlb memfds
+	 * refuse seals on some kernels; that only loses the guard. */
+	if (fcntl(fd, F_ADD_SEALS, MEM_SEALS) == -1 && !huge)
+		goto fail;
+	p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	m->base = p;
+	m->fd = fd;
+	mem_bind_node(m, m->affinity);
+	if ((rc = mem_populate(m, page)) < 0) {
+		munmap(m->base, m->size);
+		m->base = NULL;
+		m->fd = -1;
+		close(fd);
+		return rc;
+	}
+	return 0;
+fail:
+	rc = -errno;
+	close(fd);
+	return rc;
+}
+
+#ifdef DAQIRI_HAVE_CUDA
+/* 1 when GPU `ordinal` can be used; else 0 and the reason in why. */
+static int
+mem_gpu_available(int ordinal, char *why, size_t len)
+{
+	cudaError_t e;
+	int n = 0;
+
+	if ((e = cudaGetDeviceCount(&n)) != cudaSuccess) {
+		snprintf(why, len, "%s (CUDA error %d)", cudaGetErrorString(e),
+		    (int)e);
+		return 0;
+	}
+	if (n <= 0) {
+		snprintf(why, len, "no GPU found");
+		return 0;
+	}
+	if (ordinal < 0 || ordinal >= n) {
+		snprintf(why, len, "GPU %d does not exist (%d found)", ordinal,
+		    n);
+		return 0;
+	}
+	return 1;
+}
+
+static int
+mem_create_device(struct mem_region *m, char *err, size_t errlen)
+{
+	char why[128];
+	cudaError_t e;
+	void *p = NULL;
+
+	if (!mem_gpu_available(m->affinity, why, sizeof(why))) {
+		mem_err(err, errlen, "memory region '%s': no CUDA device: %s",
+		    m->name, why);
+		return -ENODEV;
+	}
+	m->size = m->nbufs * m->buf_size;
+	if ((e = cudaSetDevice(m->affinity)) != cudaSuccess ||
+	    (e = cudaMalloc(&p, m->size)) != cudaSuccess) {
+		mem_err(err, errlen, "memory region '%s': cudaMalloc of %llu "
+		    "bytes on GPU %d: %s", m->name,
+		    (unsigned long long)m->size, m->affinity,
+		    cudaGetErrorString(e));
+		return -ENOMEM;
+	}
+	m->dev = p;
+	return 0;
+}
+
+/* Pin a host region; without a GPU, one warning and plain host memory. */
+static void
+mem_pin(struct mem_region *m)
+{
+	char why[128];
+	cudaError_t e;
+	void *d = NULL;
+
+	if (!mem_gpu_available(m->affinity, why, sizeof(why))) {
+		log_warnx("memory region '%s': host_pinned without a CUDA "
+		    "device (%s): using plain host memory", m->name, why);
+		return;
+	}
+	if ((e = cudaSetDevice(m->affinity)) != cudaSuccess ||
+	    (e = cudaHostRegister(m->base, m->size, cudaHostRegisterPortable |
+	    cudaHostRegisterMapped)) != cudaSuccess) {
+		log_warnx("memory region '%s': cudaHostRegister: %s: using "
+		    "plain host memory", m->name, cudaGetErrorString(e));
+		return;
+	}
+	m->pinned = true;
+	if (cudaHostGetDevicePointer(&d, m->base, 0) == cudaSuccess)
+		m->dev = d;
+}
+#else
+static int
+mem_create_device(struct mem_region *m, char *err, size_t errlen)
+{
+	mem_err(err, errlen, "memory region '%s': kind device needs CUDA, "
+	    "and this build has none", m->name);
+	return -ENOTSUP;
+}
+
+static void
+mem_pin(struct mem_region *m)
+{
+	log_warnx("memory region '%s': host_pinned in a build without CUDA: "
+	    "using plain host memory", m->name);
+}
+#endif
+
+int
+mem_region_create(const struct cfg_region *r, struct mem_region *out,
+		  char *err, size_t errlen)
+{
+	struct mem_region *m = out;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	m->fd = -1;
+	snprintf(m->name, sizeof(m->name), "%s", r->name);
+	m->kind = r->kind;
+	m->affinity = r->affinity;
+	m->nbufs = r->num_bufs;
+	m->buf_size = r->buf_size;
+	if (m->nbufs == 0 || m->buf_size == 0) {
+		mem_err(err, errlen, "memory region '%s': num_bufs and buf_size "
+		    "must be > 0", m->name);
+		return -EINVAL;
+	}
+	if (m->buf_size > (UINT64_MAX - MEM_HUGE_PAGE_SIZE) / m->nbufs) {
+		mem_err(err, errlen, "memory region '%s': %u x %llu bytes is "
+		    "too large", m->name, m->nbufs,
+		    (unsigned long long)m->buf_size);
+		return -EOVERFLOW;
+	}
+
+	switch (m->kind) {
+	case CFG_MEM_DEVICE:
+		if ((rc = mem_create_device(m, err, errlen)) < 0)
+			mem_region_destroy(m);
+		return rc;
+	case CFG_MEM_HUGE:
+		if ((rc = mem_map_memfd(m, true)) == 0) {
+			m->hugepages = true;
+			return 0;
+		}
+		log_warnx("memory region '%s': no huge pages (%s): using "
+		    "normal pages", m->name, strerror(-rc));
+		break;
+	case CFG_MEM_HOST:
+	case CFG_MEM_HOST_PINNED:
+		break;
+	default:
+		mem_err(err, errlen, "memory region '%s': unknown kind %d",
+		    m->name, (int)m->kind);
+		return -EINVAL;
+	}
+	if ((rc = mem_map_memfd(m, false)) < 0) {
+		mem_err(err, errlen, "memory region '%s': %llu bytes of shared "
+		    "memory: %s", m->name,
+		    (unsigned long long)(m->nbufs * m->buf_size), strerror(-rc));
+		mem_region_destroy(m);
+		return rc;
+	}
+	if (m->kind == CFG_MEM_HOST_PINNED)
+		mem_pin(m);
+	return 0;
+}
+
+void
+mem_region_destroy(struct mem_region *m)
+{
+	if (m == NULL)
+		return;
+#ifdef DAQIRI_HAVE_CUDA
+	if (m->pinned && m->base != NULL)
+		cudaHostUnregister(m->base);
+	if (m->kind == CFG_MEM_DEVICE && m->dev != NULL)
+		cudaFree(m->dev);
+#endif
+	if (m->base != NULL)
+		munmap(m->base, m->size);
+	/* size is set before any fd is opened, so a zeroed struct (fd 0,
+	 * size 0) never closes stdin. */
+	if (m->fd >= 0 && m->size != 0)
+		close(m->fd);
+	m->base = NULL;
+	m->dev = NULL;
+	m->fd = -1;
+	m->size = 0;
+	m->pinned = false;
+	m->hugepages = false;
+}
+
+int
+mem_regions_create(const struct cfg *c, struct mem_region *out, char *err,
+		   size_t errlen)
+{
+	int i, rc;
+
+	for (i = 0; i < c->nregions; i++) {
+		if ((rc = mem_region_create(&c->regions[i], &out[i], err,
+		    errlen)) < 0) {
+			mem_regions_destroy(out, i);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void
+mem_regions_destroy(struct mem_region *m, int n)
+{
+	int i;
+
+	if (m == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		mem_region_destroy(&m[i]);
+}
+
+void *
+mem_buf(const struct mem_region *m, uint32_t i)
+{
+	if (m == NULL || m->base == NULL || i >= m->nbufs)
+		return NULL;
+	return (uint8_t *)m->base + (uint64_t)i * m->buf_size;
+}
+
+void *
+mem_dev_buf(const struct mem_region *m, uint32_t i)
+{
+	if (m == NULL || m->dev == NULL || i >= m->nbufs)
+		return NULL;
+	return (uint8_t *)m->dev + (uint64_t)i * m->buf_size;
+}
+
+bool
+mem_host_visible(const struct mem_region *m)
+{
+	return m != NULL && m->base != NULL;
+}
