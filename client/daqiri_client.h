@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libdaqiri-client: the public API a consumer links to receive tensors
+ * from daqirid zero-copy, and to ask the daemon questions. It never logs
+ * and never exits; functions return 0 (or a positive count) or a negative
+ * errno. Structs the caller passes carry their size so they can grow.
+ */
+#ifndef DAQIRI_CLIENT_H
+#define DAQIRI_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Socket used when the caller passes none and $DAQIRI_SOCKET is unset. */
+#define DAQIRI_DEFAULT_SOCKET	"/run/daqiri/daqirid.sock"
+#define DAQIRI_SOCKET_ENV	"DAQIRI_SOCKET"
+
+/* Element type of a stream's tensors (wire names in parentheses). */
+enum daqiri_dtype {
+	DAQIRI_DTYPE_RAW,	/* "raw": bytes as received, no conversion */
+	DAQIRI_DTYPE_INT4,	/* "int4" (input only) */
+	DAQIRI_DTYPE_INT8,	/* "int8" */
+	DAQIRI_DTYPE_INT16,	/* "int16" */
+	DAQIRI_DTYPE_INT32,	/* "int32" */
+	DAQIRI_DTYPE_FP16,	/* "fp16" */
+	DAQIRI_DTYPE_BF16,	/* "bf16" */
+	DAQIRI_DTYPE_FP32,	/* "fp32" */
+	DAQIRI_DTYPE_FP64,	/* "fp64" */
+	DAQIRI_DTYPE_MAX
+};
+
+/* Where the tensor memory lives. */
+enum daqiri_mem_kind {
+	DAQIRI_MEM_HUGE,	/* "huge" */
+	DAQIRI_MEM_DEVICE,	/* "device": GPU memory, CUDA IPC */
+	DAQIRI_MEM_HOST_PINNED,	/* "host_pinned" */
+	DAQIRI_MEM_HOST,	/* "host" */
+	DAQIRI_MEM_MAX
+};
+
+/* What a missing slot holds. */
+enum daqiri_fill {
+	DAQIRI_FILL_ZERO,	/* "zero": all zero bytes */
+	DAQIRI_FILL_NAN,	/* "nan": the type's quiet NaN */
+	DAQIRI_FILL_KEEP,	/* "keep": whatever was there */
+	DAQIRI_FILL_MAX
+};
+
+enum daqiri_sub_mode {
+	DAQIRI_SUB_BROADCAST,	/* "broadcast": every tensor to every subscriber */
+	DAQIRI_SUB_SHARED,	/* "shared": each tensor to one member of a group */
+	DAQIRI_SUB_MODE_MAX
+};
+
+/* What a stream is the output of. */
+enum daqiri_stream_kind {
+	DAQIRI_STREAM_REORDER,	/* "reorder": one slot per sequence number */
+	DAQIRI_STREAM_RAW,	/* "raw": packets of a queue, with a length table */
+	DAQIRI_STREAM_KIND_MAX
+};
+
+/* Tensor flags (same bits as the descriptor's). */
+enum daqiri_tensor_flag {
+	DAQIRI_TENSOR_COMPLETE = 1u << 0,	/* every slot arrived */
+	DAQIRI_TENSOR_TIMEOUT = 1u << 1,	/* published at its deadline */
+	DAQIRI_TENSOR_EVICTED = 1u << 2,	/* pushed out by newer batches */
+	DAQIRI_TENSOR_HAS_GAPS = 1u << 3,	/* some slot missing: see bitmap */
+	DAQIRI_TENSOR_RESYNC = 1u << 4,		/* the sender restarted */
+	DAQIRI_TENSOR_FLUSH = 1u << 5,		/* published at stream stop */
+};
+
+/* Subscription option flags. */
+enum daqiri_sub_flag {
+	/* daqiri_next() spins on the ring instead of sleeping on the
+	 * eventfd (still honours the timeout and notices a dead daemon). */
+	DAQIRI_SUB_BUSY_POLL = 1u << 0,
+	/* host_pinned streams: register the mapping with CUDA
+	 * (cudaHostRegister, read-only); -ENOTSUP without CUDA support. */
+	DAQIRI_SUB_CUDA_REGISTER = 1u << 1,
+};
+
+struct daqiri;			/* a connection to the daemon */
+struct daqiri_sub;		/* one subscription on a connection */
+
+/* Options of daqiri_subscribe(); zero fields take the defaults. */
+struct daqiri_sub_opts {
+	size_t size;			/* sizeof(struct daqiri_sub_opts) */
+	uint32_t depth;			/* ring depth, power of two; 0 = daemon's choice */
+	uint32_t max_held;		/* tensors held at once; 0 = daemon's default */
+	enum daqiri_sub_mode mode;	/* default broadcast */
+	const char *group;		/* shared mode: group name (required) */
+	uint32_t flags;			/* enum daqiri_sub_flag */
+};
+
+/* Geometry of a subscribed stream (daqiri_sub_info()). */
+struct daqiri_stream_info {
+	size_t size;			/* caller sets sizeof(struct daqiri_stream_info) */
+	char name[128];			/* "<interface>/<name>" */
+	enum daqiri_stream_kind kind;
+	uint32_t sub_id;
+	enum daqiri_sub_mode mode;
+	enum daqiri_mem_kind mem_kind;
+	int device;			/* -1 host memory, else GPU ordinal */
+	enum daqiri_dtype dtype;
+	const char *dtype_name;		/* static string */
+	uint32_t elem_bytes;		/* bytes of one element */
+	enum daqiri_fill fill;
+	uint32_t nbufs;			/* tensor buffers of the stream */
+	uint32_t ppb;			/* slots (packets) per tensor */
+	uint64_t slot_bytes;
+	uint64_t elems_per_slot;
+	uint64_t tensor_bytes;		/* ppb x slot_bytes */
+	uint32_t ring_depth;
+	uint32_t max_held;
+};
+
+/* One received tensor. Valid until daqiri_release() of it. */
+struct daqiri_tensor {
+	size_t size;			/* caller sets sizeof(struct daqiri_tensor) */
+	const void *data;		/* host: read-only mapping; device: device pointer */
+	int device;			/* -1 host memory, else GPU ordinal */
+	enum daqiri_dtype dtype;
+	const char *dtype_name;
+	uint32_t elem_bytes;
+	int ndim;			/* 2 */
+	uint64_t shape[2];		/* { ppb, elements per slot } */
+	uint64_t bytes;			/* ppb x slot_bytes */
+	uint64_t slot_bytes;
+	uint64_t seq;			/* stream sequence number, never wraps */
+	uint64_t batch_id;		/* raw batch id from the packets */
+	uint32_t flags;			/* enum daqiri_tensor_flag */
+	uint32_t packets_expected;
+	uint32_t packets_received;
+	const uint64_t *bitmap;		/* presence: bit s of word s/64 = slot s arrived */
+	uint32_t bitmap_bits;		/* = ppb */
+	const uint32_t *lengths;	/* raw streams: bytes of each packet; else NULL */
+	uint64_t first_rx_ns;		/* CLOCK_MONOTONIC of the first packet */
+	uint64_t last_rx_ns;
+	uint64_t publish_ns;
+	uint32_t buf_index;		/* the stream's buffer index */
+	void *event;			/* device: cudaEvent_t to wait on; else NULL */
+};
+
+/*
+ * Connect to the daemon and say hello. path NULL: $DAQIRI_SOCKET, else
+ * DAQIRI_DEFAULT_SOCKET. Returns 0 with *out set, or -ENOENT/-ECONNREFUSED
+ * (no daemon), -EACCES (socket mode), -EPROTONOSUPPORT (protocol version
+ * mismatch), -ENOMEM, other negative errno.
+ */
+int daqiri_connect(const char *path, struct daqiri **out);
+
+/* Close the connection; its subscriptions end and are freed (tensors
+ * still held become invalid). NULL-safe. */
+void daqiri_disconnect(struct daqiri *d);
+
+/* The daemon's message for the last failed request on d ("" if none). */
+const char *daqiri_last_error(const struct daqiri *d);
+
+/* The connection's socket (for the caller's poll: POLLHUP = daemon gone). */
+int daqiri_fd(const struct daqiri *d);
+
+/*
+ * Send one raw JSON request (an object with "type") and return the reply
+ * text in *reply (malloc'd, NUL-terminated; free() it). Returns 0 when
+ * the reply says status "ok", the negative errno matching the reply's
+ * status otherwise (the reply is still returned), or a negative errno
+ * with *reply NULL when no reply came (-ENOTCONN: daemon gone, -EMSGSIZE,
+ * -EPROTO). The request must not be "hello" or "subscribe".
+ */
+int daqiri_request(struct daqiri *d, const char *json, char **reply);
+
+/* The streams list (reply to "streams") as JSON text, as daqiri_request. */
+int daqiri_streams(struct daqiri *d, char **json_out);
+
+/*
+ * Subscribe to a stream. opts NULL = defaults. Maps the tensor memory
+ * read-only, the bitmap sidecar read-only and the ring read-write.
+ * Returns 0 with *out set, or -ENOENT (no such stream), -EUSERS (too many
+ * consumers), -EINVAL (bad options), -ENOTSUP (device stream in a build
+ * without CUDA), -ENODEV (CUDA failed to open the IPC handles),
+ * -EPROTO (the daemon's answer was inconsistent), -ENOTCONN.
+ */
+int daqiri_subscribe(struct daqiri *d, const char *stream,
+		     const struct daqiri_sub_opts *opts,
+		     struct daqiri_sub **out);
+
+/* Geometry of the subscription's stream. info->size must be set. */
+int daqiri_sub_info(const struct daqiri_sub *sub,
+		    struct daqiri_stream_info *info);
+
+/*
+ * Wait for the next tensor. timeout_ms: -1 forever, 0 do not wait.
+ * Returns 1 with *t filled (t->size must be set), 0 on timeout, or
+ * -ENOTCONN (daemon gone), -ESHUTDOWN (the daemon ended the
+ * subscription), -EPROTO (corrupted ring), -EINTR (a signal arrived while
+ * waiting). Never waits longer than the timeout.
+ */
+int daqiri_next(struct daqiri_sub *sub, struct daqiri_tensor *t,
+		int timeout_ms);
+
+/*
+ * Give a tensor's buffer back to the daemon. Returns 0, -EINVAL when t is
+ * not a tensor this subscription holds, -ENOSPC when the release ring is
+ * full (cannot happen with the daemon's depth rule).
+ */
+int daqiri_release(struct daqiri_sub *sub, const struct daqiri_tensor *t);
+
+/* The eventfd the daemon signals after publishing (EPOLLIN), for the
+ * caller's own event loop; after it fires, call daqiri_next(sub, t, 0)
+ * until it returns 0. */
+int daqiri_sub_fd(const struct daqiri_sub *sub);
+
+/* End a subscription and free it (held tensors become invalid; the daemon
+ * takes their buffers back). NULL-safe. Returns 0 or a negative errno
+ * from the daemon's reply (the subscription is freed either way). */
+int daqiri_unsubscribe(struct daqiri_sub *sub);
+
+/* Static names. */
+const char *daqiri_dtype_name(enum daqiri_dtype t);
+const char *daqiri_mem_kind_name(enum daqiri_mem_kind k);
+const char *daqiri_fill_name(enum daqiri_fill f);
+/* Bytes of one element of t (int4: 0; raw: 1). */
+uint32_t daqiri_dtype_size(enum daqiri_dtype t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

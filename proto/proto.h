@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The control protocol both sides agree on: message types, the protocol
+ * version, status codes, the validating decoder, the encoders and the fd
+ * passing helpers (AF_UNIX SOCK_SEQPACKET, one JSON object per message,
+ * at most one fd by SCM_RIGHTS). The catalogue is proto/PROTOCOL.md.
+ * Depends on libc and cJSON only (it is fuzzed alone).
+ */
+#ifndef DAQIRI_PROTO_H
+#define DAQIRI_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "daqiri_client.h"	/* the shared enums: dtype, mem kind, fill, mode */
+
+/*
+ * Protocol version, sent in "hello"; the daemon answers any other value
+ * with version_mismatch and closes the connection.
+ *   1  first version: hello, streams, subscribe (+ sub_fd series),
+ *      unsubscribe, status, stats, consumers, flow_list/add/del, event.
+ */
+#define DAQIRI_PROTO_VERSION	1
+
+/* Limits (PROTOCOL.md "Limits"). */
+#define DAQIRI_MSG_SIZE_MAX	65536	/* bytes of one message, either way */
+#define DAQIRI_STREAM_NAME_MAX	128	/* "<iface>/<name>", NUL included */
+#define DAQIRI_NAME_MAX		64	/* iface, group, flow, client names */
+#define DAQIRI_ERR_MSG_MAX	192	/* human error message, NUL included */
+#define DAQIRI_SUB_MAX_FDS	4	/* fds following a subscribe reply */
+#define DAQIRI_MAX_HELD_MAX	65536u	/* max_held upper bound */
+#define DAQIRI_NBUFS_MAX	65536u	/* tensor buffers of a stream */
+#define DAQIRI_PPB_MAX		(1u << 24)	/* slots of a tensor */
+#define DAQIRI_FLOW_MAX_QUEUES	8	/* target queues of one flow */
+#define DAQIRI_IPC_HANDLE_BYTES	64	/* cudaIpcMemHandle_t / EventHandle_t */
+
+/* Every message type, once. Requests, then daemon -> client messages. */
+enum daqiri_msg_type {
+	DAQIRI_MSG_HELLO,
+	DAQIRI_MSG_STREAMS,
+	DAQIRI_MSG_SUBSCRIBE,
+	DAQIRI_MSG_UNSUBSCRIBE,
+	DAQIRI_MSG_STATUS,
+	DAQIRI_MSG_STATS,
+	DAQIRI_MSG_CONSUMERS,
+	DAQIRI_MSG_FLOW_LIST,
+	DAQIRI_MSG_FLOW_ADD,
+	DAQIRI_MSG_FLOW_DEL,
+	DAQIRI_MSG_REPLY,	/* daemon: the answer to one request */
+	DAQIRI_MSG_SUB_FD,	/* daemon: one fd of a subscription, numbered */
+	DAQIRI_MSG_EVENT,	/* daemon: unsolicited (subscription ended) */
+	DAQIRI_MSG_MAX
+};
+
+/* Status codes, stable: the wire carries the name. */
+enum daqiri_status {
+	DAQIRI_ST_OK,
+	DAQIRI_ST_BAD_REQUEST,		/* not a valid request (e.g. carried an fd) */
+	DAQIRI_ST_TOO_BIG,		/* over DAQIRI_MSG_SIZE_MAX */
+	DAQIRI_ST_BAD_JSON,		/* not one JSON object */
+	DAQIRI_ST_UNKNOWN_TYPE,		/* "type" missing or unknown */
+	DAQIRI_ST_VERSION_MISMATCH,
+	DAQIRI_ST_NO_HELLO,		/* a request before hello */
+	DAQIRI_ST_BAD_FIELD,		/* missing, unknown or mistyped field */
+	DAQIRI_ST_OUT_OF_RANGE,		/* a number or length outside its range */
+	DAQIRI_ST_PERMISSION_DENIED,
+	DAQIRI_ST_NO_SUCH_STREAM,
+	DAQIRI_ST_NO_SUCH_SUBSCRIPTION,
+	DAQIRI_ST_NO_SUCH_INTERFACE,
+	DAQIRI_ST_NO_SUCH_FLOW,
+	DAQIRI_ST_EXISTS,
+	DAQIRI_ST_TOO_MANY_CONSUMERS,
+	DAQIRI_ST_NO_RESOURCES,		/* out of memory, fds, buffers */
+	DAQIRI_ST_BUSY,
+	DAQIRI_ST_NOT_SUPPORTED,
+	DAQIRI_ST_INTERNAL,
+	DAQIRI_ST_MAX
+};
+
+/* What each fd after a subscribe reply is. */
+enum daqiri_fd_kind {
+	DAQIRI_FD_TENSOR,	/* "tensor": host kinds, read-only memfd */
+	DAQIRI_FD_IPC,		/* "ipc": device kind, memfd of CUDA IPC handles */
+	DAQIRI_FD_BITMAP,	/* "bitmap": read-only sidecar memfd */
+	DAQIRI_FD_RING,		/* "ring": the ring pair memfd (read-write) */
+	DAQIRI_FD_EVENTFD,	/* "eventfd": signalled after publishing */
+	DAQIRI_FD_MAX
+};
+
+/* Unsolicited events. */
+enum daqiri_event_kind {
+	DAQIRI_EV_SUB_CLOSED,	/* "sub_closed": the daemon ended a subscription */
+	DAQIRI_EV_MAX
+};
+
+/* A rejection: status and a human message. */
+struct daqiri_err {
+	enum daqiri_status status;
+	char msg[DAQIRI_ERR_MSG_MAX];
+};
+
+/* subscribe request. */
+struct daqiri_sub_req {
+	char stream[DAQIRI_STREAM_NAME_MAX];
+	enum daqiri_sub_mode mode;
+	char group[DAQIRI_NAME_MAX];	/* shared mode only, else "" */
+	uint32_t depth;			/* 0 = default, else power of two in ring range */
+	uint32_t max_held;		/* 0 = default, else 1..DAQIRI_MAX_HELD_MAX */
+};
+
+/* flow_list (iface may be ""), flow_add, flow_del. Addresses, ports and
+ * lengths in host byte order; fields as struct cfg_match. */
+struct daqiri_flow_req {
+	char iface[DAQIRI_NAME_MAX];
+	char name[DAQIRI_NAME_MAX];	/* add: optional, "" = none */
+	uint32_t id;			/* add, del */
+	int nqueues;			/* add: 1..DAQIRI_FLOW_MAX_QUEUES */
+	uint32_t queues[DAQIRI_FLOW_MAX_QUEUES];
+	bool has_udp_src, has_udp_dst, has_ipv4_len, has_ipv4_src, has_ipv4_dst;
+	uint16_t udp_src_lo, udp_src_hi;	/* inclusive */
+	uint16_t udp_dst_lo, udp_dst_hi;
+	uint16_t ipv4_len;
+	uint32_t ipv4_src, ipv4_dst;
+};
+
+/*
+ * The subscribe reply's metadata: everything a consumer needs to map and
+ * read the tensors. Filled by the daemon, encoded by
+ * daqiri_sub_info_encode(), decoded and checked by the client.
+ * Tensor buffer i starts at buf_offset + i * buf_stride in the tensor
+ * memfd (host kinds) or the IPC-opened allocation (device); its sidecar
+ * (presence bitmap, ceil(ppb/64) uint64 words, then for raw streams ppb
+ * uint32 packet lengths) at i * bitmap_bytes in the bitmap memfd.
+ */
+struct daqiri_sub_info {
+	uint32_t sub_id;		/* >= 1, unique per connection */
+	char stream[DAQIRI_STREAM_NAME_MAX];
+	enum daqiri_stream_kind kind;
+	enum daqiri_sub_mode mode;
+	char group[DAQIRI_NAME_MAX];
+	enum daqiri_mem_kind mem_kind;
+	int32_t device;			/* -1 for host kinds, else GPU ordinal */
+	enum daqiri_dtype dtype;	/* output element type */
+	enum daqiri_fill fill;
+	uint32_t elem_bytes;		/* daqiri_dtype_size(dtype) */
+	uint32_t nbufs;			/* 1..DAQIRI_NBUFS_MAX */
+	uint32_t ppb;			/* 1..DAQIRI_PPB_MAX */
+	uint64_t slot_bytes;		/* > 0, multiple of elem_bytes */
+	uint64_t elems_per_slot;	/* slot_bytes / elem_bytes */
+	uint64_t tensor_bytes;		/* ppb * slot_bytes */
+	uint64_t buf_offset;		/* of buffer 0 */
+	uint64_t buf_stride;		/* >= tensor_bytes */
+	uint64_t map_bytes;		/* bytes to map: >= buf_offset + nbufs * buf_stride */
+	uint32_t bitmap_bytes;		/* sidecar bytes per buffer, multiple of 8 */
+	uint32_t ring_depth;		/* >= nbufs, power of two */
+	uint64_t ring_bytes;		/* daqiri_ring_size(ring_depth) */
+	uint32_t max_held;		/* effective limit, 1..nbufs */
+	uint32_t nfds;			/* fds that follow, in this order: */
+	enum daqiri_fd_kind fds[DAQIRI_SUB_MAX_FDS];
+};
+
+/* Bytes of the DAQIRI_FD_IPC memfd: one cudaIpcMemHandle_t, then one
+ * cudaIpcEventHandle_t per buffer (64 bytes each, raw). */
+#define DAQIRI_IPC_FILE_BYTES(nbufs) \
+	((uint64_t)DAQIRI_IPC_HANDLE_BYTES * (1u + (uint64_t)(nbufs)))
+
+/* A decoded, validated message. */
+struct daqiri_msg {
+	enum daqiri_msg_type type;	/* DAQIRI_MSG_MAX while unknown */
+	bool has_id;
+	uint32_t id;			/* optional request id, echoed in the reply */
+	cJSON *json;			/* the whole object; owned, see daqiri_msg_free */
+	union {
+		struct {
+			uint32_t version;
+			char client[DAQIRI_NAME_MAX];	/* "" when not given */
+		} hello;
+		struct daqiri_sub_req sub;
+		struct {
+			uint32_t sub_id;
+		} unsub;
+		struct daqiri_flow_req flow;
+		struct {
+			enum daqiri_msg_type re;	/* what it answers */
+			enum daqiri_status status;
+			char message[DAQIRI_ERR_MSG_MAX];	/* error.message or "" */
+		} reply;
+		struct {
+			uint32_t sub_id;
+			uint32_t index;		/* 0..count-1 */
+			uint32_t count;
+			enum daqiri_fd_kind kind;
+		} sub_fd;
+		struct {
+			enum daqiri_event_kind kind;
+			uint32_t sub_id;
+			enum daqiri_status status;	/* why */
+			char message[DAQIRI_ERR_MSG_MAX];
+		} event;
+	} u;
+};
+
+/* Name tables (NULL for out-of-range values) and reverse lookups (-1 when
+ * unknown). */
+const char *daqiri_msg_type_name(enum daqiri_msg_type t);
+int daqiri_msg_type_parse(const char *name);
+const char *daqiri_status_name(enum daqiri_status s);
+int daqiri_status_parse(const char *name);
+const char *daqiri_fd_kind_name(enum daqiri_fd_kind k);
+const char *daqiri_sub_mode_name(enum daqiri_sub_mode m);
+const char *daqiri_stream_kind_name(enum daqiri_stream_kind k);
+/* daqiri_dtype_name(), _mem_kind_name(), _fill_name(), daqiri_dtype_size()
+ * are declared in daqiri_client.h and defined in proto.c. */
+
+/* Whether a request type changes daemon state (needs root or the admin
+ * group): flow_add, flow_del. */
+bool daqiri_msg_is_mutating(enum daqiri_msg_type t);
+
+/* Status <-> errno, for the client's return values and the daemon's
+ * callbacks: negative errno in, status out, and back. */
+enum daqiri_status daqiri_status_from_errno(int neg_errno);
+int daqiri_status_to_errno(enum daqiri_status s);
+
+/* Fill err (printf format); returns -1 for "return daqiri_err_set(...)". */
+int daqiri_err_set(struct daqiri_err *err, enum daqiri_status s,
+		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Decode and validate one received message, in the fixed order: size
+ * (len <= DAQIRI_MSG_SIZE_MAX) -> JSON (exactly one object, nothing after it)
+ * -> type (known name) -> version ("version", when present, equals
+ * DAQIRI_PROTO_VERSION; hello requires it) -> fields and ranges (every
+ * required field present with its type, no unknown field in a request,
+ * numbers integral and in range, strings within their limits).
+ * buf need not be NUL-terminated. On success returns 0 and *out holds the
+ * message (free with daqiri_msg_free). On rejection returns -1, *err
+ * says why, out->type and out->id are set when they were read, and
+ * out->json is NULL. Never reads past len.
+ */
+int daqiri_msg_decode(const char *buf, size_t len, struct daqiri_msg *out,
+		      struct daqiri_err *err);
+
+/* Free what daqiri_msg_decode() allocated; NULL-safe, idempotent. */
+void daqiri_msg_free(struct daqiri_msg *m);
+
+/*
+ * Encoders. Each returns a new cJSON object (cJSON_Delete it) or NULL on
+ * allocation failure.
+ * daqiri_msg_new: {"type": name}; hello adds "version".
+ * daqiri_reply_new: {"type":"reply","re":name,"status":...,"id"? ,
+ *   "error":{"code","message"}?}; req_id < 0 = no id; message NULL on
+ *   failure uses the status name.
+ * daqiri_sub_fd_new / daqiri_event_new: the daemon's numbered fd message
+ *   and the sub_closed event.
+ */
+cJSON *daqiri_msg_new(enum daqiri_msg_type type);
+cJSON *daqiri_reply_new(enum daqiri_msg_type re, int64_t req_id,
+			enum daqiri_status st, const char *message);
+cJSON *daqiri_sub_fd_new(uint32_t sub_id, uint32_t index, uint32_t count,
+			 enum daqiri_fd_kind kind);
+cJSON *daqiri_event_new(enum daqiri_event_kind kind, uint32_t sub_id,
+			enum daqiri_status why, const char *message);
+
+/* Add the fields of a request to obj (made by daqiri_msg_new). Return 0
+ * or -ENOMEM / -EINVAL. */
+int daqiri_sub_req_encode(const struct daqiri_sub_req *r, cJSON *obj);
+int daqiri_flow_req_encode(enum daqiri_msg_type t,
+			   const struct daqiri_flow_req *r, cJSON *obj);
+
+/*
+ * Check a daqiri_sub_info for consistency (every rule in the struct's
+ * comments, and fds matching the memory kind: host kinds tensor, bitmap,
+ * ring, eventfd; device ipc, bitmap, ring, eventfd). Returns 0 or -1 with
+ * *err (status bad_field / out_of_range).
+ */
+int daqiri_sub_info_check(const struct daqiri_sub_info *s,
+			  struct daqiri_err *err);
+/* Add the metadata to a reply object: 0, -ENOMEM, -EINVAL (not valid by
+ * daqiri_sub_info_check). */
+int daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *reply);
+/* Read and check the metadata of a subscribe reply: 0 or -1 with *err. */
+int daqiri_sub_info_decode(const cJSON *reply, struct daqiri_sub_info *s,
+			   struct daqiri_err *err);
+
+/* Print obj compactly into buf (NUL-terminated). Returns the length
+ * without the NUL, or -EMSGSIZE when it does not fit in cap or in
+ * DAQIRI_MSG_SIZE_MAX, -ENOMEM. */
+int daqiri_msg_print(const cJSON *obj, char *buf, size_t cap);
+
+/*
+ * Send one message with at most one fd (fd < 0: none). Non-blocking when
+ * the socket is; MSG_NOSIGNAL. Returns 0, -EAGAIN (socket full: nothing
+ * was sent), -EMSGSIZE (len > DAQIRI_MSG_SIZE_MAX), or another negative errno
+ * (-EPIPE: peer gone).
+ */
+int daqiri_send_msg(int sock, const char *json, size_t len, int fd);
+
+/*
+ * Receive one message into buf (cap bytes; a NUL is added after the data
+ * when it fits). recvmsg(MSG_CMSG_CLOEXEC). fd_out NULL: the caller
+ * accepts no fd. Returns the length (> 0) with *fd_out = the fd or -1;
+ * 0 when the peer closed; -EAGAIN when nothing is waiting on a
+ * non-blocking socket; -EMSGSIZE when the message did not fit (MSG_TRUNC;
+ * the rest is discarded); -EBADMSG when it carried an fd the caller did
+ * not accept, more than one fd, or the control data was truncated
+ * (MSG_CTRUNC). Every fd received with a failed message is closed.
+ */
+ssize_t daqiri_recv_msg(int sock, char *buf, size_t cap, int *fd_out);
+
+#endif
