@@ -87,8 +87,19 @@ struct engine_opts {
 };
 #define ENGINE_RCVBUF_MIN	(4u << 20)
 
-struct engine;				/* one interface */
-struct engine_rxq;			/* one rx queue of it */
+struct engine_ops;
+
+/* Every engine's per-interface state begins with this (the rest is the
+ * engine's own), and every queue's with struct engine_rxq. */
+struct engine {
+	const struct engine_ops *ops;
+};
+
+struct engine_rxq {
+	struct engine *engine;
+	int qi;				/* index into ifc->rx.queues */
+	uint32_t queue_id;		/* cfg_queue.id */
+};
 
 /*
  * The engine strategy. init/start/flow_add/flow_del/fini run on the main
@@ -165,6 +176,14 @@ struct engine_ops {
 
 /* The socket engine (engine_socket.c). */
 extern const struct engine_ops engine_socket_ops;
+
+/*
+ * The address the socket engine's rx sockets are bound to (host byte
+ * order; the port the kernel picked when the config says port 0). 0, or
+ * -EINVAL when e is not a socket engine.
+ */
+int engine_socket_bound(const struct engine *e, uint32_t *addr,
+			uint16_t *port);
 
 /* The ops of engine kind k, or NULL when this build does not have it (the
  * dpdk engine, for now). */

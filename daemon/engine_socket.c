@@ -1,0 +1,849 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The socket engine: kernel UDP sockets, one per rx queue, read with
+ * recvmmsg() straight into the queue's memory region and handed out as
+ * Ethernet frames (a synthetic Ethernet/IPv4/UDP header + the datagram),
+ * UDP_GRO reads split by segment size, kernel drops counted.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+
+#ifndef SOL_UDP
+#define SOL_UDP			17
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO			104
+#endif
+#ifndef SO_RXQ_OVFL
+#define SO_RXQ_OVFL		40
+#endif
+#ifndef SO_MEMINFO
+#define SO_MEMINFO		55
+#endif
+#define ENGINE_SK_MEMINFO_DROPS	8	/* index in SO_MEMINFO (sock_diag.h) */
+#define ENGINE_SK_MEMINFO_VARS	9
+
+/* A queue without a memory region gets this much private memory. */
+#define ENGINE_PRIVATE_NBUFS	256
+/* Fewest read slots a queue must have for UDP_GRO to be turned on. */
+#define ENGINE_GRO_MIN_SLOTS	8
+/* Control data one datagram may carry: UDP_GRO, SO_RXQ_OVFL, IP_PKTINFO. */
+#define ENGINE_CMSG_SPACE	(CMSG_SPACE(sizeof(int)) + \
+				 CMSG_SPACE(sizeof(uint32_t)) + \
+				 CMSG_SPACE(sizeof(struct in_pktinfo)))
+#define ENGINE_CACHE_LINE	64
+
+/* One datagram (possibly GRO-coalesced) of the last read. */
+struct sock_read {
+	uint32_t slot;
+	uint32_t len;			/* bytes received */
+	uint32_t seg;			/* segment size (len when not GRO) */
+	uint32_t nsegs;
+};
+
+/* A queue; cache-aligned, touched only by its worker after start. */
+struct sock_rxq {
+	struct engine_rxq base;
+	int fd;
+	int wake_fd;
+	enum engine_rx_mode mode;
+	bool gro;
+	bool pktinfo;			/* bound to INADDR_ANY: dst per datagram */
+	bool last_full;			/* last read filled every message */
+	uint32_t laddr;			/* bound address/port, host order */
+	uint16_t lport;
+
+	/* Read slots: a slot is one region buffer, or with GRO a run of
+	 * buffers big enough for the largest coalesced read. Slots are used
+	 * and freed in ring order. */
+	uint8_t *arena;
+	uint64_t slot_size;
+	uint32_t nslots;
+	uint32_t head;			/* next slot to read into */
+	uint32_t tail;			/* oldest slot in use */
+	uint32_t nheld;			/* slots in use */
+	uint32_t *slot_frames;		/* frames of a slot not yet released */
+	uint8_t (*side_hdr)[ENGINE_SYNTH_HDR_LEN]; /* a slot's short last
+					 * GRO segment's header */
+	void *private_mem;		/* arena when the queue has no region */
+	size_t private_len;
+
+	/* The last read: rd[rd_next..rd_n) still has frames to hand out,
+	 * starting at segment rd_seg of rd[rd_next]. */
+	struct sock_read *rd;
+	uint32_t rd_n, rd_next, rd_seg;
+	uint64_t rd_ns;
+	uint32_t nout;			/* frames handed out, not released */
+
+	uint32_t vmax;			/* size of the arrays below */
+	struct mmsghdr *msgs;
+	struct iovec *iov;
+	struct sockaddr_in *peer;
+	uint8_t *cmsg;			/* vmax x ENGINE_CMSG_SPACE */
+
+	uint32_t ovfl_last;		/* last SO_RXQ_OVFL / SK_MEMINFO value */
+	struct engine_stats st;
+} __attribute__((aligned(ENGINE_CACHE_LINE)));
+
+struct sock_engine {
+	struct engine base;
+	char name[CFG_NAME_MAX];
+	uint32_t addr;
+	uint16_t port;
+	int nq;
+	struct sock_rxq *q[CFG_MAX_QUEUES];
+};
+
+static void sock_fini(struct engine *e);
+
+static void
+sock_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static inline void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void
+put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+void
+engine_synth_hdr(uint8_t *h, uint32_t src_addr, uint16_t src_port,
+		 uint32_t dst_addr, uint16_t dst_port, uint32_t payload_len)
+{
+	uint8_t *ip = h + 14, *udp = h + 34;
+	uint32_t sum = 0;
+	int i;
+
+	memset(h, 0, 12);			/* MACs */
+	put16(h + 12, 0x0800);
+	ip[0] = 0x45;
+	ip[1] = 0;
+	put16(ip + 2, (uint16_t)(20 + 8 + payload_len));
+	put16(ip + 4, 0);			/* id */
+	put16(ip + 6, 0x4000);			/* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	put16(ip + 10, 0);
+	put32(ip + 12, src_addr);
+	put32(ip + 16, dst_addr);
+	for (i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	put16(ip + 10, (uint16_t)~sum);
+	put16(udp, src_port);
+	put16(udp + 2, dst_port);
+	put16(udp + 4, (uint16_t)(8 + payload_len));
+	put16(udp + 6, 0);
+}
+
+static inline uint64_t
+sock_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Fold an absolute kernel drop count (32 bits, wraps) into the counter. */
+static inline void
+sock_drops_seen(struct sock_rxq *q, uint32_t v)
+{
+	int32_t d = (int32_t)(v - q->ovfl_last);
+
+	if (d > 0) {
+		q->st.kernel_drops += (uint32_t)d;
+		q->ovfl_last = v;
+	}
+}
+
+static uint8_t *
+sock_slot(const struct sock_rxq *q, uint32_t s)
+{
+	return q->arena + (uint64_t)s * q->slot_size;
+}
+
+/* Free slots at the tail that hold no unreleased frame. */
+static void
+sock_reclaim(struct sock_rxq *q)
+{
+	while (q->nheld > 0 && q->slot_frames[q->tail] == 0) {
+		q->tail = (q->tail + 1) % q->nslots;
+		q->nheld--;
+	}
+}
+
+/*
+ * One non-blocking recvmmsg into the free slots. Returns the number of
+ * datagrams (0 when none was waiting) or a negative errno; fills rd[].
+ */
+static int
+sock_read(struct sock_rxq *q, unsigned max)
+{
+	uint32_t i, vlen, s, free_slots;
+	int n;
+
+	free_slots = q->nslots - q->nheld;
+	vlen = free_slots < q->vmax ? free_slots : q->vmax;
+	if (vlen > max)
+		vlen = max;
+	if (vlen == 0)
+		return -ENOBUFS;
+	q->rd_n = 0;
+	q->rd_next = 0;
+	q->rd_seg = 0;
+	for (i = 0; i < vlen; i++) {
+		struct msghdr *h = &q->msgs[i].msg_hdr;
+
+		s = (q->head + i) % q->nslots;
+		q->iov[i].iov_base = sock_slot(q, s) + ENGINE_SYNTH_HDR_LEN;
+		q->iov[i].iov_len = q->slot_size - ENGINE_SYNTH_HDR_LEN;
+		h->msg_name = &q->peer[i];
+		h->msg_namelen = sizeof(q->peer[i]);
+		h->msg_iov = &q->iov[i];
+		h->msg_iovlen = 1;
+		h->msg_control = q->cmsg + (size_t)i * ENGINE_CMSG_SPACE;
+		h->msg_controllen = ENGINE_CMSG_SPACE;
+		h->msg_flags = 0;
+	}
+	n = recvmmsg(q->fd, q->msgs, vlen, MSG_DONTWAIT | MSG_WAITFORONE,
+	    NULL);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return 0;
+		q->st.errors++;
+		return -errno;
+	}
+	q->last_full = (uint32_t)n == vlen;
+	q->rd_ns = sock_now_ns();
+	for (i = 0; i < (uint32_t)n; i++) {
+		struct msghdr *h = &q->msgs[i].msg_hdr;
+		struct sock_read *r = &q->rd[q->rd_n];
+		uint32_t dst = q->laddr, len = q->msgs[i].msg_len, seg = 0;
+		struct cmsghdr *c;
+		uint8_t *base;
+
+		s = q->head;
+		q->head = (q->head + 1) % q->nslots;
+		q->nheld++;
+		q->slot_frames[s] = 0;
+		for (c = CMSG_FIRSTHDR(h); c != NULL; c = CMSG_NXTHDR(h, c)) {
+			if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+				int v;
+
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+				seg = v > 0 ? (uint32_t)v : 0;
+			} else if (c->cmsg_level == SOL_SOCKET &&
+			    c->cmsg_type == SO_RXQ_OVFL) {
+				uint32_t v;
+
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+				sock_drops_seen(q, v);
+			} else if (c->cmsg_level == IPPROTO_IP &&
+			    c->cmsg_type == IP_PKTINFO) {
+				struct in_pktinfo pi;
+
+				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+				dst = ntohl(pi.ipi_addr.s_addr);
+			}
+		}
+		if (h->msg_flags & MSG_TRUNC) {
+			/* Longer than the slot: malformed, never placed. The
+			 * slot holds no frame and is freed in ring order. */
+			q->st.truncated++;
+			continue;
+		}
+		if (seg == 0 || seg >= len)
+			seg = len;
+		r->slot = s;
+		r->len = len;
+		r->seg = seg;
+		r->nsegs = seg == 0 ? 1 : (len + seg - 1) / seg;
+		if (r->nsegs > 1)
+			q->st.gro_reads++;
+		q->slot_frames[s] = r->nsegs;
+		/* The full-size segments share the header written in front of
+		 * the datagram; a shorter last one gets the slot's side one. */
+		base = sock_slot(q, s);
+		engine_synth_hdr(base, ntohl(q->peer[i].sin_addr.s_addr),
+		    ntohs(q->peer[i].sin_port), dst, q->lport, seg);
+		if (r->nsegs > 1 && len % seg != 0)
+			engine_synth_hdr(q->side_hdr[s],
+			    ntohl(q->peer[i].sin_addr.s_addr),
+			    ntohs(q->peer[i].sin_port), dst, q->lport,
+			    len % seg);
+		q->rd_n++;
+	}
+	if (q->rd_n > 0)
+		q->st.bursts++;
+	sock_reclaim(q);
+	return n;
+}
+
+/* Hand out up to max frames of the last read. */
+static unsigned
+sock_emit(struct sock_rxq *q, struct engine_frame *f, unsigned max)
+{
+	unsigned n = 0;
+
+	while (n < max && q->rd_next < q->rd_n) {
+		const struct sock_read *r = &q->rd[q->rd_next];
+		const uint8_t *base = sock_slot(q, r->slot);
+		uint32_t off = q->rd_seg * r->seg;
+		uint32_t len = r->len - off < r->seg ? r->len - off : r->seg;
+
+		f[n].hdr = len == r->seg ? base : q->side_hdr[r->slot];
+		f[n].hdr_len = ENGINE_SYNTH_HDR_LEN;
+		f[n].payload = base + ENGINE_SYNTH_HDR_LEN + off;
+		f[n].payload_len = len;
+		f[n].rx_ns = q->rd_ns;
+		q->st.rx_bytes += ENGINE_SYNTH_HDR_LEN + len;
+		n++;
+		if (++q->rd_seg >= r->nsegs) {
+			q->rd_seg = 0;
+			q->rd_next++;
+		}
+	}
+	q->st.rx_packets += n;
+	q->nout += n;
+	return n;
+}
+
+/* Sleep until the socket or the wake fd is readable or the timeout ends:
+ * 1 = socket readable, 0 = not (timeout, wake-up, signal), < 0 = error. */
+static int
+sock_wait(struct sock_rxq *q, int64_t timeout_ns)
+{
+	struct pollfd pfd[2];
+	struct timespec ts;
+	nfds_t n = 1;
+	int r;
+
+	pfd[0].fd = q->fd;
+	pfd[0].events = POLLIN;
+	pfd[0].revents = 0;
+	if (q->wake_fd >= 0) {
+		pfd[1].fd = q->wake_fd;
+		pfd[1].events = POLLIN;
+		pfd[1].revents = 0;
+		n = 2;
+	}
+	ts.tv_sec = timeout_ns / 1000000000;
+	ts.tv_nsec = timeout_ns % 1000000000;
+	r = ppoll(pfd, n, timeout_ns < 0 ? NULL : &ts, NULL);
+	if (r < 0) {
+		if (errno == EINTR)
+			return 0;
+		q->st.errors++;
+		return -errno;
+	}
+	return (pfd[0].revents & (POLLIN | POLLERR)) != 0;
+}
+
+static bool
+sock_woken(const struct sock_rxq *q)
+{
+	struct pollfd p = { .fd = q->wake_fd, .events = POLLIN };
+
+	return q->wake_fd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+static int
+sock_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
+	      int64_t timeout_ns)
+{
+	struct sock_rxq *q = (struct sock_rxq *)rq;
+	uint64_t deadline;
+	unsigned spins;
+	int r;
+
+	if (max == 0)
+		return 0;
+	if (max > ENGINE_MAX_BURST)
+		max = ENGINE_MAX_BURST;
+	if (q->rd_next < q->rd_n)
+		return (int)sock_emit(q, f, max);
+	sock_reclaim(q);
+	if (q->nheld == q->nslots)
+		return -ENOBUFS;
+
+	if (q->mode == ENGINE_RX_BUSY_POLL) {
+		deadline = timeout_ns < 0 ? UINT64_MAX :
+		    sock_now_ns() + (uint64_t)timeout_ns;
+		for (spins = 1;; spins++) {
+			/* a read of nothing but truncated datagrams: go on */
+			if ((r = sock_read(q, max)) < 0 || q->rd_n > 0)
+				break;
+			if (timeout_ns == 0 || sock_now_ns() >= deadline)
+				return 0;
+			if (spins % ENGINE_BUSY_WAKE_SPINS == 0 && sock_woken(q))
+				return 0;
+		}
+	} else {
+		deadline = timeout_ns <= 0 ? 0 :
+		    sock_now_ns() + (uint64_t)timeout_ns;
+		/* Under load the socket is rarely empty: skip the poll. */
+		if (q->last_full || timeout_ns == 0) {
+			r = sock_read(q, max);
+			if (r < 0 || q->rd_n > 0 || timeout_ns == 0)
+				goto out;
+		}
+		for (;;) {
+			int64_t left = -1;
+
+			if (timeout_ns > 0) {
+				uint64_t now = sock_now_ns();
+
+				if (now >= deadline)
+					return 0;
+				left = (int64_t)(deadline - now);
+			}
+			if ((r = sock_wait(q, left)) <= 0)
+				return r;
+			/* a read of nothing but truncated datagrams: go on */
+			if ((r = sock_read(q, max)) < 0 || q->rd_n > 0)
+				break;
+		}
+	}
+out:
+	if (r < 0)
+		return r;
+	return (int)sock_emit(q, f, max);
+}
+
+static void
+sock_release(struct engine_rxq *rq, unsigned n)
+{
+	struct sock_rxq *q = (struct sock_rxq *)rq;
+	uint32_t take;
+
+	if (n > q->nout)
+		n = q->nout;
+	q->nout -= n;
+	while (n > 0 && q->nheld > 0) {
+		uint32_t *c = &q->slot_frames[q->tail];
+
+		take = *c < n ? *c : n;
+		*c -= take;
+		n -= take;
+		sock_reclaim(q);
+	}
+}
+
+static int
+sock_stats(struct engine_rxq *rq, struct engine_stats *out)
+{
+	struct sock_rxq *q = (struct sock_rxq *)rq;
+	uint32_t mi[ENGINE_SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+
+	/* SO_RXQ_OVFL only tells with the next datagram; the socket's own
+	 * drop counter is current. */
+	if (getsockopt(q->fd, SOL_SOCKET, SO_MEMINFO, mi, &len) == 0 &&
+	    len > ENGINE_SK_MEMINFO_DROPS * sizeof(uint32_t))
+		sock_drops_seen(q, mi[ENGINE_SK_MEMINFO_DROPS]);
+	*out = q->st;
+	return 0;
+}
+
+static void
+sock_set_wake_fd(struct engine_rxq *rq, int fd)
+{
+	((struct sock_rxq *)rq)->wake_fd = fd;
+}
+
+static struct engine_rxq *
+sock_rxq(struct engine *e, int qi)
+{
+	struct sock_engine *se = (struct sock_engine *)e;
+
+	if (se == NULL || qi < 0 || qi >= se->nq)
+		return NULL;
+	return &se->q[qi]->base;
+}
+
+static int
+sock_start(struct engine *e)
+{
+	/* The sockets were bound in init and the kernel queues datagrams
+	 * from then on; nothing to switch on. */
+	return 0;
+}
+
+static int
+sock_flow_add(struct engine *e, const struct cfg_flow *f)
+{
+	return -EOPNOTSUPP;
+}
+
+static int
+sock_flow_del(struct engine *e, uint32_t id)
+{
+	return -EOPNOTSUPP;
+}
+
+/*
+ * Size the receive buffer; warn once per engine when the kernel gives less
+ * than asked (SO_RCVBUFFORCE needs CAP_NET_ADMIN).
+ */
+static void
+sock_rcvbuf(struct sock_engine *se, int fd, uint64_t want, bool *warned)
+{
+	int v = want > INT_MAX / 2 ? INT_MAX / 2 : (int)want, got = 0;
+	socklen_t len = sizeof(got);
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) == -1)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len) == -1)
+		return;
+	/* the kernel reports twice what it accounts against the limit */
+	if ((uint64_t)got / 2 < (uint64_t)v && !*warned) {
+		log_warnx("interface '%s': socket receive buffer is %d bytes, "
+		    "asked for %d: the kernel caps it at net.core.rmem_max "
+		    "(raise it with 'sysctl -w net.core.rmem_max=%d')",
+		    se->name, got / 2, v, v);
+		*warned = true;
+	}
+}
+
+static int
+sock_setopt(int fd, int level, int name, int v)
+{
+	return setsockopt(fd, level, name, &v, sizeof(v));
+}
+
+/* Give queue qi its slots: its share of its data region, or private
+ * memory. */
+static int
+sock_carve(struct sock_engine *se, struct sock_rxq *q,
+	   const struct cfg_interface *ifc, int qi, struct mem_region *regions,
+	   const struct engine_opts *o, char *err, size_t errlen)
+{
+	const struct cfg_queue *cq = &ifc->rx.queues[qi];
+	uint64_t buf_size, need, per;
+	uint32_t nbufs, first = 0;
+	uint8_t *base;
+	int i, ridx, users = 0, me = 0;
+
+	if (cq->nregions > 0) {
+		const struct mem_region *m;
+
+		ridx = cq->region_idx[cq->nregions - 1];
+		m = &regions[ridx];
+		if (!mem_host_visible(m)) {
+			sock_err(err, errlen, "interface '%s': queue '%s': "
+			    "memory region '%s' is not host memory; the socket "
+			    "engine needs host, huge or host_pinned", se->name,
+			    cq->name, m->name);
+			return -EINVAL;
+		}
+		/* Queues of this interface sharing a region split it. */
+		for (i = 0; i < ifc->rx.nqueues; i++) {
+			const struct cfg_queue *o2 = &ifc->rx.queues[i];
+
+			if (o2->nregions > 0 &&
+			    o2->region_idx[o2->nregions - 1] == ridx) {
+				if (i == qi)
+					me = users;
+				users++;
+			}
+		}
+		nbufs = m->nbufs / (uint32_t)users;
+		first = (uint32_t)me * nbufs;
+		buf_size = m->buf_size;
+		base = mem_buf(m, first);
+	} else {
+		buf_size = ENGINE_SYNTH_HDR_LEN + (ifc->socket.max_payload_size ?
+		    ifc->socket.max_payload_size : ENGINE_UDP_MAX_PAYLOAD);
+		buf_size = (buf_size + ENGINE_CACHE_LINE - 1) /
+		    ENGINE_CACHE_LINE * ENGINE_CACHE_LINE;
+		nbufs = ENGINE_PRIVATE_NBUFS;
+		q->private_len = (size_t)(buf_size * nbufs);
+		q->private_mem = mmap(NULL, q->private_len,
+		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (q->private_mem == MAP_FAILED) {
+			q->private_mem = NULL;
+			sock_err(err, errlen, "interface '%s': queue '%s': %zu "
+			    "bytes of buffers: %s", se->name, cq->name,
+			    q->private_len, strerror(errno));
+			return -ENOMEM;
+		}
+		base = q->private_mem;
+	}
+	if (nbufs == 0 || buf_size <= ENGINE_SYNTH_HDR_LEN) {
+		sock_err(err, errlen, "interface '%s': queue '%s': needs buffers "
+		    "of more than %d bytes (the synthetic header) and at least "
+		    "one per queue", se->name, cq->name, ENGINE_SYNTH_HDR_LEN);
+		return -EINVAL;
+	}
+	q->arena = base;
+	q->slot_size = buf_size;
+	q->nslots = nbufs;
+	need = ENGINE_SYNTH_HDR_LEN + ENGINE_UDP_MAX_PAYLOAD;
+	per = (need + buf_size - 1) / buf_size;
+	if (!o->no_gro) {
+		if (nbufs / per >= ENGINE_GRO_MIN_SLOTS) {
+			q->gro = true;
+			q->slot_size = per * buf_size;
+			q->nslots = (uint32_t)(nbufs / per);
+		} else
+			log_info("interface '%s': queue '%s': UDP_GRO off: %u "
+			    "buffers of %llu bytes make fewer than %d reads of "
+			    "%llu bytes", se->name, cq->name, nbufs,
+			    (unsigned long long)buf_size, ENGINE_GRO_MIN_SLOTS,
+			    (unsigned long long)need);
+	}
+	if (ifc->socket.max_payload_size > q->slot_size - ENGINE_SYNTH_HDR_LEN)
+		log_warnx("interface '%s': queue '%s': buffers of %llu bytes "
+		    "hold datagrams of up to %llu bytes, max_payload_size is %u: "
+		    "longer ones are dropped as truncated", se->name, cq->name,
+		    (unsigned long long)buf_size,
+		    (unsigned long long)(q->slot_size - ENGINE_SYNTH_HDR_LEN),
+		    ifc->socket.max_payload_size);
+	return 0;
+}
+
+static int
+sock_queue_init(struct sock_engine *se, const struct cfg_interface *ifc,
+		int qi, struct mem_region *regions, const struct engine_opts *o,
+		bool *rcvbuf_warned, char *err, size_t errlen)
+{
+	const struct cfg_queue *cq = &ifc->rx.queues[qi];
+	struct sock_rxq *q;
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	uint64_t rcvbuf;
+	int rc;
+
+	q = aligned_alloc(ENGINE_CACHE_LINE, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	memset(q, 0, sizeof(*q));
+	q->base.engine = &se->base;
+	q->base.qi = qi;
+	q->base.queue_id = cq->id;
+	q->fd = -1;
+	q->wake_fd = -1;
+	q->mode = o->rx_mode;
+	se->q[qi] = q;
+	se->nq = qi + 1;
+
+	if ((rc = sock_carve(se, q, ifc, qi, regions, o, err, errlen)) < 0)
+		return rc;
+	q->vmax = q->nslots < ENGINE_MAX_BURST ? q->nslots : ENGINE_MAX_BURST;
+	q->slot_frames = calloc(q->nslots, sizeof(*q->slot_frames));
+	q->side_hdr = calloc(q->nslots, sizeof(*q->side_hdr));
+	q->rd = calloc(q->vmax, sizeof(*q->rd));
+	q->msgs = calloc(q->vmax, sizeof(*q->msgs));
+	q->iov = calloc(q->vmax, sizeof(*q->iov));
+	q->peer = calloc(q->vmax, sizeof(*q->peer));
+	q->cmsg = calloc(q->vmax, ENGINE_CMSG_SPACE);
+	if (!q->slot_frames || !q->side_hdr || !q->rd || !q->msgs || !q->iov ||
+	    !q->peer || !q->cmsg)
+		return -ENOMEM;
+
+	q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (q->fd == -1) {
+		rc = -errno;
+		sock_err(err, errlen, "interface '%s': queue '%s': socket: %s",
+		    se->name, cq->name, strerror(errno));
+		return rc;
+	}
+	/* Several queues on one address: the kernel spreads the flows. */
+	if (ifc->rx.nqueues > 1 && sock_setopt(q->fd, SOL_SOCKET,
+	    SO_REUSEPORT, 1) == -1)
+		log_warn("interface '%s': SO_REUSEPORT", se->name);
+	if (sock_setopt(q->fd, SOL_SOCKET, SO_RXQ_OVFL, 1) == -1)
+		log_warn("interface '%s': SO_RXQ_OVFL (no kernel drop count)",
+		    se->name);
+	if (q->gro && sock_setopt(q->fd, SOL_UDP, UDP_GRO, 1) == -1) {
+		log_warn("interface '%s': UDP_GRO", se->name);
+		q->gro = false;
+	}
+	if (se->addr == INADDR_ANY) {
+		q->pktinfo = sock_setopt(q->fd, IPPROTO_IP, IP_PKTINFO, 1) == 0;
+		if (!q->pktinfo)
+			log_warn("interface '%s': IP_PKTINFO", se->name);
+	}
+	rcvbuf = o->rcvbuf_bytes;
+	if (rcvbuf == 0) {
+		rcvbuf = q->slot_size * q->nslots;
+		if (rcvbuf < ENGINE_RCVBUF_MIN)
+			rcvbuf = ENGINE_RCVBUF_MIN;
+	}
+	sock_rcvbuf(se, q->fd, rcvbuf, rcvbuf_warned);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(se->addr);
+	sa.sin_port = htons(se->port);
+	if (bind(q->fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
+		rc = -errno;
+		sock_err(err, errlen, "interface '%s': queue '%s': bind "
+		    "udp://%s:%u: %s", se->name, cq->name,
+		    inet_ntoa(sa.sin_addr), se->port, strerror(errno));
+		return rc;
+	}
+	if (getsockname(q->fd, (struct sockaddr *)&sa, &salen) == 0)
+		se->port = ntohs(sa.sin_port);	/* the rest bind the same */
+	q->laddr = se->addr;
+	q->lport = se->port;
+	log_debug("interface '%s': queue '%s': udp://%s:%u, %u reads of %llu "
+	    "bytes%s, %s", se->name, cq->name, inet_ntoa(sa.sin_addr),
+	    se->port, q->nslots, (unsigned long long)q->slot_size,
+	    q->gro ? " (UDP_GRO)" : "",
+	    q->mode == ENGINE_RX_BUSY_POLL ? "busy-poll" : "blocking");
+	return 0;
+}
+
+static int
+sock_init(struct engine **out, const struct cfg *c,
+	  const struct cfg_interface *ifc, struct mem_region *regions,
+	  const struct engine_opts *opts, char *err, size_t errlen)
+{
+	static const struct engine_opts defaults;
+	const struct engine_opts *o = opts != NULL ? opts : &defaults;
+	struct sock_engine *se;
+	bool warned = false;
+	int qi, rc;
+
+	*out = NULL;
+	if (!ifc->socket.present || !ifc->socket.local.set) {
+		sock_err(err, errlen, "interface '%s': the socket engine needs "
+		    "socket_config.local_addr to receive", ifc->name);
+		return -EINVAL;
+	}
+	if (ifc->socket.local.transport != CFG_TRANSPORT_UDP) {
+		sock_err(err, errlen, "interface '%s': the socket engine "
+		    "receives udp:// only", ifc->name);
+		return -ENOTSUP;
+	}
+	if (ifc->rx.nqueues <= 0 || ifc->rx.nqueues > CFG_MAX_QUEUES) {
+		sock_err(err, errlen, "interface '%s': no rx queue", ifc->name);
+		return -EINVAL;
+	}
+	if (o->rx_mode >= ENGINE_RX_MODE_MAX) {
+		sock_err(err, errlen, "interface '%s': bad rx mode %d",
+		    ifc->name, (int)o->rx_mode);
+		return -EINVAL;
+	}
+	if ((se = calloc(1, sizeof(*se))) == NULL)
+		return -ENOMEM;
+	se->base.ops = &engine_socket_ops;
+	snprintf(se->name, sizeof(se->name), "%s", ifc->name);
+	se->addr = ifc->socket.local.addr;
+	se->port = ifc->socket.local.port;
+	for (qi = 0; qi < ifc->rx.nqueues; qi++) {
+		rc = sock_queue_init(se, ifc, qi, regions, o, &warned, err,
+		    errlen);
+		if (rc < 0) {
+			if (rc == -ENOMEM && err != NULL && errlen > 0 &&
+			    err[0] == '\0')
+				sock_err(err, errlen, "interface '%s': out of "
+				    "memory", ifc->name);
+			sock_fini(&se->base);
+			return rc;
+		}
+	}
+	*out = &se->base;
+	return 0;
+}
+
+static void
+sock_fini(struct engine *e)
+{
+	struct sock_engine *se = (struct sock_engine *)e;
+	int i;
+
+	if (se == NULL)
+		return;
+	for (i = 0; i < se->nq; i++) {
+		struct sock_rxq *q = se->q[i];
+
+		if (q == NULL)
+			continue;
+		if (q->fd >= 0)
+			close(q->fd);
+		if (q->private_mem != NULL)
+			munmap(q->private_mem, q->private_len);
+		free(q->slot_frames);
+		free(q->side_hdr);
+		free(q->rd);
+		free(q->msgs);
+		free(q->iov);
+		free(q->peer);
+		free(q->cmsg);
+		free(q);
+	}
+	free(se);
+}
+
+int
+engine_socket_bound(const struct engine *e, uint32_t *addr, uint16_t *port)
+{
+	const struct sock_engine *se = (const struct sock_engine *)e;
+
+	if (e == NULL || e->ops != &engine_socket_ops)
+		return -EINVAL;
+	*addr = se->addr;
+	*port = se->port;
+	return 0;
+}
+
+const struct engine_ops engine_socket_ops = {
+	.name = "socket",
+	.init = sock_init,
+	.start = sock_start,
+	.rxq = sock_rxq,
+	.rx_burst = sock_rx_burst,
+	.release = sock_release,
+	.flow_add = sock_flow_add,
+	.flow_del = sock_flow_del,
+	.stats = sock_stats,
+	.set_wake_fd = sock_set_wake_fd,
+	.fini = sock_fini,
+};
+
+/* Lives here until a second engine is built in (then: engine.c). */
+const struct engine_ops *
+engine_lookup(enum cfg_engine k)
+{
+	switch (k) {
+	case CFG_ENGINE_SOCKET:
+		return &engine_socket_ops;
+	default:
+		return NULL;
+	}
+}
