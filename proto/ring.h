@@ -97,12 +97,13 @@ int daqiri_ring_attach(struct daqiri_ring *r, void *mem, size_t len);
  * Daemon: create a ring in a new memfd: memfd_create(MFD_CLOEXEC |
  * MFD_ALLOW_SEALING), sized, sealed against shrink/grow (so a consumer
  * cannot make the daemon's mapping fault), mapped shared read-write and
- * initialised. On success *fd, *mem and *len hold the memfd (to send to
- * the consumer, then keep or close), the mapping and its length (munmap
- * it at the end). Returns 0 or a negative errno; nothing leaks on error.
+ * initialised into the handle r (as daqiri_ring_init). On success *fd,
+ * *mem and *len hold the memfd (send a dup to the consumer), the mapping
+ * and its length (munmap and close at the end). Returns 0 or a negative
+ * errno; nothing leaks on error.
  */
-int daqiri_ring_create(uint32_t depth, uint32_t nbufs, int *fd, void **mem,
-		       size_t *len);
+int daqiri_ring_create(struct daqiri_ring *r, uint32_t depth, uint32_t nbufs,
+		       int *fd, void **mem, size_t *len);
 
 /*
  * Daemon: publish a descriptor. Returns 0, -ENOSPC when the consumer has
@@ -135,8 +136,8 @@ int daqiri_rel_push(struct daqiri_ring *r, uint32_t buf_index);
  */
 int daqiri_rel_pop(struct daqiri_ring *r, uint32_t *buf_index);
 
-/* Entries waiting in the completion ring as this side sees them (for
- * stats); consumer-written values are clamped to [0, depth]. */
+/* Daemon: descriptors published and not yet taken by the consumer (for
+ * stats), clamped to [0, depth] whatever the consumer wrote. */
 uint32_t daqiri_comp_pending(const struct daqiri_ring *r);
 
 #endif

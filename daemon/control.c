@@ -1,0 +1,901 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The control server (control.h): the listening socket, one record per
+ * connection, request validation and dispatch to the daemon's callbacks.
+ * Connections live in a private epoll set whose fd the daemon's loop
+ * watches; nothing here blocks, and a client that cannot take its reply
+ * is dropped rather than waited for.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "control.h"
+#include "log.h"
+
+#ifndef DAQIRI_VERSION
+#define DAQIRI_VERSION "unknown"
+#endif
+
+#define CONTROL_EVENTS		64	/* epoll events per round */
+#define CONTROL_ACCEPTS		64	/* accepts per round */
+#define CONTROL_GROUPS_MAX	65536	/* supplementary groups read */
+#define CONTROL_GRBUF		16384	/* getgrnam_r buffer */
+
+/* The wire names of dtype, memory kind and fill are the config's: the
+ * daemon converts its config enums to the protocol's by value. */
+_Static_assert((int)DAQIRI_DTYPE_RAW == (int)CFG_DTYPE_NONE &&
+    (int)DAQIRI_DTYPE_INT4 == (int)CFG_DTYPE_INT4 &&
+    (int)DAQIRI_DTYPE_INT8 == (int)CFG_DTYPE_INT8 &&
+    (int)DAQIRI_DTYPE_INT16 == (int)CFG_DTYPE_INT16 &&
+    (int)DAQIRI_DTYPE_INT32 == (int)CFG_DTYPE_INT32 &&
+    (int)DAQIRI_DTYPE_FP16 == (int)CFG_DTYPE_FP16 &&
+    (int)DAQIRI_DTYPE_BF16 == (int)CFG_DTYPE_BF16 &&
+    (int)DAQIRI_DTYPE_FP32 == (int)CFG_DTYPE_FP32 &&
+    (int)DAQIRI_DTYPE_FP64 == (int)CFG_DTYPE_FP64 &&
+    (int)DAQIRI_DTYPE_MAX == (int)CFG_DTYPE_MAX, "dtype enums agree");
+_Static_assert((int)DAQIRI_MEM_HUGE == (int)CFG_MEM_HUGE &&
+    (int)DAQIRI_MEM_DEVICE == (int)CFG_MEM_DEVICE &&
+    (int)DAQIRI_MEM_HOST_PINNED == (int)CFG_MEM_HOST_PINNED &&
+    (int)DAQIRI_MEM_HOST == (int)CFG_MEM_HOST &&
+    (int)DAQIRI_MEM_MAX == (int)CFG_MEM_MAX, "memory kind enums agree");
+_Static_assert((int)DAQIRI_FILL_ZERO == (int)CFG_FILL_ZERO &&
+    (int)DAQIRI_FILL_NAN == (int)CFG_FILL_NAN &&
+    (int)DAQIRI_FILL_KEEP == (int)CFG_FILL_KEEP &&
+    (int)DAQIRI_FILL_MAX == (int)CFG_FILL_MAX, "fill enums agree");
+
+struct conn {
+	struct control_peer peer;
+	int fd;				/* -1 once closed */
+	bool hello;
+	struct conn *next;
+};
+
+struct control {
+	int epfd;
+	int lfd;
+	int spare_fd;			/* given up to accept-and-close at EMFILE */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	bool own_path;			/* unlink at fini */
+	dev_t path_dev;
+	ino_t path_ino;
+	bool have_admin_gid;
+	gid_t admin_gid;
+	uint32_t max_clients;
+	const struct control_ops *ops;
+	void *ctx;
+	uint64_t next_conn_id;
+	struct conn *conns;		/* open and, until swept, closed */
+	bool need_sweep;
+	struct control_counters cnt;
+	char rbuf[DAQIRI_MSG_SIZE_MAX + 1];
+	char wbuf[DAQIRI_MSG_SIZE_MAX + 1];
+};
+
+/* ---- sending */
+
+static void conn_close(struct control *c, struct conn *k);
+
+/* Send obj (consumed) with an optional fd. A full socket drops the
+ * connection: the daemon never waits on a client. Returns 0 or -1 (the
+ * connection is closed). */
+static int
+conn_send(struct control *c, struct conn *k, cJSON *obj, int fd)
+{
+	int n, r;
+
+	if (k->fd < 0) {
+		cJSON_Delete(obj);
+		return -1;
+	}
+	if (obj == NULL) {
+		log_warnx("control: connection %llu: out of memory for a reply",
+		    (unsigned long long)k->peer.conn_id);
+		conn_close(c, k);
+		return -1;
+	}
+	n = daqiri_msg_print(obj, c->wbuf, sizeof(c->wbuf));
+	cJSON_Delete(obj);
+	if (n < 0) {
+		log_warnx("control: connection %llu: reply does not fit in %d "
+		    "bytes", (unsigned long long)k->peer.conn_id,
+		    DAQIRI_MSG_SIZE_MAX);
+		conn_close(c, k);
+		return -1;
+	}
+	r = daqiri_send_msg(k->fd, c->wbuf, (size_t)n, fd);
+	if (r == -EAGAIN) {
+		c->cnt.dropped_slow++;
+		log_info("control: connection %llu (pid %ld) dropped: not "
+		    "reading its replies", (unsigned long long)k->peer.conn_id,
+		    (long)k->peer.pid);
+		conn_close(c, k);
+		return -1;
+	}
+	if (r < 0) {
+		log_debug("control: connection %llu: send: %s",
+		    (unsigned long long)k->peer.conn_id, strerror(-r));
+		conn_close(c, k);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+send_error(struct control *c, struct conn *k, enum daqiri_msg_type re,
+	   const struct daqiri_msg *m, enum daqiri_status st, const char *msg)
+{
+	c->cnt.errors++;
+	if (re >= DAQIRI_MSG_REPLY)
+		re = DAQIRI_MSG_MAX;
+	return conn_send(c, k, daqiri_reply_new(re,
+	    m != NULL && m->has_id ? (int64_t)m->id : -1, st, msg), -1);
+}
+
+/* ---- connections */
+
+static void
+conn_close(struct control *c, struct conn *k)
+{
+	if (k->fd < 0)
+		return;
+	epoll_ctl(c->epfd, EPOLL_CTL_DEL, k->fd, NULL);
+	close(k->fd);
+	k->fd = -1;
+	c->cnt.closed++;
+	c->cnt.current--;
+	c->need_sweep = true;
+	if (c->ops->conn_closed != NULL)
+		c->ops->conn_closed(c->ctx, &k->peer);
+}
+
+/* Free closed records; only between rounds, so no event or callback
+ * still holds a pointer to one. */
+static void
+conn_sweep(struct control *c)
+{
+	struct conn **pp = &c->conns, *k;
+
+	if (!c->need_sweep)
+		return;
+	while ((k = *pp) != NULL) {
+		if (k->fd < 0) {
+			*pp = k->next;
+			free(k);
+		} else {
+			pp = &k->next;
+		}
+	}
+	c->need_sweep = false;
+}
+
+static struct conn *
+conn_find(const struct control *c, uint64_t id)
+{
+	struct conn *k;
+
+	for (k = c->conns; k != NULL; k = k->next)
+		if (k->fd >= 0 && k->peer.conn_id == id)
+			return k;
+	return NULL;
+}
+
+static bool
+peer_is_admin(const struct control *c, int fd, const struct ucred *uc)
+{
+	gid_t small[64], *g = small;
+	socklen_t len = sizeof(small);
+	bool admin = false;
+	size_t i;
+
+	if (uc->uid == 0)
+		return true;
+	if (!c->have_admin_gid)
+		return false;
+	if (uc->gid == c->admin_gid)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
+		if (errno != ERANGE || len == 0 ||
+		    len > CONTROL_GROUPS_MAX * sizeof(gid_t))
+			return false;
+		g = malloc(len);
+		if (g == NULL || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g,
+		    &len) < 0) {
+			free(g);
+			return false;
+		}
+	}
+	for (i = 0; i < len / sizeof(gid_t); i++)
+		if (g[i] == c->admin_gid)
+			admin = true;
+	if (g != small)
+		free(g);
+	return admin;
+}
+
+static void
+accept_one(struct control *c, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	struct conn *k;
+
+	if (c->cnt.current >= c->max_clients) {
+		cJSON *r = daqiri_reply_new(DAQIRI_MSG_MAX, -1,
+		    DAQIRI_ST_TOO_MANY_CONSUMERS, "too many connections");
+		int n = r != NULL ? daqiri_msg_print(r, c->wbuf,
+		    sizeof(c->wbuf)) : -1;
+
+		if (n > 0)
+			daqiri_send_msg(fd, c->wbuf, (size_t)n, -1);
+		cJSON_Delete(r);
+		close(fd);
+		c->cnt.rejected_full++;
+		return;
+	}
+	k = calloc(1, sizeof(*k));
+	if (k == NULL ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) {
+		log_warn("control: accepting a connection");
+		free(k);
+		close(fd);
+		return;
+	}
+	k->fd = fd;
+	k->peer.conn_id = c->next_conn_id++;
+	k->peer.pid = uc.pid;
+	k->peer.uid = uc.uid;
+	k->peer.gid = uc.gid;
+	k->peer.admin = peer_is_admin(c, fd, &uc);
+	ev.data.ptr = k;
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		log_warn("control: epoll add");
+		free(k);
+		close(fd);
+		return;
+	}
+	k->next = c->conns;
+	c->conns = k;
+	c->cnt.accepted++;
+	c->cnt.current++;
+	log_debug("control: connection %llu from pid %ld uid %ld%s",
+	    (unsigned long long)k->peer.conn_id, (long)uc.pid, (long)uc.uid,
+	    k->peer.admin ? " (admin)" : "");
+}
+
+static void
+accept_all(struct control *c)
+{
+	int i, fd;
+
+	for (i = 0; i < CONTROL_ACCEPTS; i++) {
+		fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			accept_one(c, fd);
+			continue;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if ((errno == EMFILE || errno == ENFILE) && c->spare_fd >= 0) {
+			/* Out of fds: turn the caller away instead of
+			 * leaving the listener readable forever. */
+			log_warnx("control: out of file descriptors, refusing "
+			    "a connection");
+			close(c->spare_fd);
+			fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+			c->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			c->cnt.rejected_full++;
+			continue;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			log_warn("control: accept");
+		return;
+	}
+}
+
+/* ---- requests */
+
+static int
+run_status(int r, struct daqiri_err *err)
+{
+	enum daqiri_status st;
+
+	if (r < 0)
+		st = daqiri_status_from_errno(r);
+	else if (r < DAQIRI_ST_MAX)
+		st = (enum daqiri_status)r;
+	else
+		st = DAQIRI_ST_INTERNAL;
+	err->status = st;
+	return st == DAQIRI_ST_OK ? 0 : -1;
+}
+
+/* A request whose reply is a plain object filled by one callback. */
+static void
+do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
+{
+	struct daqiri_err err = { .status = DAQIRI_ST_OK };
+	cJSON *reply = daqiri_reply_new(m->type,
+	    m->has_id ? (int64_t)m->id : -1, DAQIRI_ST_OK, NULL);
+	const struct control_ops *o = c->ops;
+	int r = DAQIRI_ST_NOT_SUPPORTED;
+
+	if (reply == NULL) {
+		conn_send(c, k, NULL, -1);
+		return;
+	}
+	switch (m->type) {
+	case DAQIRI_MSG_STREAMS:
+		if (o->streams != NULL)
+			r = o->streams(c->ctx, reply, &err);
+		break;
+	case DAQIRI_MSG_STATUS:
+		if (o->status != NULL)
+			r = o->status(c->ctx, reply, &err);
+		break;
+	case DAQIRI_MSG_STATS:
+		if (o->stats != NULL)
+			r = o->stats(c->ctx, reply, &err);
+		break;
+	case DAQIRI_MSG_CONSUMERS:
+		if (o->consumers != NULL)
+			r = o->consumers(c->ctx, reply, &err);
+		break;
+	case DAQIRI_MSG_FLOW_LIST:
+		if (o->flow_list != NULL)
+			r = o->flow_list(c->ctx, m->u.flow.iface, reply, &err);
+		break;
+	case DAQIRI_MSG_FLOW_ADD:
+		if (o->flow_add != NULL)
+			r = o->flow_add(c->ctx, &m->u.flow, &k->peer, reply,
+			    &err);
+		break;
+	case DAQIRI_MSG_FLOW_DEL:
+		if (o->flow_del != NULL)
+			r = o->flow_del(c->ctx, &m->u.flow, &k->peer, reply,
+			    &err);
+		break;
+	case DAQIRI_MSG_UNSUBSCRIBE:
+		if (o->unsubscribe != NULL)
+			r = o->unsubscribe(c->ctx, &k->peer,
+			    m->u.unsub.sub_id, &err);
+		break;
+	default:
+		r = DAQIRI_ST_INTERNAL;
+		break;
+	}
+	if (run_status(r, &err) < 0) {
+		cJSON_Delete(reply);
+		send_error(c, k, m->type, m, err.status, err.msg);
+		return;
+	}
+	conn_send(c, k, reply, -1);
+}
+
+static void
+do_hello(struct control *c, struct conn *k, const struct daqiri_msg *m)
+{
+	cJSON *reply;
+
+	if (k->hello) {
+		send_error(c, k, m->type, m, DAQIRI_ST_BAD_REQUEST,
+		    "hello was already said on this connection");
+		return;
+	}
+	k->hello = true;
+	snprintf(k->peer.client, sizeof(k->peer.client), "%s",
+	    m->u.hello.client);
+	reply = daqiri_reply_new(m->type, m->has_id ? (int64_t)m->id : -1,
+	    DAQIRI_ST_OK, NULL);
+	if (reply != NULL &&
+	    (cJSON_AddNumberToObject(reply, "version",
+	    DAQIRI_PROTO_VERSION) == NULL ||
+	    cJSON_AddStringToObject(reply, "daemon",
+	    "daqirid " DAQIRI_VERSION) == NULL ||
+	    cJSON_AddNumberToObject(reply, "conn",
+	    (double)k->peer.conn_id) == NULL ||
+	    cJSON_AddBoolToObject(reply, "admin", k->peer.admin) == NULL)) {
+		cJSON_Delete(reply);
+		reply = NULL;
+	}
+	conn_send(c, k, reply, -1);
+}
+
+static void
+close_fds(struct control_sub_fds *f)
+{
+	int i;
+
+	for (i = 0; i < f->n && i < DAQIRI_SUB_MAX_FDS; i++)
+		if (f->fd[i] >= 0)
+			close(f->fd[i]);
+	f->n = 0;
+}
+
+static void
+do_subscribe(struct control *c, struct conn *k, const struct daqiri_msg *m)
+{
+	struct daqiri_err err = { .status = DAQIRI_ST_OK };
+	struct control_sub_fds fds = { .n = 0 };
+	struct daqiri_sub_info info;
+	struct daqiri_err ierr = { .status = DAQIRI_ST_OK };
+	uint64_t conn_id = k->peer.conn_id;
+	cJSON *reply;
+	uint32_t i;
+	int r;
+
+	memset(&info, 0, sizeof(info));
+	for (i = 0; i < DAQIRI_SUB_MAX_FDS; i++)
+		fds.fd[i] = -1;
+	if (c->ops->subscribe == NULL) {
+		send_error(c, k, m->type, m, DAQIRI_ST_NOT_SUPPORTED, NULL);
+		return;
+	}
+	r = c->ops->subscribe(c->ctx, &m->u.sub, &k->peer, &info, &fds, &err);
+	if (fds.n < 0 || fds.n > DAQIRI_SUB_MAX_FDS)
+		fds.n = DAQIRI_SUB_MAX_FDS;
+	if (run_status(r, &err) < 0) {
+		close_fds(&fds);
+		send_error(c, k, m->type, m, err.status, err.msg);
+		return;
+	}
+	for (i = 0; i < (uint32_t)fds.n; i++)
+		if (fds.fd[i] < 0)
+			break;
+	if (daqiri_sub_info_check(&info, &ierr) < 0 ||
+	    (uint32_t)fds.n != info.nfds || i != info.nfds) {
+		log_warnx("control: subscription to \"%s\" has inconsistent "
+		    "metadata: %s", m->u.sub.stream,
+		    ierr.status != DAQIRI_ST_OK ? ierr.msg : "fd count");
+		close_fds(&fds);
+		if (c->ops->unsubscribe != NULL)
+			c->ops->unsubscribe(c->ctx, &k->peer, info.sub_id,
+			    &ierr);
+		send_error(c, k, m->type, m, DAQIRI_ST_INTERNAL,
+		    "inconsistent subscription metadata");
+		return;
+	}
+	reply = daqiri_reply_new(m->type, m->has_id ? (int64_t)m->id : -1,
+	    DAQIRI_ST_OK, NULL);
+	if (reply != NULL && daqiri_sub_info_encode(&info, reply) < 0) {
+		cJSON_Delete(reply);
+		reply = NULL;
+	}
+	if (conn_send(c, k, reply, -1) < 0) {
+		close_fds(&fds);
+		return;
+	}
+	for (i = 0; i < info.nfds; i++) {
+		/* conn_send closes the connection on failure, and the
+		 * daemon's conn_closed() ends the subscription. */
+		if (conn_find(c, conn_id) == NULL ||
+		    conn_send(c, k, daqiri_sub_fd_new(info.sub_id, i,
+		    info.nfds, info.fds[i]), fds.fd[i]) < 0)
+			break;
+	}
+	close_fds(&fds);
+}
+
+static void
+handle_msg(struct control *c, struct conn *k, ssize_t n)
+{
+	struct daqiri_err err;
+	struct daqiri_msg m;
+
+	c->cnt.requests++;
+	if (daqiri_msg_decode(c->rbuf, (size_t)n, &m, &err) < 0) {
+		send_error(c, k, m.type, &m, err.status, err.msg);
+		/* A client speaking another version gets its answer, then
+		 * the connection ends. */
+		if (err.status == DAQIRI_ST_VERSION_MISMATCH)
+			conn_close(c, k);
+		return;
+	}
+	if (m.type >= DAQIRI_MSG_REPLY) {
+		send_error(c, k, DAQIRI_MSG_MAX, &m, DAQIRI_ST_BAD_REQUEST,
+		    "not a request");
+		goto out;
+	}
+	if (!k->hello && m.type != DAQIRI_MSG_HELLO) {
+		send_error(c, k, m.type, &m, DAQIRI_ST_NO_HELLO,
+		    "say hello first");
+		goto out;
+	}
+	if (daqiri_msg_is_mutating(m.type) && !k->peer.admin) {
+		send_error(c, k, m.type, &m, DAQIRI_ST_PERMISSION_DENIED,
+		    "needs root or the admin group");
+		goto out;
+	}
+	switch (m.type) {
+	case DAQIRI_MSG_HELLO:
+		do_hello(c, k, &m);
+		break;
+	case DAQIRI_MSG_SUBSCRIBE:
+		do_subscribe(c, k, &m);
+		break;
+	default:
+		do_simple(c, k, &m);
+		break;
+	}
+out:
+	daqiri_msg_free(&m);
+}
+
+static void
+conn_readable(struct control *c, struct conn *k)
+{
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < CONTROL_MSGS_PER_WAKE && k->fd >= 0; i++) {
+		n = daqiri_recv_msg(k->fd, c->rbuf, DAQIRI_MSG_SIZE_MAX, NULL);
+		if (n == -EAGAIN)
+			return;
+		if (n == 0) {
+			conn_close(c, k);
+			return;
+		}
+		if (n == -EMSGSIZE) {
+			c->cnt.requests++;
+			send_error(c, k, DAQIRI_MSG_MAX, NULL, DAQIRI_ST_TOO_BIG,
+			    "message larger than 65536 bytes");
+			continue;
+		}
+		if (n == -EBADMSG) {
+			c->cnt.requests++;
+			send_error(c, k, DAQIRI_MSG_MAX, NULL,
+			    DAQIRI_ST_BAD_REQUEST,
+			    "requests carry no file descriptors");
+			continue;
+		}
+		if (n < 0) {
+			conn_close(c, k);
+			return;
+		}
+		handle_msg(c, k, n);
+	}
+}
+
+void
+control_handle(struct control *c, int fd, uint32_t events)
+{
+	struct epoll_event ev[CONTROL_EVENTS];
+	int i, n;
+
+	(void)events;
+	if (c == NULL || fd != c->epfd)
+		return;
+	n = epoll_wait(c->epfd, ev, CONTROL_EVENTS, 0);
+	for (i = 0; i < n; i++) {
+		if (ev[i].data.ptr == c) {
+			accept_all(c);
+			continue;
+		}
+		struct conn *k = ev[i].data.ptr;
+
+		if (k->fd < 0)
+			continue;
+		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			conn_readable(c, k);
+	}
+	conn_sweep(c);
+}
+
+/* ---- set-up */
+
+static int
+lookup_group(const char *name, gid_t *gid)
+{
+	struct group gr, *res = NULL;
+	char *buf = malloc(CONTROL_GRBUF);
+	int r;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	r = getgrnam_r(name, &gr, buf, CONTROL_GRBUF, &res);
+	if (r == 0 && res != NULL)
+		*gid = gr.gr_gid;
+	free(buf);
+	if (r != 0)
+		return -r;
+	return res != NULL ? 0 : -ENOENT;
+}
+
+static struct control *
+control_alloc(const char *admin_group, uint32_t max_clients,
+	      const struct control_ops *ops, void *ctx, int *err)
+{
+	struct control *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	c->epfd = c->lfd = -1;
+	c->ops = ops;
+	c->ctx = ctx;
+	c->next_conn_id = 1;
+	c->max_clients = max_clients != 0 ? max_clients :
+	    CONTROL_MAX_CLIENTS_DEFAULT;
+	if (admin_group != NULL && admin_group[0] != '\0') {
+		*err = lookup_group(admin_group, &c->admin_gid);
+		if (*err < 0) {
+			log_warnx("control: admin group \"%s\": %s", admin_group,
+			    *err == -ENOENT ? "no such group" : strerror(-*err));
+			free(c);
+			return NULL;
+		}
+		c->have_admin_gid = true;
+	}
+	c->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->epfd < 0) {
+		*err = -errno;
+		log_warn("control: epoll_create1");
+		if (c->spare_fd >= 0)
+			close(c->spare_fd);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int
+control_listen_add(struct control *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+	int fl = fcntl(c->lfd, F_GETFL);
+
+	if (fl < 0 || fcntl(c->lfd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+	    epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->lfd, &ev) < 0) {
+		log_warn("control: listening socket");
+		return -errno;
+	}
+	return 0;
+}
+
+/* Is someone accepting on path? 1 yes, 0 no (stale or absent), <0 error. */
+static int
+probe_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, r;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memcpy(sa.sun_path, path, strlen(path));
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (r < 0)
+		r = (errno == ECONNREFUSED || errno == ENOENT) ? 0 : -errno;
+	else
+		r = 1;
+	close(fd);
+	return r;
+}
+
+int
+control_init(struct control **out, const char *path, unsigned mode,
+	     const char *group, const char *admin_group, uint32_t max_clients,
+	     const struct control_ops *ops, void *ctx)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char tmp[sizeof(sa.sun_path)];
+	struct control *c;
+	struct stat st;
+	gid_t gid = (gid_t)-1;
+	int err = 0, r;
+
+	*out = NULL;
+	if (path == NULL || ops == NULL || strlen(path) == 0 ||
+	    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >=
+	    (int)sizeof(tmp)) {
+		log_warnx("control: socket path \"%s\" is empty or too long",
+		    path != NULL ? path : "");
+		return -ENAMETOOLONG;
+	}
+	if (group != NULL && group[0] != '\0') {
+		err = lookup_group(group, &gid);
+		if (err < 0) {
+			log_warnx("control: socket group \"%s\": %s", group,
+			    err == -ENOENT ? "no such group" : strerror(-err));
+			return err;
+		}
+	}
+	r = probe_path(path);
+	if (r == 1) {
+		log_warnx("control: another daqirid is listening on %s", path);
+		return -EADDRINUSE;
+	}
+	if (r == -EEXIST) {
+		log_warnx("control: %s exists and is not a socket", path);
+		return r;
+	}
+	if (r < 0) {
+		log_warnx("control: %s: %s", path, strerror(-r));
+		return r;
+	}
+	c = control_alloc(admin_group, max_clients, ops, ctx, &err);
+	if (c == NULL)
+		return err;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	c->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c->lfd < 0) {
+		err = -errno;
+		log_warn("control: socket");
+		goto fail;
+	}
+	/* Bound under a private name, given its mode and group, then
+	 * renamed into place: the path never shows other permissions, and a
+	 * stale socket there is replaced atomically. */
+	memcpy(sa.sun_path, tmp, strlen(tmp));
+	unlink(tmp);
+	if (bind(c->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		log_warn("control: bind %s", tmp);
+		goto fail;
+	}
+	if (chmod(tmp, mode & 07777) < 0 ||
+	    (gid != (gid_t)-1 && chown(tmp, (uid_t)-1, gid) < 0) ||
+	    listen(c->lfd, CONTROL_BACKLOG) < 0 || rename(tmp, path) < 0) {
+		err = -errno;
+		log_warn("control: setting up %s", path);
+		unlink(tmp);
+		goto fail;
+	}
+	if (lstat(path, &st) == 0) {
+		c->path_dev = st.st_dev;
+		c->path_ino = st.st_ino;
+	}
+	c->own_path = true;
+	err = control_listen_add(c);
+	if (err < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	control_fini(c);
+	return err;
+}
+
+int
+control_init_fd(struct control **out, int listen_fd, const char *admin_group,
+		uint32_t max_clients, const struct control_ops *ops, void *ctx)
+{
+	struct control *c;
+	int err = 0;
+
+	*out = NULL;
+	if (listen_fd < 0 || ops == NULL)
+		return -EINVAL;
+	c = control_alloc(admin_group, max_clients, ops, ctx, &err);
+	if (c == NULL) {
+		close(listen_fd);
+		return err;
+	}
+	c->lfd = listen_fd;
+	fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
+	err = control_listen_add(c);
+	if (err < 0) {
+		control_fini(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+int
+control_fd(const struct control *c)
+{
+	return c != NULL ? c->epfd : -1;
+}
+
+int
+control_sub_closed(struct control *c, uint64_t conn_id, uint32_t sub_id,
+		   enum daqiri_status why, const char *message)
+{
+	struct conn *k = c != NULL ? conn_find(c, conn_id) : NULL;
+
+	if (k == NULL)
+		return -ENOENT;
+	conn_send(c, k, daqiri_event_new(DAQIRI_EV_SUB_CLOSED, sub_id, why,
+	    message), -1);
+	return 0;
+}
+
+int
+control_close_conn(struct control *c, uint64_t conn_id)
+{
+	struct conn *k = c != NULL ? conn_find(c, conn_id) : NULL;
+
+	if (k == NULL)
+		return -ENOENT;
+	conn_close(c, k);
+	return 0;
+}
+
+const struct control_peer *
+control_peer_find(const struct control *c, uint64_t conn_id)
+{
+	struct conn *k = c != NULL ? conn_find(c, conn_id) : NULL;
+
+	return k != NULL ? &k->peer : NULL;
+}
+
+void
+control_get_counters(const struct control *c, struct control_counters *out)
+{
+	if (c == NULL)
+		memset(out, 0, sizeof(*out));
+	else
+		*out = c->cnt;
+}
+
+int
+control_counters_json(const struct control *c, cJSON *obj)
+{
+	struct control_counters n;
+
+	control_get_counters(c, &n);
+#define ADD(f) (cJSON_AddNumberToObject(obj, #f, (double)n.f) == NULL)
+	if (ADD(accepted) || ADD(rejected_full) || ADD(closed) ||
+	    ADD(dropped_slow) || ADD(requests) || ADD(errors) || ADD(current))
+		return -ENOMEM;
+#undef ADD
+	return 0;
+}
+
+int
+control_reopen_ro(int fd)
+{
+	char p[64];
+	int r;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	r = open(p, O_RDONLY | O_CLOEXEC);
+	return r < 0 ? -errno : r;
+}
+
+void
+control_fini(struct control *c)
+{
+	struct conn *k;
+	struct stat st;
+
+	if (c == NULL)
+		return;
+	for (k = c->conns; k != NULL; k = k->next)
+		conn_close(c, k);
+	c->need_sweep = true;
+	conn_sweep(c);
+	if (c->lfd >= 0)
+		close(c->lfd);
+	/* Remove the socket only if it is still ours (a successor may
+	 * have replaced it). */
+	if (c->own_path && lstat(c->path, &st) == 0 &&
+	    st.st_dev == c->path_dev && st.st_ino == c->path_ino)
+		unlink(c->path);
+	if (c->epfd >= 0)
+		close(c->epfd);
+	if (c->spare_fd >= 0)
+		close(c->spare_fd);
+	free(c);
+}

@@ -1,0 +1,1456 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The control protocol (proto.h): name tables, the validating decoder,
+ * the encoders, the subscription metadata and fd passing over
+ * SOCK_SEQPACKET. Every value that comes off the wire is checked here,
+ * before any handler sees it.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "ring.h"
+
+/* Integers travel as JSON numbers (doubles): exact up to 2^53. */
+#define PROTO_JSON_INT_MAX	9007199254740992.0
+#define PROTO_RECV_MAX_FDS	8	/* fds received at once, to close them */
+
+static const char *const msg_type_names[] = {
+	[DAQIRI_MSG_HELLO] = "hello",
+	[DAQIRI_MSG_STREAMS] = "streams",
+	[DAQIRI_MSG_SUBSCRIBE] = "subscribe",
+	[DAQIRI_MSG_UNSUBSCRIBE] = "unsubscribe",
+	[DAQIRI_MSG_STATUS] = "status",
+	[DAQIRI_MSG_STATS] = "stats",
+	[DAQIRI_MSG_CONSUMERS] = "consumers",
+	[DAQIRI_MSG_FLOW_LIST] = "flow_list",
+	[DAQIRI_MSG_FLOW_ADD] = "flow_add",
+	[DAQIRI_MSG_FLOW_DEL] = "flow_del",
+	[DAQIRI_MSG_REPLY] = "reply",
+	[DAQIRI_MSG_SUB_FD] = "sub_fd",
+	[DAQIRI_MSG_EVENT] = "event",
+};
+_Static_assert(sizeof(msg_type_names) / sizeof(msg_type_names[0]) ==
+    DAQIRI_MSG_MAX, "message type name table");
+
+static const char *const status_names[] = {
+	[DAQIRI_ST_OK] = "ok",
+	[DAQIRI_ST_BAD_REQUEST] = "bad_request",
+	[DAQIRI_ST_TOO_BIG] = "too_big",
+	[DAQIRI_ST_BAD_JSON] = "bad_json",
+	[DAQIRI_ST_UNKNOWN_TYPE] = "unknown_type",
+	[DAQIRI_ST_VERSION_MISMATCH] = "version_mismatch",
+	[DAQIRI_ST_NO_HELLO] = "no_hello",
+	[DAQIRI_ST_BAD_FIELD] = "bad_field",
+	[DAQIRI_ST_OUT_OF_RANGE] = "out_of_range",
+	[DAQIRI_ST_PERMISSION_DENIED] = "permission_denied",
+	[DAQIRI_ST_NO_SUCH_STREAM] = "no_such_stream",
+	[DAQIRI_ST_NO_SUCH_SUBSCRIPTION] = "no_such_subscription",
+	[DAQIRI_ST_NO_SUCH_INTERFACE] = "no_such_interface",
+	[DAQIRI_ST_NO_SUCH_FLOW] = "no_such_flow",
+	[DAQIRI_ST_EXISTS] = "exists",
+	[DAQIRI_ST_TOO_MANY_CONSUMERS] = "too_many_consumers",
+	[DAQIRI_ST_NO_RESOURCES] = "no_resources",
+	[DAQIRI_ST_BUSY] = "busy",
+	[DAQIRI_ST_NOT_SUPPORTED] = "not_supported",
+	[DAQIRI_ST_INTERNAL] = "internal",
+};
+_Static_assert(sizeof(status_names) / sizeof(status_names[0]) ==
+    DAQIRI_ST_MAX, "status name table");
+
+static const char *const fd_kind_names[] = {
+	[DAQIRI_FD_TENSOR] = "tensor",
+	[DAQIRI_FD_IPC] = "ipc",
+	[DAQIRI_FD_BITMAP] = "bitmap",
+	[DAQIRI_FD_RING] = "ring",
+	[DAQIRI_FD_EVENTFD] = "eventfd",
+};
+_Static_assert(sizeof(fd_kind_names) / sizeof(fd_kind_names[0]) ==
+    DAQIRI_FD_MAX, "fd kind name table");
+
+static const char *const event_names[] = {
+	[DAQIRI_EV_SUB_CLOSED] = "sub_closed",
+};
+_Static_assert(sizeof(event_names) / sizeof(event_names[0]) == DAQIRI_EV_MAX,
+    "event name table");
+
+static const char *const dtype_names[] = {
+	[DAQIRI_DTYPE_RAW] = "raw",
+	[DAQIRI_DTYPE_INT4] = "int4",
+	[DAQIRI_DTYPE_INT8] = "int8",
+	[DAQIRI_DTYPE_INT16] = "int16",
+	[DAQIRI_DTYPE_INT32] = "int32",
+	[DAQIRI_DTYPE_FP16] = "fp16",
+	[DAQIRI_DTYPE_BF16] = "bf16",
+	[DAQIRI_DTYPE_FP32] = "fp32",
+	[DAQIRI_DTYPE_FP64] = "fp64",
+};
+_Static_assert(sizeof(dtype_names) / sizeof(dtype_names[0]) ==
+    DAQIRI_DTYPE_MAX, "dtype name table");
+
+static const uint32_t dtype_sizes[] = {
+	[DAQIRI_DTYPE_RAW] = 1, [DAQIRI_DTYPE_INT4] = 0,
+	[DAQIRI_DTYPE_INT8] = 1, [DAQIRI_DTYPE_INT16] = 2,
+	[DAQIRI_DTYPE_INT32] = 4, [DAQIRI_DTYPE_FP16] = 2,
+	[DAQIRI_DTYPE_BF16] = 2, [DAQIRI_DTYPE_FP32] = 4,
+	[DAQIRI_DTYPE_FP64] = 8,
+};
+_Static_assert(sizeof(dtype_sizes) / sizeof(dtype_sizes[0]) ==
+    DAQIRI_DTYPE_MAX, "dtype size table");
+
+static const char *const mem_kind_names[] = {
+	[DAQIRI_MEM_HUGE] = "huge",
+	[DAQIRI_MEM_DEVICE] = "device",
+	[DAQIRI_MEM_HOST_PINNED] = "host_pinned",
+	[DAQIRI_MEM_HOST] = "host",
+};
+_Static_assert(sizeof(mem_kind_names) / sizeof(mem_kind_names[0]) ==
+    DAQIRI_MEM_MAX, "memory kind name table");
+
+static const char *const fill_names[] = {
+	[DAQIRI_FILL_ZERO] = "zero",
+	[DAQIRI_FILL_NAN] = "nan",
+	[DAQIRI_FILL_KEEP] = "keep",
+};
+_Static_assert(sizeof(fill_names) / sizeof(fill_names[0]) == DAQIRI_FILL_MAX,
+    "fill name table");
+
+static const char *const sub_mode_names[] = {
+	[DAQIRI_SUB_BROADCAST] = "broadcast",
+	[DAQIRI_SUB_SHARED] = "shared",
+};
+_Static_assert(sizeof(sub_mode_names) / sizeof(sub_mode_names[0]) ==
+    DAQIRI_SUB_MODE_MAX, "subscription mode name table");
+
+static const char *const stream_kind_names[] = {
+	[DAQIRI_STREAM_REORDER] = "reorder",
+	[DAQIRI_STREAM_RAW] = "raw",
+};
+_Static_assert(sizeof(stream_kind_names) / sizeof(stream_kind_names[0]) ==
+    DAQIRI_STREAM_KIND_MAX, "stream kind name table");
+
+#define TABLE_NAME(tab, v) \
+	((unsigned)(v) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[(v)] : NULL)
+
+static int
+table_parse(const char *const *tab, size_t n, const char *name)
+{
+	size_t i;
+
+	if (name == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (tab[i] != NULL && strcmp(tab[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+#define TABLE_PARSE(tab, name) \
+	table_parse((tab), sizeof(tab) / sizeof((tab)[0]), (name))
+
+const char *
+daqiri_msg_type_name(enum daqiri_msg_type t)
+{
+	return TABLE_NAME(msg_type_names, t);
+}
+
+int
+daqiri_msg_type_parse(const char *name)
+{
+	return TABLE_PARSE(msg_type_names, name);
+}
+
+const char *
+daqiri_status_name(enum daqiri_status s)
+{
+	return TABLE_NAME(status_names, s);
+}
+
+int
+daqiri_status_parse(const char *name)
+{
+	return TABLE_PARSE(status_names, name);
+}
+
+const char *
+daqiri_fd_kind_name(enum daqiri_fd_kind k)
+{
+	return TABLE_NAME(fd_kind_names, k);
+}
+
+const char *
+daqiri_sub_mode_name(enum daqiri_sub_mode m)
+{
+	return TABLE_NAME(sub_mode_names, m);
+}
+
+const char *
+daqiri_stream_kind_name(enum daqiri_stream_kind k)
+{
+	return TABLE_NAME(stream_kind_names, k);
+}
+
+const char *
+daqiri_dtype_name(enum daqiri_dtype t)
+{
+	return TABLE_NAME(dtype_names, t);
+}
+
+const char *
+daqiri_mem_kind_name(enum daqiri_mem_kind k)
+{
+	return TABLE_NAME(mem_kind_names, k);
+}
+
+const char *
+daqiri_fill_name(enum daqiri_fill f)
+{
+	return TABLE_NAME(fill_names, f);
+}
+
+uint32_t
+daqiri_dtype_size(enum daqiri_dtype t)
+{
+	return (unsigned)t < DAQIRI_DTYPE_MAX ? dtype_sizes[t] : 0;
+}
+
+bool
+daqiri_msg_is_mutating(enum daqiri_msg_type t)
+{
+	return t == DAQIRI_MSG_FLOW_ADD || t == DAQIRI_MSG_FLOW_DEL;
+}
+
+enum daqiri_status
+daqiri_status_from_errno(int e)
+{
+	switch (-e) {
+	case 0:
+		return DAQIRI_ST_OK;
+	case EINVAL:
+		return DAQIRI_ST_BAD_FIELD;
+	case ERANGE:
+	case EDOM:
+		return DAQIRI_ST_OUT_OF_RANGE;
+	case EPERM:
+	case EACCES:
+		return DAQIRI_ST_PERMISSION_DENIED;
+	case ENOENT:
+		return DAQIRI_ST_NO_SUCH_STREAM;
+	case ESRCH:
+		return DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+	case ENODEV:
+		return DAQIRI_ST_NO_SUCH_INTERFACE;
+	case EEXIST:
+		return DAQIRI_ST_EXISTS;
+	case EUSERS:
+		return DAQIRI_ST_TOO_MANY_CONSUMERS;
+	case ENOMEM:
+	case ENOBUFS:
+	case EMFILE:
+	case ENFILE:
+	case ENOSPC:
+		return DAQIRI_ST_NO_RESOURCES;
+	case EBUSY:
+	case EAGAIN:
+		return DAQIRI_ST_BUSY;
+	case ENOTSUP:
+	case ENOSYS:
+		return DAQIRI_ST_NOT_SUPPORTED;
+	case EMSGSIZE:
+		return DAQIRI_ST_TOO_BIG;
+	case EPROTONOSUPPORT:
+		return DAQIRI_ST_VERSION_MISMATCH;
+	default:
+		return DAQIRI_ST_INTERNAL;
+	}
+}
+
+int
+daqiri_status_to_errno(enum daqiri_status s)
+{
+	switch (s) {
+	case DAQIRI_ST_OK:
+		return 0;
+	case DAQIRI_ST_BAD_REQUEST:
+	case DAQIRI_ST_BAD_JSON:
+	case DAQIRI_ST_UNKNOWN_TYPE:
+	case DAQIRI_ST_NO_HELLO:
+	case DAQIRI_ST_BAD_FIELD:
+		return -EINVAL;
+	case DAQIRI_ST_TOO_BIG:
+		return -EMSGSIZE;
+	case DAQIRI_ST_OUT_OF_RANGE:
+		return -ERANGE;
+	case DAQIRI_ST_VERSION_MISMATCH:
+		return -EPROTONOSUPPORT;
+	case DAQIRI_ST_PERMISSION_DENIED:
+		return -EACCES;
+	case DAQIRI_ST_NO_SUCH_STREAM:
+		return -ENOENT;
+	case DAQIRI_ST_NO_SUCH_SUBSCRIPTION:
+		return -ESRCH;
+	case DAQIRI_ST_NO_SUCH_INTERFACE:
+		return -ENODEV;
+	case DAQIRI_ST_NO_SUCH_FLOW:
+		return -ENOENT;
+	case DAQIRI_ST_EXISTS:
+		return -EEXIST;
+	case DAQIRI_ST_TOO_MANY_CONSUMERS:
+		return -EUSERS;
+	case DAQIRI_ST_NO_RESOURCES:
+		return -ENOMEM;
+	case DAQIRI_ST_BUSY:
+		return -EBUSY;
+	case DAQIRI_ST_NOT_SUPPORTED:
+		return -ENOTSUP;
+	default:
+		return -EIO;
+	}
+}
+
+int
+daqiri_err_set(struct daqiri_err *err, enum daqiri_status s, const char *fmt,
+	       ...)
+{
+	va_list ap;
+
+	if (err == NULL)
+		return -1;
+	err->status = s;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- field readers: 1 present and valid, 0 absent, -1 invalid (*err) */
+
+static int
+name_char_ok(unsigned char ch, bool slash)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.' ||
+	    ch == ':' || ch == '@' || ch == '+' || (slash && ch == '/');
+}
+
+enum str_class { STR_NAME, STR_PATH_NAME, STR_TEXT };
+
+static int
+get_str(const cJSON *o, const char *key, bool required, size_t cap,
+	enum str_class cls, char *out, struct daqiri_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	const unsigned char *p;
+	size_t n;
+
+	if (v == NULL) {
+		if (required)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "missing field \"%s\"", key);
+		return 0;
+	}
+	if (!cJSON_IsString(v) || v->valuestring == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"%s\" must be a string", key);
+	n = strlen(v->valuestring);
+	if (n >= cap || (n == 0 && cls != STR_TEXT))
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "field \"%s\": length %zu not in 1..%zu", key, n, cap - 1);
+	for (p = (const unsigned char *)v->valuestring; *p != '\0'; p++) {
+		if (cls == STR_TEXT ? (*p < 0x20 || *p == 0x7f) :
+		    !name_char_ok(*p, cls == STR_PATH_NAME))
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "field \"%s\": character 0x%02x not allowed", key,
+			    *p);
+	}
+	memcpy(out, v->valuestring, n + 1);
+	return 1;
+}
+
+static int
+get_uint(const cJSON *o, const char *key, bool required, double min,
+	 double max, uint64_t *out, struct daqiri_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	double d;
+
+	if (v == NULL) {
+		if (required)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "missing field \"%s\"", key);
+		return 0;
+	}
+	if (!cJSON_IsNumber(v))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"%s\" must be a number", key);
+	d = v->valuedouble;
+	if (!isfinite(d) || d != floor(d))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"%s\" must be an integer", key);
+	if (d < min || d > max)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "field \"%s\": %.0f not in %.0f..%.0f", key, d, min, max);
+	*out = (uint64_t)d;
+	return 1;
+}
+
+static int
+get_u32(const cJSON *o, const char *key, bool required, uint32_t min,
+	uint32_t max, uint32_t *out, struct daqiri_err *err)
+{
+	uint64_t v;
+	int r = get_uint(o, key, required, min, max, &v, err);
+
+	if (r == 1)
+		*out = (uint32_t)v;
+	return r;
+}
+
+static int
+get_u64(const cJSON *o, const char *key, uint64_t *out, struct daqiri_err *err)
+{
+	return get_uint(o, key, true, 0, PROTO_JSON_INT_MAX, out, err);
+}
+
+/* A name from a table, into *out. */
+static int
+get_enum(const cJSON *o, const char *key, bool required,
+	 const char *const *tab, size_t n, int *out, struct daqiri_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	int i;
+
+	if (v == NULL) {
+		if (required)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "missing field \"%s\"", key);
+		return 0;
+	}
+	if (!cJSON_IsString(v) || v->valuestring == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"%s\" must be a string", key);
+	i = table_parse(tab, n, v->valuestring);
+	if (i < 0)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"%s\": unknown value \"%.40s\"", key,
+		    v->valuestring);
+	*out = i;
+	return 1;
+}
+#define GET_ENUM(o, key, req, tab, out, err) \
+	get_enum((o), (key), (req), (tab), sizeof(tab) / sizeof((tab)[0]), \
+	    (out), (err))
+
+/*
+ * Every key of o must be one of allowed (NULL-terminated) and appear once:
+ * a misspelt field is an error, not silently ignored.
+ */
+static int
+check_keys(const cJSON *o, const char *const *allowed, const char *where,
+	   struct daqiri_err *err)
+{
+	const cJSON *c, *d;
+	size_t i;
+
+	for (c = o->child; c != NULL; c = c->next) {
+		if (c->string == NULL)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_JSON,
+			    "member without a name");
+		for (i = 0; allowed[i] != NULL; i++)
+			if (strcmp(allowed[i], c->string) == 0)
+				break;
+		if (allowed[i] == NULL)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "unknown field \"%.40s\" in %s", c->string, where);
+		for (d = c->next; d != NULL; d = d->next)
+			if (d->string != NULL && strcmp(d->string, c->string) == 0)
+				return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+				    "duplicate field \"%.40s\" in %s",
+				    c->string, where);
+	}
+	return 0;
+}
+
+/* Fields every request may carry, then each type's own. */
+#define COMMON_KEYS "type", "id", "version"
+static const char *const keys_hello[] = { COMMON_KEYS, "client", NULL };
+static const char *const keys_none[] = { COMMON_KEYS, NULL };
+static const char *const keys_subscribe[] = { COMMON_KEYS, "stream", "mode",
+	"group", "depth", "max_held", NULL };
+static const char *const keys_unsubscribe[] = { COMMON_KEYS, "sub", NULL };
+static const char *const keys_flow_list[] = { COMMON_KEYS, "interface", NULL };
+static const char *const keys_flow_add[] = { COMMON_KEYS, "interface",
+	"flow_id", "name", "queue", "match", NULL };
+static const char *const keys_flow_del[] = { COMMON_KEYS, "interface",
+	"flow_id", NULL };
+static const char *const keys_match[] = { "udp_src", "udp_dst", "ipv4_src",
+	"ipv4_dst", "ipv4_len", NULL };
+
+static int
+depth_valid(uint32_t d)
+{
+	return d == 0 || daqiri_ring_size(d) != 0;
+}
+
+static int
+decode_subscribe(const cJSON *o, struct daqiri_sub_req *s,
+		 struct daqiri_err *err)
+{
+	int mode = DAQIRI_SUB_BROADCAST, r;
+
+	if (get_str(o, "stream", true, sizeof(s->stream), STR_PATH_NAME,
+	    s->stream, err) < 0)
+		return -1;
+	if (GET_ENUM(o, "mode", false, sub_mode_names, &mode, err) < 0)
+		return -1;
+	s->mode = (enum daqiri_sub_mode)mode;
+	r = get_str(o, "group", false, sizeof(s->group), STR_NAME, s->group,
+	    err);
+	if (r < 0)
+		return -1;
+	if (s->mode == DAQIRI_SUB_SHARED && r == 0)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "shared mode needs a \"group\"");
+	if (s->mode == DAQIRI_SUB_BROADCAST && r == 1)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "\"group\" is only for shared mode");
+	if (get_u32(o, "depth", false, 0, DAQIRI_RING_DEPTH_MAX, &s->depth,
+	    err) < 0)
+		return -1;
+	if (!depth_valid(s->depth))
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "field \"depth\": %u is not 0 or a power of two in %u..%u",
+		    s->depth, DAQIRI_RING_DEPTH_MIN, DAQIRI_RING_DEPTH_MAX);
+	if (get_u32(o, "max_held", false, 0, DAQIRI_MAX_HELD_MAX, &s->max_held,
+	    err) < 0)
+		return -1;
+	return 0;
+}
+
+/* A port: number, or "lo-hi" with lo <= hi. */
+static int
+get_port_range(const cJSON *o, const char *key, bool *has, uint16_t *lo,
+	       uint16_t *hi, struct daqiri_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	unsigned long a, b;
+	char *end;
+	uint64_t n;
+
+	if (v == NULL)
+		return 0;
+	if (cJSON_IsNumber(v)) {
+		if (get_uint(o, key, true, 0, 65535, &n, err) < 0)
+			return -1;
+		*lo = *hi = (uint16_t)n;
+		*has = true;
+		return 1;
+	}
+	if (!cJSON_IsString(v) || v->valuestring == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"%s\" must be a port or \"lo-hi\"", key);
+	errno = 0;
+	if (v->valuestring[0] < '0' || v->valuestring[0] > '9')
+		goto bad;
+	a = strtoul(v->valuestring, &end, 10);
+	if (errno != 0 || *end != '-' || end[1] < '0' || end[1] > '9')
+		goto bad;
+	b = strtoul(end + 1, &end, 10);
+	if (errno != 0 || *end != '\0')
+		goto bad;
+	if (a > 65535 || b > 65535 || a > b)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "field \"%s\": range \"%.20s\" not within 0..65535 in order",
+		    key, v->valuestring);
+	*lo = (uint16_t)a;
+	*hi = (uint16_t)b;
+	*has = true;
+	return 1;
+bad:
+	return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+	    "field \"%s\": \"%.20s\" is not a port or \"lo-hi\"", key,
+	    v->valuestring);
+}
+
+static int
+get_ipv4(const cJSON *o, const char *key, bool *has, uint32_t *out,
+	 struct daqiri_err *err)
+{
+	char s[INET_ADDRSTRLEN];
+	struct in_addr a;
+	int r = get_str(o, key, false, sizeof(s), STR_NAME, s, err);
+
+	if (r <= 0)
+		return r;
+	if (inet_pton(AF_INET, s, &a) != 1)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"%s\": \"%s\" is not an IPv4 address", key, s);
+	*out = ntohl(a.s_addr);
+	*has = true;
+	return 1;
+}
+
+static int
+decode_flow(enum daqiri_msg_type t, const cJSON *o, struct daqiri_flow_req *f,
+	    struct daqiri_err *err)
+{
+	const cJSON *q, *m, *e;
+	uint64_t n;
+
+	if (get_str(o, "interface", t != DAQIRI_MSG_FLOW_LIST, sizeof(f->iface),
+	    STR_NAME, f->iface, err) < 0)
+		return -1;
+	if (t == DAQIRI_MSG_FLOW_LIST)
+		return 0;
+	if (get_u32(o, "flow_id", true, 0, UINT32_MAX, &f->id, err) < 0)
+		return -1;
+	if (t == DAQIRI_MSG_FLOW_DEL)
+		return 0;
+	if (get_str(o, "name", false, sizeof(f->name), STR_NAME, f->name,
+	    err) < 0)
+		return -1;
+	q = cJSON_GetObjectItemCaseSensitive(o, "queue");
+	if (q == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "missing field \"queue\"");
+	if (cJSON_IsNumber(q)) {
+		if (get_uint(o, "queue", true, 0, UINT32_MAX, &n, err) < 0)
+			return -1;
+		f->queues[f->nqueues++] = (uint32_t)n;
+	} else if (cJSON_IsArray(q)) {
+		cJSON_ArrayForEach(e, q) {
+			double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
+
+			if (f->nqueues == DAQIRI_FLOW_MAX_QUEUES)
+				return daqiri_err_set(err,
+				    DAQIRI_ST_OUT_OF_RANGE,
+				    "field \"queue\": more than %d queues",
+				    DAQIRI_FLOW_MAX_QUEUES);
+			if (!isfinite(d) || d != floor(d) || d < 0 ||
+			    d > UINT32_MAX)
+				return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+				    "field \"queue\": entries must be queue ids");
+			f->queues[f->nqueues++] = (uint32_t)d;
+		}
+		if (f->nqueues == 0)
+			return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+			    "field \"queue\": empty");
+	} else {
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"queue\" must be a queue id or a list of them");
+	}
+	m = cJSON_GetObjectItemCaseSensitive(o, "match");
+	if (m == NULL)
+		return 0;
+	if (!cJSON_IsObject(m))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"match\" must be an object");
+	if (check_keys(m, keys_match, "\"match\"", err) < 0)
+		return -1;
+	if (get_port_range(m, "udp_src", &f->has_udp_src, &f->udp_src_lo,
+	    &f->udp_src_hi, err) < 0 ||
+	    get_port_range(m, "udp_dst", &f->has_udp_dst, &f->udp_dst_lo,
+	    &f->udp_dst_hi, err) < 0 ||
+	    get_ipv4(m, "ipv4_src", &f->has_ipv4_src, &f->ipv4_src, err) < 0 ||
+	    get_ipv4(m, "ipv4_dst", &f->has_ipv4_dst, &f->ipv4_dst, err) < 0)
+		return -1;
+	switch (get_uint(m, "ipv4_len", false, 0, 65535, &n, err)) {
+	case -1:
+		return -1;
+	case 1:
+		f->has_ipv4_len = true;
+		f->ipv4_len = (uint16_t)n;
+		break;
+	}
+	return 0;
+}
+
+static int
+decode_reply(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
+{
+	const cJSON *e, *msg;
+	int re, st;
+
+	/* "re" is absent when the request's type could not be read. */
+	re = DAQIRI_MSG_MAX;
+	if (GET_ENUM(o, "re", false, msg_type_names, &re, err) < 0)
+		return -1;
+	if (re >= DAQIRI_MSG_REPLY && re != DAQIRI_MSG_MAX)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"re\": not a request type");
+	if (GET_ENUM(o, "status", true, status_names, &st, err) < 0)
+		return -1;
+	m->u.reply.re = (enum daqiri_msg_type)re;
+	m->u.reply.status = (enum daqiri_status)st;
+	e = cJSON_GetObjectItemCaseSensitive(o, "error");
+	if (st == DAQIRI_ST_OK)
+		return e == NULL ? 0 : daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "\"error\" in a successful reply");
+	if (!cJSON_IsObject(e))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "failed reply without an \"error\" object");
+	if (GET_ENUM(e, "code", true, status_names, &re, err) < 0)
+		return -1;
+	if (re != st)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "\"error.code\" differs from \"status\"");
+	msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+	if (!cJSON_IsString(msg) || msg->valuestring == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "\"error.message\" must be a string");
+	/* Truncation of a long human message is harmless. */
+	snprintf(m->u.reply.message, sizeof(m->u.reply.message), "%s",
+	    msg->valuestring);
+	return 0;
+}
+
+static int
+decode_sub_fd(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
+{
+	int k;
+
+	if (get_u32(o, "sub", true, 1, UINT32_MAX, &m->u.sub_fd.sub_id,
+	    err) < 0 ||
+	    get_u32(o, "count", true, 1, DAQIRI_SUB_MAX_FDS,
+	    &m->u.sub_fd.count, err) < 0 ||
+	    get_u32(o, "index", true, 0, DAQIRI_SUB_MAX_FDS - 1,
+	    &m->u.sub_fd.index, err) < 0 ||
+	    GET_ENUM(o, "kind", true, fd_kind_names, &k, err) < 0)
+		return -1;
+	if (m->u.sub_fd.index >= m->u.sub_fd.count)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "fd index %u of %u", m->u.sub_fd.index, m->u.sub_fd.count);
+	m->u.sub_fd.kind = (enum daqiri_fd_kind)k;
+	return 0;
+}
+
+static int
+decode_event(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
+{
+	int k, st;
+
+	if (GET_ENUM(o, "event", true, event_names, &k, err) < 0 ||
+	    get_u32(o, "sub", true, 1, UINT32_MAX, &m->u.event.sub_id,
+	    err) < 0 ||
+	    GET_ENUM(o, "status", true, status_names, &st, err) < 0 ||
+	    get_str(o, "message", false, sizeof(m->u.event.message), STR_TEXT,
+	    m->u.event.message, err) < 0)
+		return -1;
+	m->u.event.kind = (enum daqiri_event_kind)k;
+	m->u.event.status = (enum daqiri_status)st;
+	return 0;
+}
+
+static int
+decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
+{
+	static const char *const *const keys[DAQIRI_MSG_REPLY] = {
+		[DAQIRI_MSG_HELLO] = keys_hello,
+		[DAQIRI_MSG_STREAMS] = keys_none,
+		[DAQIRI_MSG_SUBSCRIBE] = keys_subscribe,
+		[DAQIRI_MSG_UNSUBSCRIBE] = keys_unsubscribe,
+		[DAQIRI_MSG_STATUS] = keys_none,
+		[DAQIRI_MSG_STATS] = keys_none,
+		[DAQIRI_MSG_CONSUMERS] = keys_none,
+		[DAQIRI_MSG_FLOW_LIST] = keys_flow_list,
+		[DAQIRI_MSG_FLOW_ADD] = keys_flow_add,
+		[DAQIRI_MSG_FLOW_DEL] = keys_flow_del,
+	};
+
+	/* Requests are strict; daemon messages may grow payload fields. */
+	if (m->type < DAQIRI_MSG_REPLY &&
+	    check_keys(o, keys[m->type], msg_type_names[m->type], err) < 0)
+		return -1;
+	switch (m->type) {
+	case DAQIRI_MSG_HELLO:
+		return get_str(o, "client", false, sizeof(m->u.hello.client),
+		    STR_TEXT, m->u.hello.client, err) < 0 ? -1 : 0;
+	case DAQIRI_MSG_SUBSCRIBE:
+		return decode_subscribe(o, &m->u.sub, err);
+	case DAQIRI_MSG_UNSUBSCRIBE:
+		return get_u32(o, "sub", true, 1, UINT32_MAX,
+		    &m->u.unsub.sub_id, err) < 0 ? -1 : 0;
+	case DAQIRI_MSG_FLOW_LIST:
+	case DAQIRI_MSG_FLOW_ADD:
+	case DAQIRI_MSG_FLOW_DEL:
+		return decode_flow(m->type, o, &m->u.flow, err);
+	case DAQIRI_MSG_REPLY:
+		return decode_reply(o, m, err);
+	case DAQIRI_MSG_SUB_FD:
+		return decode_sub_fd(o, m, err);
+	case DAQIRI_MSG_EVENT:
+		return decode_event(o, m, err);
+	default:
+		return 0;
+	}
+}
+
+static bool
+is_json_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+int
+daqiri_msg_decode(const char *buf, size_t len, struct daqiri_msg *out,
+		  struct daqiri_err *err)
+{
+	const char *end = NULL;
+	const cJSON *t, *v;
+	cJSON *root;
+	char *copy;
+	uint64_t n;
+	int ty;
+
+	memset(out, 0, sizeof(*out));
+	out->type = DAQIRI_MSG_MAX;
+	err->status = DAQIRI_ST_OK;
+	err->msg[0] = '\0';
+
+	/* 1. size */
+	if (len > DAQIRI_MSG_SIZE_MAX)
+		return daqiri_err_set(err, DAQIRI_ST_TOO_BIG,
+		    "message of %zu bytes, at most %d", len,
+		    DAQIRI_MSG_SIZE_MAX);
+	if (buf == NULL || len == 0)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_JSON, "empty message");
+
+	/* 2. JSON: one object and nothing after it. cJSON gets a
+	 * NUL-terminated copy so no reader can run past len. */
+	copy = malloc(len + 1);
+	if (copy == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+		    "out of memory");
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	root = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
+	if (root == NULL) {
+		size_t at = end != NULL && end >= copy && end <= copy + len ?
+		    (size_t)(end - copy) : 0;
+
+		free(copy);
+		return daqiri_err_set(err, DAQIRI_ST_BAD_JSON,
+		    "invalid JSON near byte %zu", at);
+	}
+	while (end != NULL && end < copy + len && is_json_space(*end))
+		end++;
+	if (end == NULL || end != copy + len) {
+		cJSON_Delete(root);
+		free(copy);
+		return daqiri_err_set(err, DAQIRI_ST_BAD_JSON,
+		    "data after the JSON object");
+	}
+	free(copy);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return daqiri_err_set(err, DAQIRI_ST_BAD_JSON,
+		    "message is not a JSON object");
+	}
+	/* The request id is read first so that even a rejection echoes it;
+	 * a bad one is a field error below. */
+	v = cJSON_GetObjectItemCaseSensitive(root, "id");
+	if (v != NULL && cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
+	    v->valuedouble == floor(v->valuedouble) && v->valuedouble >= 0 &&
+	    v->valuedouble <= UINT32_MAX) {
+		out->has_id = true;
+		out->id = (uint32_t)v->valuedouble;
+	}
+
+	/* 3. type */
+	t = cJSON_GetObjectItemCaseSensitive(root, "type");
+	if (t == NULL || !cJSON_IsString(t) || t->valuestring == NULL) {
+		daqiri_err_set(err, DAQIRI_ST_UNKNOWN_TYPE,
+		    "missing \"type\" string");
+		goto fail;
+	}
+	ty = daqiri_msg_type_parse(t->valuestring);
+	if (ty < 0) {
+		daqiri_err_set(err, DAQIRI_ST_UNKNOWN_TYPE,
+		    "unknown message type \"%.40s\"", t->valuestring);
+		goto fail;
+	}
+	out->type = (enum daqiri_msg_type)ty;
+
+	/* 4. version */
+	v = cJSON_GetObjectItemCaseSensitive(root, "version");
+	if (v == NULL && out->type == DAQIRI_MSG_HELLO) {
+		daqiri_err_set(err, DAQIRI_ST_VERSION_MISMATCH,
+		    "hello without \"version\" (this side speaks %d)",
+		    DAQIRI_PROTO_VERSION);
+		goto fail;
+	}
+	if (v != NULL && (!cJSON_IsNumber(v) ||
+	    v->valuedouble != DAQIRI_PROTO_VERSION)) {
+		if (cJSON_IsNumber(v))
+			daqiri_err_set(err, DAQIRI_ST_VERSION_MISMATCH,
+			    "protocol version %.0f, this side speaks %d",
+			    isfinite(v->valuedouble) ? v->valuedouble : -1.0,
+			    DAQIRI_PROTO_VERSION);
+		else
+			daqiri_err_set(err, DAQIRI_ST_VERSION_MISMATCH,
+			    "\"version\" must be a number (this side speaks %d)",
+			    DAQIRI_PROTO_VERSION);
+		goto fail;
+	}
+	if (out->type == DAQIRI_MSG_HELLO)
+		out->u.hello.version = DAQIRI_PROTO_VERSION;
+
+	/* 5. fields and ranges */
+	if (get_uint(root, "id", false, 0, UINT32_MAX, &n, err) < 0)
+		goto fail;
+	if (decode_fields(root, out, err) < 0)
+		goto fail;
+	out->json = root;
+	return 0;
+fail:
+	cJSON_Delete(root);
+	if (err->status == DAQIRI_ST_OK)
+		err->status = DAQIRI_ST_INTERNAL;
+	return -1;
+}
+
+void
+daqiri_msg_free(struct daqiri_msg *m)
+{
+	if (m == NULL)
+		return;
+	cJSON_Delete(m->json);
+	m->json = NULL;
+}
+
+/* ---- encoders */
+
+cJSON *
+daqiri_msg_new(enum daqiri_msg_type type)
+{
+	const char *name = daqiri_msg_type_name(type);
+	cJSON *o;
+
+	if (name == NULL)
+		return NULL;
+	o = cJSON_CreateObject();
+	if (o == NULL)
+		return NULL;
+	if (cJSON_AddStringToObject(o, "type", name) == NULL ||
+	    (type == DAQIRI_MSG_HELLO && cJSON_AddNumberToObject(o, "version",
+	    DAQIRI_PROTO_VERSION) == NULL)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+cJSON *
+daqiri_reply_new(enum daqiri_msg_type re, int64_t req_id,
+		 enum daqiri_status st, const char *message)
+{
+	const char *rname = daqiri_msg_type_name(re);
+	const char *sname = daqiri_status_name(st);
+	cJSON *o, *e;
+
+	if (sname == NULL || (re >= DAQIRI_MSG_REPLY && re != DAQIRI_MSG_MAX))
+		return NULL;
+	o = daqiri_msg_new(DAQIRI_MSG_REPLY);
+	if (o == NULL)
+		return NULL;
+	if ((rname != NULL &&
+	    cJSON_AddStringToObject(o, "re", rname) == NULL) ||
+	    cJSON_AddStringToObject(o, "status", sname) == NULL ||
+	    (req_id >= 0 && cJSON_AddNumberToObject(o, "id",
+	    (double)req_id) == NULL))
+		goto fail;
+	if (st != DAQIRI_ST_OK) {
+		e = cJSON_AddObjectToObject(o, "error");
+		if (e == NULL ||
+		    cJSON_AddStringToObject(e, "code", sname) == NULL ||
+		    cJSON_AddStringToObject(e, "message",
+		    message != NULL && message[0] != '\0' ? message : sname) ==
+		    NULL)
+			goto fail;
+	}
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
+cJSON *
+daqiri_sub_fd_new(uint32_t sub_id, uint32_t index, uint32_t count,
+		  enum daqiri_fd_kind kind)
+{
+	const char *k = daqiri_fd_kind_name(kind);
+	cJSON *o;
+
+	if (k == NULL)
+		return NULL;
+	o = daqiri_msg_new(DAQIRI_MSG_SUB_FD);
+	if (o == NULL)
+		return NULL;
+	if (cJSON_AddNumberToObject(o, "sub", sub_id) == NULL ||
+	    cJSON_AddNumberToObject(o, "index", index) == NULL ||
+	    cJSON_AddNumberToObject(o, "count", count) == NULL ||
+	    cJSON_AddStringToObject(o, "kind", k) == NULL) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+cJSON *
+daqiri_event_new(enum daqiri_event_kind kind, uint32_t sub_id,
+		 enum daqiri_status why, const char *message)
+{
+	const char *k = TABLE_NAME(event_names, kind);
+	const char *s = daqiri_status_name(why);
+	char text[DAQIRI_ERR_MSG_MAX];
+	size_t i;
+	cJSON *o;
+
+	if (k == NULL || s == NULL)
+		return NULL;
+	/* The decoder accepts printable text only: keep it so. */
+	snprintf(text, sizeof(text), "%s", message != NULL ? message : "");
+	for (i = 0; text[i] != '\0'; i++)
+		if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+			text[i] = ' ';
+	o = daqiri_msg_new(DAQIRI_MSG_EVENT);
+	if (o == NULL)
+		return NULL;
+	if (cJSON_AddStringToObject(o, "event", k) == NULL ||
+	    cJSON_AddNumberToObject(o, "sub", sub_id) == NULL ||
+	    cJSON_AddStringToObject(o, "status", s) == NULL ||
+	    cJSON_AddStringToObject(o, "message", text) == NULL) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int
+daqiri_sub_req_encode(const struct daqiri_sub_req *r, cJSON *obj)
+{
+	const char *mode = daqiri_sub_mode_name(r->mode);
+
+	if (mode == NULL)
+		return -EINVAL;
+	if (cJSON_AddStringToObject(obj, "stream", r->stream) == NULL ||
+	    cJSON_AddStringToObject(obj, "mode", mode) == NULL ||
+	    (r->mode == DAQIRI_SUB_SHARED &&
+	    cJSON_AddStringToObject(obj, "group", r->group) == NULL) ||
+	    (r->depth != 0 &&
+	    cJSON_AddNumberToObject(obj, "depth", r->depth) == NULL) ||
+	    (r->max_held != 0 &&
+	    cJSON_AddNumberToObject(obj, "max_held", r->max_held) == NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+static int
+add_port_range(cJSON *m, const char *key, uint16_t lo, uint16_t hi)
+{
+	char s[16];
+
+	if (lo == hi)
+		return cJSON_AddNumberToObject(m, key, lo) == NULL ? -ENOMEM : 0;
+	snprintf(s, sizeof(s), "%u-%u", lo, hi);
+	return cJSON_AddStringToObject(m, key, s) == NULL ? -ENOMEM : 0;
+}
+
+static int
+add_ipv4(cJSON *m, const char *key, uint32_t a)
+{
+	char s[INET_ADDRSTRLEN];
+	struct in_addr in = { .s_addr = htonl(a) };
+
+	inet_ntop(AF_INET, &in, s, sizeof(s));
+	return cJSON_AddStringToObject(m, key, s) == NULL ? -ENOMEM : 0;
+}
+
+int
+daqiri_flow_req_encode(enum daqiri_msg_type t, const struct daqiri_flow_req *r,
+		       cJSON *obj)
+{
+	cJSON *q, *m;
+	int i;
+
+	if (t != DAQIRI_MSG_FLOW_LIST && t != DAQIRI_MSG_FLOW_ADD &&
+	    t != DAQIRI_MSG_FLOW_DEL)
+		return -EINVAL;
+	if (r->iface[0] != '\0' &&
+	    cJSON_AddStringToObject(obj, "interface", r->iface) == NULL)
+		return -ENOMEM;
+	if (t == DAQIRI_MSG_FLOW_LIST)
+		return 0;
+	if (cJSON_AddNumberToObject(obj, "flow_id", r->id) == NULL)
+		return -ENOMEM;
+	if (t == DAQIRI_MSG_FLOW_DEL)
+		return 0;
+	if (r->nqueues < 1 || r->nqueues > DAQIRI_FLOW_MAX_QUEUES)
+		return -EINVAL;
+	if (r->name[0] != '\0' &&
+	    cJSON_AddStringToObject(obj, "name", r->name) == NULL)
+		return -ENOMEM;
+	if (r->nqueues == 1) {
+		if (cJSON_AddNumberToObject(obj, "queue", r->queues[0]) == NULL)
+			return -ENOMEM;
+	} else {
+		q = cJSON_AddArrayToObject(obj, "queue");
+		if (q == NULL)
+			return -ENOMEM;
+		for (i = 0; i < r->nqueues; i++)
+			if (!cJSON_AddItemToArray(q,
+			    cJSON_CreateNumber(r->queues[i])))
+				return -ENOMEM;
+	}
+	if (!(r->has_udp_src || r->has_udp_dst || r->has_ipv4_src ||
+	    r->has_ipv4_dst || r->has_ipv4_len))
+		return 0;
+	m = cJSON_AddObjectToObject(obj, "match");
+	if (m == NULL)
+		return -ENOMEM;
+	if ((r->has_udp_src &&
+	    add_port_range(m, "udp_src", r->udp_src_lo, r->udp_src_hi) < 0) ||
+	    (r->has_udp_dst &&
+	    add_port_range(m, "udp_dst", r->udp_dst_lo, r->udp_dst_hi) < 0) ||
+	    (r->has_ipv4_src && add_ipv4(m, "ipv4_src", r->ipv4_src) < 0) ||
+	    (r->has_ipv4_dst && add_ipv4(m, "ipv4_dst", r->ipv4_dst) < 0) ||
+	    (r->has_ipv4_len &&
+	    cJSON_AddNumberToObject(m, "ipv4_len", r->ipv4_len) == NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+/* ---- subscription metadata */
+
+static int
+str_ok(const char *s, size_t cap, bool slash)
+{
+	size_t i;
+
+	for (i = 0; i < cap && s[i] != '\0'; i++)
+		if (!name_char_ok((unsigned char)s[i], slash))
+			return 0;
+	return i > 0 && i < cap;
+}
+
+int
+daqiri_sub_info_check(const struct daqiri_sub_info *s, struct daqiri_err *err)
+{
+	uint64_t bmw, need, last, end;
+	bool dev;
+	uint32_t i;
+
+	if (s->sub_id == 0)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE, "sub id 0");
+	if (!str_ok(s->stream, sizeof(s->stream), true))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "bad stream name");
+	if ((unsigned)s->kind >= DAQIRI_STREAM_KIND_MAX ||
+	    (unsigned)s->mode >= DAQIRI_SUB_MODE_MAX ||
+	    (unsigned)s->mem_kind >= DAQIRI_MEM_MAX ||
+	    (unsigned)s->dtype >= DAQIRI_DTYPE_MAX ||
+	    (unsigned)s->fill >= DAQIRI_FILL_MAX)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "enum value out of range");
+	if (s->mode == DAQIRI_SUB_SHARED &&
+	    !str_ok(s->group, sizeof(s->group), false))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "shared subscription without a valid group");
+	if (s->dtype == DAQIRI_DTYPE_INT4 ||
+	    (s->kind == DAQIRI_STREAM_RAW && s->dtype != DAQIRI_DTYPE_RAW))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "dtype %s not possible here", dtype_names[s->dtype]);
+	dev = s->mem_kind == DAQIRI_MEM_DEVICE;
+	if (dev ? s->device < 0 : s->device != -1)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "device %d for %s memory", s->device,
+		    mem_kind_names[s->mem_kind]);
+	if (s->elem_bytes != dtype_sizes[s->dtype])
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "elem_bytes %u for %s", s->elem_bytes,
+		    dtype_names[s->dtype]);
+	if (s->nbufs < 1 || s->nbufs > DAQIRI_NBUFS_MAX ||
+	    s->ppb < 1 || s->ppb > DAQIRI_PPB_MAX)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "nbufs %u or ppb %u out of range", s->nbufs, s->ppb);
+	if (s->slot_bytes == 0 || s->slot_bytes % s->elem_bytes != 0 ||
+	    s->elems_per_slot != s->slot_bytes / s->elem_bytes)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "slot of %llu bytes, %llu elements of %u bytes",
+		    (unsigned long long)s->slot_bytes,
+		    (unsigned long long)s->elems_per_slot, s->elem_bytes);
+	if (__builtin_mul_overflow(s->slot_bytes, (uint64_t)s->ppb, &need) ||
+	    need != s->tensor_bytes || need > (uint64_t)PROTO_JSON_INT_MAX)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "tensor_bytes is not ppb x slot_bytes");
+	if (s->buf_stride < s->tensor_bytes ||
+	    __builtin_mul_overflow(s->buf_stride, (uint64_t)(s->nbufs - 1),
+	    &last) ||
+	    __builtin_add_overflow(last, s->buf_offset, &last) ||
+	    __builtin_add_overflow(last, s->tensor_bytes, &end) ||
+	    end > s->map_bytes || s->map_bytes > (uint64_t)PROTO_JSON_INT_MAX)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "buffers do not fit in map_bytes");
+	bmw = ((uint64_t)s->ppb + 63) / 64 * 8;
+	if (s->kind == DAQIRI_STREAM_RAW)
+		bmw += (uint64_t)s->ppb * 4;
+	if (s->bitmap_bytes % 8 != 0 || s->bitmap_bytes < bmw)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "bitmap_bytes %u, need a multiple of 8 >= %llu",
+		    s->bitmap_bytes, (unsigned long long)bmw);
+	if (daqiri_ring_size(s->ring_depth) == 0 || s->ring_depth < s->nbufs ||
+	    s->ring_bytes != daqiri_ring_size(s->ring_depth))
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "ring depth %u for %u buffers", s->ring_depth, s->nbufs);
+	if (s->max_held < 1 || s->max_held > s->nbufs)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "max_held %u not in 1..%u", s->max_held, s->nbufs);
+	if (s->nfds != DAQIRI_SUB_MAX_FDS)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "%u fds, expected %d", s->nfds, DAQIRI_SUB_MAX_FDS);
+	for (i = 0; i < s->nfds; i++) {
+		static const enum daqiri_fd_kind order[] = {
+			DAQIRI_FD_TENSOR, DAQIRI_FD_BITMAP, DAQIRI_FD_RING,
+			DAQIRI_FD_EVENTFD
+		};
+		enum daqiri_fd_kind want = order[i];
+
+		if (i == 0 && dev)
+			want = DAQIRI_FD_IPC;
+		if (s->fds[i] != want)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "fd %u must be \"%s\"", i, fd_kind_names[want]);
+	}
+	return 0;
+}
+
+int
+daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *o)
+{
+	struct daqiri_err err;
+	cJSON *a;
+	uint32_t i;
+
+	if (daqiri_sub_info_check(s, &err) < 0)
+		return -EINVAL;
+#define NUM(k, v) (cJSON_AddNumberToObject(o, (k), (double)(v)) == NULL)
+#define STR(k, v) (cJSON_AddStringToObject(o, (k), (v)) == NULL)
+	if (NUM("sub", s->sub_id) || STR("stream", s->stream) ||
+	    STR("kind", stream_kind_names[s->kind]) ||
+	    STR("mode", sub_mode_names[s->mode]) ||
+	    (s->mode == DAQIRI_SUB_SHARED && STR("group", s->group)) ||
+	    STR("memory", mem_kind_names[s->mem_kind]) ||
+	    NUM("device", s->device) || STR("dtype", dtype_names[s->dtype]) ||
+	    STR("fill", fill_names[s->fill]) ||
+	    NUM("elem_bytes", s->elem_bytes) || NUM("nbufs", s->nbufs) ||
+	    NUM("ppb", s->ppb) || NUM("slot_bytes", s->slot_bytes) ||
+	    NUM("elems_per_slot", s->elems_per_slot) ||
+	    NUM("tensor_bytes", s->tensor_bytes) ||
+	    NUM("buf_offset", s->buf_offset) ||
+	    NUM("buf_stride", s->buf_stride) ||
+	    NUM("map_bytes", s->map_bytes) ||
+	    NUM("bitmap_bytes", s->bitmap_bytes) ||
+	    NUM("ring_depth", s->ring_depth) ||
+	    NUM("ring_bytes", s->ring_bytes) || NUM("max_held", s->max_held))
+		return -ENOMEM;
+#undef NUM
+#undef STR
+	a = cJSON_AddArrayToObject(o, "fds");
+	if (a == NULL)
+		return -ENOMEM;
+	for (i = 0; i < s->nfds; i++)
+		if (!cJSON_AddItemToArray(a,
+		    cJSON_CreateString(fd_kind_names[s->fds[i]])))
+			return -ENOMEM;
+	return 0;
+}
+
+int
+daqiri_sub_info_decode(const cJSON *o, struct daqiri_sub_info *s,
+		       struct daqiri_err *err)
+{
+	const cJSON *a, *e;
+	uint64_t v;
+	int k;
+
+	memset(s, 0, sizeof(*s));
+	if (!cJSON_IsObject(o))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD, "not an object");
+	if (get_u32(o, "sub", true, 1, UINT32_MAX, &s->sub_id, err) < 0 ||
+	    get_str(o, "stream", true, sizeof(s->stream), STR_PATH_NAME,
+	    s->stream, err) < 0)
+		return -1;
+	if (GET_ENUM(o, "kind", true, stream_kind_names, &k, err) < 0)
+		return -1;
+	s->kind = (enum daqiri_stream_kind)k;
+	if (GET_ENUM(o, "mode", true, sub_mode_names, &k, err) < 0)
+		return -1;
+	s->mode = (enum daqiri_sub_mode)k;
+	if (s->mode == DAQIRI_SUB_SHARED && get_str(o, "group", true,
+	    sizeof(s->group), STR_NAME, s->group, err) < 0)
+		return -1;
+	if (GET_ENUM(o, "memory", true, mem_kind_names, &k, err) < 0)
+		return -1;
+	s->mem_kind = (enum daqiri_mem_kind)k;
+	if (GET_ENUM(o, "dtype", true, dtype_names, &k, err) < 0)
+		return -1;
+	s->dtype = (enum daqiri_dtype)k;
+	if (GET_ENUM(o, "fill", true, fill_names, &k, err) < 0)
+		return -1;
+	s->fill = (enum daqiri_fill)k;
+	e = cJSON_GetObjectItemCaseSensitive(o, "device");
+	if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) ||
+	    e->valuedouble < -1 || e->valuedouble > 1023)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"device\" must be -1..1023");
+	s->device = (int32_t)e->valuedouble;
+	if (get_u32(o, "elem_bytes", true, 0, 8, &s->elem_bytes, err) < 0 ||
+	    get_u32(o, "nbufs", true, 1, DAQIRI_NBUFS_MAX, &s->nbufs, err) < 0 ||
+	    get_u32(o, "ppb", true, 1, DAQIRI_PPB_MAX, &s->ppb, err) < 0 ||
+	    get_u64(o, "slot_bytes", &s->slot_bytes, err) < 0 ||
+	    get_u64(o, "elems_per_slot", &s->elems_per_slot, err) < 0 ||
+	    get_u64(o, "tensor_bytes", &s->tensor_bytes, err) < 0 ||
+	    get_u64(o, "buf_offset", &s->buf_offset, err) < 0 ||
+	    get_u64(o, "buf_stride", &s->buf_stride, err) < 0 ||
+	    get_u64(o, "map_bytes", &s->map_bytes, err) < 0 ||
+	    get_u32(o, "bitmap_bytes", true, 8, UINT32_MAX, &s->bitmap_bytes,
+	    err) < 0 ||
+	    get_u32(o, "ring_depth", true, DAQIRI_RING_DEPTH_MIN,
+	    DAQIRI_RING_DEPTH_MAX, &s->ring_depth, err) < 0 ||
+	    get_u64(o, "ring_bytes", &v, err) < 0 ||
+	    get_u32(o, "max_held", true, 1, DAQIRI_NBUFS_MAX, &s->max_held,
+	    err) < 0)
+		return -1;
+	s->ring_bytes = v;
+	a = cJSON_GetObjectItemCaseSensitive(o, "fds");
+	if (!cJSON_IsArray(a))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"fds\" must be a list");
+	cJSON_ArrayForEach(e, a) {
+		if (s->nfds == DAQIRI_SUB_MAX_FDS || !cJSON_IsString(e))
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "field \"fds\": at most %d fd kind names",
+			    DAQIRI_SUB_MAX_FDS);
+		k = TABLE_PARSE(fd_kind_names, e->valuestring);
+		if (k < 0)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "field \"fds\": unknown kind");
+		s->fds[s->nfds++] = (enum daqiri_fd_kind)k;
+	}
+	return daqiri_sub_info_check(s, err);
+}
+
+int
+daqiri_msg_print(const cJSON *obj, char *buf, size_t cap)
+{
+	char *s = cJSON_PrintUnformatted((cJSON *)obj);
+	size_t n;
+
+	if (s == NULL)
+		return -ENOMEM;
+	n = strlen(s);
+	if (n >= cap || n > DAQIRI_MSG_SIZE_MAX) {
+		cJSON_free(s);
+		return -EMSGSIZE;
+	}
+	memcpy(buf, s, n + 1);
+	cJSON_free(s);
+	return (int)n;
+}
+
+/* ---- fd passing */
+
+int
+daqiri_send_msg(int sock, const char *json, size_t len, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)json, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	if (len > DAQIRI_MSG_SIZE_MAX)
+		return -EMSGSIZE;
+	if (fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	do {
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	/* SOCK_SEQPACKET sends a record whole or not at all. */
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+ssize_t
+daqiri_recv_msg(int sock, char *buf, size_t cap, int *fd_out)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PROTO_RECV_MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	int fds[PROTO_RECV_MAX_FDS];
+	struct cmsghdr *c;
+	int nfds = 0, bad = 0, i;
+	ssize_t n;
+
+	if (fd_out != NULL)
+		*fd_out = -1;
+	do {
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k, cnt;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+			bad = EBADMSG;
+			continue;
+		}
+		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < cnt && nfds < PROTO_RECV_MAX_FDS; k++)
+			memcpy(&fds[nfds++], CMSG_DATA(c) + k * sizeof(int),
+			    sizeof(int));
+	}
+	if (mh.msg_flags & MSG_CTRUNC)
+		bad = EBADMSG;
+	if (nfds > 1 || (nfds == 1 && fd_out == NULL))
+		bad = EBADMSG;
+	if (n == 0 && nfds > 0)
+		bad = EBADMSG;
+	if (mh.msg_flags & MSG_TRUNC)
+		bad = EMSGSIZE;
+	if (bad != 0) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		return -bad;
+	}
+	if (nfds == 1)
+		*fd_out = fds[0];
+	if ((size_t)n < cap)
+		buf[n] = '\0';
+	return n;
+}

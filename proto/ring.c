@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The subscription ring pair (ring.h): layout, creation, attach and the
+ * four single-producer/single-consumer operations. Whatever one side reads
+ * of the other side's positions is checked before it is used.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+#define RING_COMP_OFF	((uint32_t)sizeof(struct daqiri_ring_shm))
+
+static int
+depth_ok(uint32_t depth)
+{
+	return depth >= DAQIRI_RING_DEPTH_MIN && depth <= DAQIRI_RING_DEPTH_MAX &&
+	    (depth & (depth - 1)) == 0;
+}
+
+size_t
+daqiri_ring_size(uint32_t depth)
+{
+	size_t n;
+
+	if (!depth_ok(depth))
+		return 0;
+	n = RING_COMP_OFF + (size_t)depth * sizeof(struct daqiri_desc) +
+	    (size_t)depth * sizeof(uint32_t);
+	return (n + DAQIRI_RING_PAGE - 1) & ~(size_t)(DAQIRI_RING_PAGE - 1);
+}
+
+static void
+handle_fill(struct daqiri_ring *r, void *mem, uint32_t depth, uint32_t nbufs)
+{
+	r->shm = mem;
+	r->comp = (struct daqiri_desc *)((char *)mem + RING_COMP_OFF);
+	r->rel = (uint32_t *)((char *)mem + RING_COMP_OFF +
+	    (size_t)depth * sizeof(struct daqiri_desc));
+	r->depth = depth;
+	r->mask = depth - 1;
+	r->nbufs = nbufs;
+}
+
+int
+daqiri_ring_init(struct daqiri_ring *r, void *mem, size_t len, uint32_t depth,
+		 uint32_t nbufs)
+{
+	struct daqiri_ring_shm *h = mem;
+	size_t need = daqiri_ring_size(depth);
+
+	if (r == NULL || mem == NULL || need == 0 || len < need || nbufs == 0 ||
+	    ((uintptr_t)mem & (DAQIRI_RING_CACHELINE - 1)) != 0)
+		return -EINVAL;
+	memset(mem, 0, RING_COMP_OFF);
+	h->magic = DAQIRI_RING_MAGIC;
+	h->version = DAQIRI_RING_VERSION;
+	h->depth = depth;
+	h->desc_size = sizeof(struct daqiri_desc);
+	h->nbufs = nbufs;
+	h->comp_off = RING_COMP_OFF;
+	h->rel_off = RING_COMP_OFF + depth * (uint32_t)sizeof(struct daqiri_desc);
+	h->size = need;
+	atomic_init(&h->comp_head, 0);
+	atomic_init(&h->comp_tail, 0);
+	atomic_init(&h->rel_head, 0);
+	atomic_init(&h->rel_tail, 0);
+	handle_fill(r, mem, depth, nbufs);
+	r->comp_pos = 0;
+	r->rel_pos = 0;
+	/* The header must be visible before the fd reaches anyone. */
+	atomic_thread_fence(memory_order_release);
+	return 0;
+}
+
+int
+daqiri_ring_attach(struct daqiri_ring *r, void *mem, size_t len)
+{
+	struct daqiri_ring_shm *h = mem;
+	uint32_t depth, head, tail;
+
+	if (r == NULL || mem == NULL || len < RING_COMP_OFF ||
+	    ((uintptr_t)mem & (DAQIRI_RING_CACHELINE - 1)) != 0)
+		return -EPROTO;
+	atomic_thread_fence(memory_order_acquire);
+	depth = h->depth;
+	if (h->magic != DAQIRI_RING_MAGIC || h->version != DAQIRI_RING_VERSION ||
+	    h->desc_size != sizeof(struct daqiri_desc) || !depth_ok(depth) ||
+	    h->nbufs == 0 || h->comp_off != RING_COMP_OFF ||
+	    h->rel_off != RING_COMP_OFF + depth * sizeof(struct daqiri_desc) ||
+	    h->size != daqiri_ring_size(depth) || h->size != len)
+		return -EPROTO;
+	handle_fill(r, mem, depth, h->nbufs);
+	/* A consumer may attach after the daemon published: start from the
+	 * positions as they are, after checking they make sense. */
+	head = atomic_load_explicit(&h->comp_head, memory_order_acquire);
+	tail = atomic_load_explicit(&h->comp_tail, memory_order_relaxed);
+	if (head - tail > depth)
+		return -EPROTO;
+	r->comp_pos = tail;
+	head = atomic_load_explicit(&h->rel_head, memory_order_relaxed);
+	tail = atomic_load_explicit(&h->rel_tail, memory_order_acquire);
+	if (head - tail > depth)
+		return -EPROTO;
+	r->rel_pos = head;
+	return 0;
+}
+
+int
+daqiri_ring_create(struct daqiri_ring *r, uint32_t depth, uint32_t nbufs,
+		   int *fd, void **mem, size_t *len)
+{
+	size_t n = daqiri_ring_size(depth);
+	void *p;
+	int f, e;
+
+	if (r == NULL || n == 0 || nbufs == 0 || fd == NULL || mem == NULL ||
+	    len == NULL)
+		return -EINVAL;
+	f = memfd_create("daqiri-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (f < 0)
+		return -errno;
+	if (ftruncate(f, (off_t)n) < 0 ||
+	    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		e = -errno;
+		close(f);
+		return e;
+	}
+	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	if (p == MAP_FAILED) {
+		e = -errno;
+		close(f);
+		return e;
+	}
+	e = daqiri_ring_init(r, p, n, depth, nbufs);
+	if (e < 0) {
+		munmap(p, n);
+		close(f);
+		return e;
+	}
+	*fd = f;
+	*mem = p;
+	*len = n;
+	return 0;
+}
+
+int
+daqiri_comp_push(struct daqiri_ring *r, const struct daqiri_desc *d)
+{
+	uint32_t tail = atomic_load_explicit(&r->shm->comp_tail,
+	    memory_order_acquire);
+	uint32_t used = r->comp_pos - tail;
+
+	if (used > r->depth)
+		return -EPROTO;
+	if (used == r->depth)
+		return -ENOSPC;
+	memcpy(&r->comp[r->comp_pos & r->mask], d, sizeof(*d));
+	r->comp_pos++;
+	atomic_store_explicit(&r->shm->comp_head, r->comp_pos,
+	    memory_order_release);
+	return 0;
+}
+
+int
+daqiri_comp_pop(struct daqiri_ring *r, struct daqiri_desc *d)
+{
+	uint32_t head = atomic_load_explicit(&r->shm->comp_head,
+	    memory_order_acquire);
+	uint32_t avail = head - r->comp_pos;
+
+	if (avail > r->depth)
+		return -EPROTO;
+	if (avail == 0)
+		return 0;
+	memcpy(d, &r->comp[r->comp_pos & r->mask], sizeof(*d));
+	r->comp_pos++;
+	atomic_store_explicit(&r->shm->comp_tail, r->comp_pos,
+	    memory_order_release);
+	return 1;
+}
+
+int
+daqiri_rel_push(struct daqiri_ring *r, uint32_t buf_index)
+{
+	uint32_t tail = atomic_load_explicit(&r->shm->rel_tail,
+	    memory_order_acquire);
+	uint32_t used = r->rel_pos - tail;
+
+	if (used > r->depth)
+		return -EPROTO;
+	if (used == r->depth)
+		return -ENOSPC;
+	r->rel[r->rel_pos & r->mask] = buf_index;
+	r->rel_pos++;
+	atomic_store_explicit(&r->shm->rel_head, r->rel_pos,
+	    memory_order_release);
+	return 0;
+}
+
+int
+daqiri_rel_pop(struct daqiri_ring *r, uint32_t *buf_index)
+{
+	uint32_t head = atomic_load_explicit(&r->shm->rel_head,
+	    memory_order_acquire);
+	uint32_t avail = head - r->rel_pos;
+
+	if (avail > r->depth)
+		return -EPROTO;
+	if (avail == 0)
+		return 0;
+	/* One read of the slot: the consumer may rewrite it meanwhile, the
+	 * caller validates the value it got. */
+	*buf_index = atomic_load_explicit(
+	    (_Atomic uint32_t *)&r->rel[r->rel_pos & r->mask],
+	    memory_order_relaxed);
+	r->rel_pos++;
+	atomic_store_explicit(&r->shm->rel_tail, r->rel_pos,
+	    memory_order_release);
+	return 1;
+}
+
+uint32_t
+daqiri_comp_pending(const struct daqiri_ring *r)
+{
+	uint32_t tail = atomic_load_explicit(&r->shm->comp_tail,
+	    memory_order_acquire);
+	uint32_t n = r->comp_pos - tail;
+
+	return n > r->depth ? r->depth : n;
+}
