@@ -35,7 +35,7 @@ endif
 PKGS := libdpdk yaml-0.1 libsystemd libcjson check
 NODEPS_GOALS := clean deps help check demo
 ifneq ($(filter-out $(NODEPS_GOALS),$(if $(MAKECMDGOALS),$(MAKECMDGOALS),all)),)
-MISSING := $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p)))
+MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
 ifneq ($(MISSING),)
 $(error missing packages (pkg-config): $(MISSING); run 'make deps' or scripts/install-deps.sh)
 endif

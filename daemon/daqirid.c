@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daqirid: the acquisition daemon. Parses options and the configuration,
- * brings the modules up in order (and down in reverse), and runs the main
- * epoll loop; the data path lives in the RX workers (worker.c).
+ * then hands over to daemon_run() (daemon.c), which brings the modules up
+ * in order, runs the main loop and takes them down in reverse.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "daemon.h"
 #include "log.h"
 
 #define DAQIRID_DEFAULT_CONFIG	"/etc/daqiri/daqirid.yaml"
@@ -126,6 +127,8 @@ main(int argc, char **argv)
 			printf("configuration OK\n");
 		return 0;
 	}
-	fprintf(stderr, "daqirid: running is not built yet\n");
-	return 1;
+	if (o.level >= 0)
+		cfg.log_level = (enum cfg_log_level)o.level;
+	return daemon_run(&cfg, o.socket != NULL ? o.socket :
+	    cfg.daemon.control_socket, o.config);
 }

@@ -1,0 +1,774 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The running daemon: memory regions, engines, flow tables, streams and
+ * RX workers brought up in that order (and down in reverse), then one
+ * epoll loop on the main thread for the control socket, signals (through
+ * signalfd) and a timer that reaps subscriptions and feeds the systemd
+ * watchdog. The main thread never touches packet data.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "control.h"
+#include "daemon.h"
+#include "engine.h"
+#include "flow.h"
+#include "log.h"
+#include "mem.h"
+#include "reorder_cuda.h"
+#include "stream.h"
+#include "worker.h"
+
+#define ERRLEN	256
+
+struct dif {
+	const struct cfg_interface *ifc;
+	const struct engine_ops *ops;
+	struct engine *eng;
+	struct flow_table *flows;
+	int nstreams;
+	struct stream *streams[CFG_MAX_REORDERS];
+	const struct cfg_reorder *scfg[CFG_MAX_REORDERS];
+	int nworkers;
+	struct worker *workers[CFG_MAX_QUEUES];
+};
+
+struct daemon {
+	const struct cfg *cfg;
+	const char *config_file;
+	const char *socket_path;
+	uint64_t start_ns;
+	struct mem_region regions[CFG_MAX_REGIONS];
+	bool regions_made;
+	int nifs;
+	struct dif ifs[CFG_MAX_INTERFACES];
+	struct control *ctl;
+	int epfd;
+	int sigfd;
+	int tfd;
+	uint32_t next_sub_id;
+	uint64_t wd_usec;		/* systemd watchdog interval, 0 = off */
+	uint64_t last_wd_ns;
+	uint64_t last_status_ns;
+	bool stop;
+};
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct stream *
+find_stream(struct daemon *d, const char *name)
+{
+	for (int i = 0; i < d->nifs; i++)
+		for (int j = 0; j < d->ifs[i].nstreams; j++)
+			if (strcmp(stream_name(d->ifs[i].streams[j]), name) == 0)
+				return d->ifs[i].streams[j];
+	return NULL;
+}
+
+#define FOR_EACH_STREAM(d, s)						\
+	for (int _i = 0; _i < (d)->nifs; _i++)				\
+		for (int _j = 0; _j < (d)->ifs[_i].nstreams &&		\
+		    ((s) = (d)->ifs[_i].streams[_j], 1); _j++)
+
+/* --- control callbacks ----------------------------------------------------- */
+
+static int
+op_streams(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	cJSON *arr = cJSON_AddArrayToObject(reply, "streams");
+
+	if (arr == NULL)
+		return -ENOMEM;
+	FOR_EACH_STREAM(d, s) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(arr, o);
+		if (stream_info_json(s, o) != 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int
+count_subs(struct daemon *d)
+{
+	struct stream *s;
+	int n = 0;
+
+	FOR_EACH_STREAM(d, s)
+		n += stream_nsubs(s);
+	return n;
+}
+
+static int
+op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	int nstreams = 0, nqueues = 0;
+
+	for (int i = 0; i < d->nifs; i++) {
+		nstreams += d->ifs[i].nstreams;
+		nqueues += d->ifs[i].nworkers;
+	}
+	if (cJSON_AddStringToObject(reply, "version", DAQIRI_VERSION) == NULL ||
+	    cJSON_AddStringToObject(reply, "state",
+		d->stop ? "stopping" : "running") == NULL ||
+	    cJSON_AddNumberToObject(reply, "pid", getpid()) == NULL ||
+	    cJSON_AddNumberToObject(reply, "uptime_s",
+		(double)(mono_ns() - d->start_ns) / 1e9) == NULL ||
+	    cJSON_AddStringToObject(reply, "config", d->config_file != NULL ?
+		d->config_file : "<built-in default>") == NULL ||
+	    cJSON_AddStringToObject(reply, "socket", d->socket_path) == NULL ||
+	    cJSON_AddStringToObject(reply, "engine",
+		d->nifs > 0 ? d->ifs[0].ops->name : "none") == NULL ||
+	    cJSON_AddNumberToObject(reply, "interfaces", d->nifs) == NULL ||
+	    cJSON_AddNumberToObject(reply, "rx_queues", nqueues) == NULL ||
+	    cJSON_AddNumberToObject(reply, "streams", nstreams) == NULL ||
+	    cJSON_AddNumberToObject(reply, "subscriptions", count_subs(d)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+static int
+interface_stats_json(struct dif *f, cJSON *o)
+{
+	uint64_t rx = 0, unmatched = 0, no_stream = 0, misrouted = 0, in = 0;
+	uint64_t drops = 0, truncated = 0;
+	cJSON *qs;
+
+	if (cJSON_AddStringToObject(o, "name", f->ifc->name) == NULL ||
+	    (qs = cJSON_AddArrayToObject(o, "queues")) == NULL)
+		return -ENOMEM;
+	for (int q = 0; q < f->nworkers; q++) {
+		struct worker_counters c;
+		cJSON *qo = cJSON_CreateObject();
+
+		if (qo == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(qs, qo);
+		if (worker_stats_json(f->workers[q], qo) != 0)
+			return -ENOMEM;
+		worker_snapshot(f->workers[q], &c);
+		rx += c.rx_packets;
+		unmatched += c.unmatched;
+		no_stream += c.no_stream;
+		misrouted += c.misrouted;
+		drops += c.engine.kernel_drops;
+		truncated += c.engine.truncated;
+	}
+	for (int j = 0; j < f->nstreams; j++) {
+		struct reorder_counters rc;
+
+		stream_snapshot(f->streams[j], &rc, NULL);
+		in += rc.packets_in;
+	}
+	if (cJSON_AddNumberToObject(o, "rx_packets", (double)rx) == NULL ||
+	    cJSON_AddNumberToObject(o, "streams_packets_in", (double)in) == NULL ||
+	    cJSON_AddNumberToObject(o, "unmatched", (double)unmatched) == NULL ||
+	    cJSON_AddNumberToObject(o, "no_stream", (double)no_stream) == NULL ||
+	    cJSON_AddNumberToObject(o, "misrouted", (double)misrouted) == NULL ||
+	    cJSON_AddNumberToObject(o, "kernel_drops", (double)drops) == NULL ||
+	    cJSON_AddNumberToObject(o, "truncated", (double)truncated) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+static int
+op_stats(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	cJSON *ifs, *ss, *ctl;
+
+	if ((ifs = cJSON_AddArrayToObject(reply, "interfaces")) == NULL ||
+	    (ss = cJSON_AddArrayToObject(reply, "streams")) == NULL ||
+	    (ctl = cJSON_AddObjectToObject(reply, "control")) == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < d->nifs; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(ifs, o);
+		if (interface_stats_json(&d->ifs[i], o) != 0)
+			return -ENOMEM;
+	}
+	FOR_EACH_STREAM(d, s) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(ss, o);
+		if (stream_stats_json(s, o) != 0)
+			return -ENOMEM;
+	}
+	return control_counters_json(d->ctl, ctl);
+}
+
+static int
+op_consumers(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	cJSON *arr = cJSON_AddArrayToObject(reply, "consumers");
+
+	if (arr == NULL)
+		return -ENOMEM;
+	FOR_EACH_STREAM(d, s)
+		if (stream_consumers_json(s, arr) != 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static int
+op_subscribe(void *ctx, const struct daqiri_sub_req *req,
+	     const struct control_peer *peer, struct daqiri_sub_info *info,
+	     struct control_sub_fds *fds, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s = find_stream(d, req->stream);
+	int rc;
+
+	if (s == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
+		    "no stream '%s' (daqirictl streams lists them)",
+		    req->stream), DAQIRI_ST_NO_SUCH_STREAM;
+	if ((uint32_t)count_subs(d) >= d->cfg->daemon.max_consumers)
+		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
+		    "daemon.max_consumers (%u) reached",
+		    d->cfg->daemon.max_consumers), DAQIRI_ST_TOO_MANY_CONSUMERS;
+	if (++d->next_sub_id == 0)
+		d->next_sub_id = 1;
+	rc = stream_subscribe(s, req, peer, d->next_sub_id, info, fds->fd,
+	    &fds->n, err);
+	if (rc != 0)
+		return err->status != DAQIRI_ST_OK ? (int)err->status : rc;
+	log_info("consumer pid %d (uid %u) subscribed to '%s' as %u (%s)",
+	    (int)peer->pid, (unsigned)peer->uid, req->stream, info->sub_id,
+	    daqiri_sub_mode_name(req->mode));
+	return 0;
+}
+
+static int
+op_unsubscribe(void *ctx, const struct control_peer *peer, uint32_t sub_id,
+	       struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	int n = 0;
+
+	if (sub_id == 0)
+		return DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+	FOR_EACH_STREAM(d, s)
+		n += stream_unsubscribe(s, peer->conn_id, sub_id);
+	return n > 0 ? 0 : DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+}
+
+static void
+op_conn_closed(void *ctx, const struct control_peer *peer)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	int n = 0;
+
+	FOR_EACH_STREAM(d, s)
+		n += stream_unsubscribe(s, peer->conn_id, 0);
+	if (n > 0)
+		log_info("consumer pid %d gone: %d subscription(s) ended, their "
+		    "buffers returned", (int)peer->pid, n);
+}
+
+static int
+flow_json(const struct flow_rule *r, cJSON *o)
+{
+	cJSON *q, *m;
+	char buf[32];
+
+	if (cJSON_AddNumberToObject(o, "id", r->id) == NULL ||
+	    cJSON_AddStringToObject(o, "name", r->name) == NULL ||
+	    (q = cJSON_AddArrayToObject(o, "queues")) == NULL ||
+	    (m = cJSON_AddObjectToObject(o, "match")) == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < r->nqueue_ids; i++)
+		cJSON_AddItemToArray(q, cJSON_CreateNumber(r->queue_ids[i]));
+	if (r->fields & FLOW_F_UDP_SRC) {
+		snprintf(buf, sizeof(buf), "%u-%u", r->udp_src_lo, r->udp_src_hi);
+		cJSON_AddStringToObject(m, "udp_src", buf);
+	}
+	if (r->fields & FLOW_F_UDP_DST) {
+		snprintf(buf, sizeof(buf), "%u-%u", r->udp_dst_lo, r->udp_dst_hi);
+		cJSON_AddStringToObject(m, "udp_dst", buf);
+	}
+	if (r->fields & FLOW_F_IPV4_LEN)
+		cJSON_AddNumberToObject(m, "ipv4_len", r->ipv4_len);
+	if (r->fields & FLOW_F_IPV4_SRC) {
+		snprintf(buf, sizeof(buf), "%u.%u.%u.%u", r->ipv4_src >> 24,
+		    (r->ipv4_src >> 16) & 255, (r->ipv4_src >> 8) & 255,
+		    r->ipv4_src & 255);
+		cJSON_AddStringToObject(m, "ipv4_src", buf);
+	}
+	if (r->fields & FLOW_F_IPV4_DST) {
+		snprintf(buf, sizeof(buf), "%u.%u.%u.%u", r->ipv4_dst >> 24,
+		    (r->ipv4_dst >> 16) & 255, (r->ipv4_dst >> 8) & 255,
+		    r->ipv4_dst & 255);
+		cJSON_AddStringToObject(m, "ipv4_dst", buf);
+	}
+	return 0;
+}
+
+static int
+op_flow_list(void *ctx, const char *iface, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	cJSON *arr = cJSON_AddArrayToObject(reply, "interfaces");
+	bool found = iface[0] == '\0';
+
+	if (arr == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < d->nifs; i++) {
+		const struct flow_table *t = d->ifs[i].flows;
+		cJSON *o, *fl;
+
+		if (iface[0] != '\0' && strcmp(iface, d->ifs[i].ifc->name) != 0)
+			continue;
+		found = true;
+		if ((o = cJSON_CreateObject()) == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(arr, o);
+		if (cJSON_AddStringToObject(o, "name", d->ifs[i].ifc->name) == NULL ||
+		    cJSON_AddBoolToObject(o, "flow_isolation", t->isolation) == NULL ||
+		    cJSON_AddStringToObject(o, "classified", "software") == NULL ||
+		    (fl = cJSON_AddArrayToObject(o, "flows")) == NULL)
+			return -ENOMEM;
+		for (uint32_t r = 0; r < t->nrules; r++) {
+			cJSON *fo = cJSON_CreateObject();
+
+			if (fo == NULL)
+				return -ENOMEM;
+			cJSON_AddItemToArray(fl, fo);
+			if (flow_json(&t->rules[r], fo) != 0)
+				return -ENOMEM;
+		}
+	}
+	if (!found)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
+		    "no interface '%s'", iface), DAQIRI_ST_NO_SUCH_INTERFACE;
+	return 0;
+}
+
+static int
+op_flow_change(void *ctx, const struct daqiri_flow_req *req,
+	       const struct control_peer *peer, cJSON *reply,
+	       struct daqiri_err *err)
+{
+	return daqiri_err_set(err, DAQIRI_ST_NOT_SUPPORTED,
+	    "flows are fixed by the configuration while daqirid runs; edit "
+	    "it and restart"), DAQIRI_ST_NOT_SUPPORTED;
+}
+
+static const struct control_ops daemon_control_ops = {
+	.streams = op_streams,
+	.status = op_status,
+	.stats = op_stats,
+	.consumers = op_consumers,
+	.subscribe = op_subscribe,
+	.unsubscribe = op_unsubscribe,
+	.conn_closed = op_conn_closed,
+	.flow_list = op_flow_list,
+	.flow_add = op_flow_change,
+	.flow_del = op_flow_change,
+};
+
+/* A worker cut a subscriber off (it corrupted its ring): tell it why and
+ * close its connection; everyone else carries on. */
+static void
+sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id, const char *why)
+{
+	struct daemon *d = ctx;
+	const struct control_peer *p = control_peer_find(d->ctl, conn_id);
+
+	log_warnx("consumer pid %d, subscription %u: %s; disconnecting it",
+	    p != NULL ? (int)p->pid : -1, sub_id, why);
+	control_sub_closed(d->ctl, conn_id, sub_id, DAQIRI_ST_BAD_REQUEST, why);
+	control_close_conn(d->ctl, conn_id);
+}
+
+/* --- bring-up -------------------------------------------------------------- */
+
+/* A tensor region belongs to one stream and nothing else. */
+static int
+check_region_owners(const struct cfg *c)
+{
+	int owner[CFG_MAX_REGIONS];
+
+	for (int r = 0; r < CFG_MAX_REGIONS; r++)
+		owner[r] = -1;
+	for (int i = 0; i < c->ninterfaces; i++) {
+		const struct cfg_rx *rx = &c->interfaces[i].rx;
+
+		for (int j = 0; j < rx->nreorders; j++) {
+			int r = rx->reorders[j].region_idx;
+
+			if (owner[r] >= 0) {
+				log_warnx("memory region '%s' is the output of two "
+				    "reorder configs; give each its own region",
+				    c->regions[r].name);
+				return -1;
+			}
+			owner[r] = i * CFG_MAX_REORDERS + j;
+		}
+		for (int q = 0; q < rx->nqueues; q++)
+			for (int k = 0; k < rx->queues[q].nregions; k++) {
+				int r = rx->queues[q].region_idx[k];
+
+				if (owner[r] >= 0) {
+					log_warnx("memory region '%s' is both a "
+					    "reorder output and a receive region "
+					    "of queue '%s'", c->regions[r].name,
+					    rx->queues[q].name);
+					return -1;
+				}
+			}
+	}
+	return 0;
+}
+
+static const struct reorder_backend *
+backend_for(const struct cfg_interface *ifc, const struct cfg_reorder *r)
+{
+	char why[ERRLEN];
+
+	if (r->type == CFG_REORDER_CPU)
+		return &reorder_backend_cpu;
+	if (reorder_cuda_backend() == NULL) {
+		log_warnx("reorder config '%s/%s': reorder_type gpu: %s",
+		    ifc->name, r->name, reorder_cuda_last_error());
+		return NULL;
+	}
+	if (!gpu_available(why, sizeof(why))) {
+		log_warnx("reorder config '%s/%s': reorder_type gpu: no CUDA "
+		    "device: %s", ifc->name, r->name, why);
+		return NULL;
+	}
+	return reorder_cuda_backend();
+}
+
+static int
+interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
+{
+	const struct cfg *c = d->cfg;
+	char err[ERRLEN] = "";
+	int rc;
+
+	f->ifc = ifc;
+	f->ops = engine_lookup(c->engine);
+	if (f->ops == NULL) {
+		log_warnx("interface '%s': engine %s is not built into this "
+		    "daqirid (use stream_type socket)", ifc->name,
+		    c->engine == CFG_ENGINE_DPDK ? "dpdk" : "?");
+		return -1;
+	}
+	if (!ifc->has_rx || ifc->rx.nqueues == 0) {
+		log_info("interface '%s': no rx queues; nothing to receive",
+		    ifc->name);
+		return 0;
+	}
+	f->flows = flow_table_create(ifc);
+	if (f->flows == NULL) {
+		log_warn("interface '%s': flow table", ifc->name);
+		return -1;
+	}
+	rc = f->ops->init(&f->eng, c, ifc, d->regions, NULL, err, sizeof(err));
+	if (rc != 0) {
+		log_warnx("%s", err[0] != '\0' ? err : strerror(-rc));
+		return -1;
+	}
+	for (int j = 0; j < ifc->rx.nreorders; j++) {
+		const struct cfg_reorder *r = &ifc->rx.reorders[j];
+		const struct reorder_backend *be = backend_for(ifc, r);
+
+		if (be == NULL)
+			return -1;
+		rc = stream_create(&f->streams[j], ifc, r,
+		    &d->regions[r->region_idx], be, err, sizeof(err));
+		if (rc != 0) {
+			log_warnx("%s", err);
+			return -1;
+		}
+		f->scfg[j] = r;
+		f->nstreams++;
+	}
+	for (int q = 0; q < ifc->rx.nqueues; q++) {
+		rc = worker_create(&f->workers[q], ifc, q, f->eng, f->flows,
+		    f->streams, f->scfg, f->nstreams, err, sizeof(err));
+		if (rc != 0) {
+			log_warnx("%s", err);
+			return -1;
+		}
+		f->nworkers++;
+	}
+	return 0;
+}
+
+static void
+interface_down(struct dif *f)
+{
+	for (int q = 0; q < f->nworkers; q++)
+		worker_destroy(f->workers[q]);
+	for (int j = 0; j < f->nstreams; j++)
+		stream_destroy(f->streams[j]);
+	if (f->ops != NULL && f->eng != NULL)
+		f->ops->fini(f->eng);
+	flow_table_free(f->flows);
+	memset(f, 0, sizeof(*f));
+}
+
+/* The socket's directory: made when missing (e.g. /run/daqiri outside
+ * systemd's RuntimeDirectory). */
+static void
+make_socket_dir(const char *path)
+{
+	char dir[CFG_PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return;
+	*slash = '\0';
+	if (mkdir(dir, 0755) == 0)
+		log_info("made the control socket's directory %s", dir);
+}
+
+static int
+loop_setup(struct daemon *d)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct itimerspec its = {
+		.it_interval = { 0, DAEMON_TICK_MS * 1000000L },
+		.it_value = { 0, DAEMON_TICK_MS * 1000000L },
+	};
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	/* Workers inherit the mask, so only the loop sees these. */
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	d->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->sigfd < 0 || d->tfd < 0 || d->epfd < 0) {
+		log_warn("main loop");
+		return -1;
+	}
+	if (timerfd_settime(d->tfd, 0, &its, NULL) != 0)
+		return -1;
+	ev.data.fd = d->sigfd;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sigfd, &ev) != 0)
+		return -1;
+	ev.data.fd = d->tfd;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tfd, &ev) != 0)
+		return -1;
+	ev.data.fd = control_fd(d->ctl);
+	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+}
+
+static void
+notify_status(struct daemon *d)
+{
+	uint64_t placed = 0, tensors = 0, dropped = 0;
+	struct stream *s;
+
+	FOR_EACH_STREAM(d, s) {
+		struct reorder_counters rc;
+		struct stream_counters sc;
+
+		stream_snapshot(s, &rc, &sc);
+		placed += rc.placed;
+		tensors += sc.published;
+		dropped += rc.duplicate + rc.late + rc.malformed +
+		    rc.no_buffer_packets;
+	}
+	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
+	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,
+	    (unsigned long long)placed, (unsigned long long)dropped);
+}
+
+static void
+on_tick(struct daemon *d)
+{
+	uint64_t expirations, now = mono_ns();
+	struct stream *s;
+
+	(void)!read(d->tfd, &expirations, sizeof(expirations));
+	FOR_EACH_STREAM(d, s)
+		stream_reap(s, sub_broken, d);
+	if (d->wd_usec != 0 && now - d->last_wd_ns >= d->wd_usec * 1000 / 2) {
+		sd_notify(0, "WATCHDOG=1");
+		d->last_wd_ns = now;
+	}
+	if (now - d->last_status_ns >=
+	    (uint64_t)d->cfg->daemon.stats_interval_ms * 1000000u) {
+		notify_status(d);
+		d->last_status_ns = now;
+	}
+}
+
+static void
+on_signal(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			log_warnx("SIGHUP: configuration reload is not built yet; "
+			    "restart daqirid to apply a new configuration");
+			continue;
+		}
+		log_info("%s: stopping", strsignal((int)si.ssi_signo));
+		d->stop = true;
+	}
+}
+
+static void
+run_loop(struct daemon *d)
+{
+	struct epoll_event evs[16];
+
+	while (!d->stop) {
+		int n = epoll_wait(d->epfd, evs, 16, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_warn("epoll_wait");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == d->sigfd)
+				on_signal(d);
+			else if (fd == d->tfd)
+				on_tick(d);
+			else if (fd == control_fd(d->ctl))
+				control_handle(d->ctl, fd, evs[i].events);
+		}
+	}
+}
+
+static void
+teardown(struct daemon *d)
+{
+	/* Workers first: they flush open batches to the subscribers. */
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].nworkers; q++)
+			worker_stop(d->ifs[i].workers[q]);
+	control_fini(d->ctl);
+	d->ctl = NULL;
+	for (int i = d->nifs; i-- > 0;)
+		interface_down(&d->ifs[i]);
+	if (d->regions_made)
+		mem_regions_destroy(d->regions, d->cfg->nregions);
+	if (d->epfd >= 0)
+		close(d->epfd);
+	if (d->tfd >= 0)
+		close(d->tfd);
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+}
+
+int
+daemon_run(const struct cfg *c, const char *socket_path,
+	   const char *config_file)
+{
+	static struct daemon dd;
+	struct daemon *d = &dd;
+	char err[ERRLEN] = "";
+	int rc = 1;
+
+	d->cfg = c;
+	d->config_file = config_file;
+	d->socket_path = socket_path;
+	d->epfd = d->sigfd = d->tfd = -1;
+	d->start_ns = mono_ns();
+	log_init(c->log_level, getenv("JOURNAL_STREAM") != NULL);
+
+	if (check_region_owners(c) != 0)
+		goto out;
+	if (mem_regions_create(c, d->regions, err, sizeof(err)) != 0) {
+		log_warnx("%s", err);
+		goto out;
+	}
+	d->regions_made = true;
+	for (int i = 0; i < c->ninterfaces; i++) {
+		d->nifs++;
+		if (interface_up(d, &d->ifs[i], &c->interfaces[i]) != 0)
+			goto out;
+	}
+	make_socket_dir(socket_path);
+	if (control_init(&d->ctl, socket_path, c->daemon.socket_mode,
+	    c->daemon.socket_group, c->daemon.admin_group,
+	    c->daemon.max_consumers, &daemon_control_ops, d) != 0)
+		goto out;
+	if (loop_setup(d) != 0) {
+		log_warn("main loop setup");
+		goto out;
+	}
+	for (int i = 0; i < d->nifs; i++) {
+		struct dif *f = &d->ifs[i];
+
+		if (f->eng != NULL && f->ops->start(f->eng) != 0) {
+			log_warnx("interface '%s': cannot start", f->ifc->name);
+			goto out;
+		}
+		for (int q = 0; q < f->nworkers; q++)
+			if (worker_start(f->workers[q]) != 0) {
+				log_warnx("queue '%s': cannot start its worker",
+				    worker_queue_name(f->workers[q]));
+				goto out;
+			}
+	}
+	if (sd_watchdog_enabled(0, &d->wd_usec) <= 0)
+		d->wd_usec = 0;
+	log_info("daqirid %s running: %d interface(s), control socket %s",
+	    DAQIRI_VERSION, d->nifs, socket_path);
+	sd_notifyf(0, "READY=1\nSTATUS=receiving; control socket %s\nMAINPID=%d",
+	    socket_path, (int)getpid());
+	d->last_status_ns = mono_ns();
+	run_loop(d);
+	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	rc = 0;
+out:
+	teardown(d);
+	if (rc != 0)
+		log_warnx("start-up failed; daqirid exits");
+	return rc;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The running daemon: module bring-up in order, the main epoll loop
+ * (control socket, signalfd, timerfd), and teardown in reverse.
+ */
+#ifndef DAQIRI_DAEMON_H
+#define DAQIRI_DAEMON_H
+
+#include "config.h"
+
+/* Main-loop tick: reaping subscriptions, watchdog, status. */
+#define DAEMON_TICK_MS		100
+
+/*
+ * Run the daemon on validated config c with its control socket at
+ * socket_path until SIGTERM or SIGINT. config_file is only reported
+ * (NULL = built-in default). Returns the process exit status: 0 after an
+ * orderly stop, 1 when start-up failed (the reason is logged).
+ */
+int daemon_run(const struct cfg *c, const char *socket_path,
+	       const char *config_file);
+
+#endif

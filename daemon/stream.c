@@ -1,0 +1,917 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Streams: the tensor buffer pool of one reorder config, its presence
+ * bitmap sidecar, and its subscribers' rings. The worker thread owns the
+ * buffer states and the rings; the main thread creates and frees
+ * subscriptions and hands them over through a small command queue.
+ *
+ * Buffer life: FREE -> lent to the plan (get) -> published -> held by the
+ * subscribers it was delivered to -> FREE when the last one released it
+ * (or at once when nobody took it). The daemon never waits for a
+ * consumer: a subscriber whose ring is full or who holds max_held
+ * buffers misses the tensor (`overruns`).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "log.h"
+#include "ring.h"
+#include "stream.h"
+
+enum buf_state { BUF_FREE, BUF_LENT, BUF_PUBLISHED };
+
+enum sub_state {
+	SUB_NEW,			/* made by main, not yet seen by the worker */
+	SUB_ACTIVE,			/* in the worker's list */
+	SUB_BROKEN,			/* cut off by the worker; main reports it */
+	SUB_GONE,			/* out of the worker's list: main frees it */
+};
+
+struct sub {
+	uint64_t conn_id;
+	uint32_t sub_id;
+	pid_t pid;
+	uid_t uid;
+	enum daqiri_sub_mode mode;
+	char group[DAQIRI_NAME_MAX];
+	uint32_t max_held;
+
+	struct daqiri_ring ring;	/* worker's handle */
+	void *ring_mem;
+	size_t ring_len;
+	int ring_fd;
+	int efd;
+
+	/* worker-owned */
+	uint8_t *held;			/* per buffer: held by this sub */
+	uint32_t nheld;
+	char why[DAQIRI_ERR_MSG_MAX];	/* set before SUB_BROKEN */
+
+	/* written by the worker, read by main */
+	_Atomic int state;
+	_Atomic uint64_t delivered;
+	_Atomic uint64_t released;
+	_Atomic uint64_t overruns;
+	_Atomic uint32_t held_now;
+
+	bool removing;			/* main: removal requested */
+	bool reported;			/* main: BROKEN reported */
+};
+
+enum cmd_op { CMD_ADD, CMD_REMOVE };
+
+struct cmd {
+	enum cmd_op op;
+	struct sub *sub;
+};
+
+struct stream {
+	char name[DAQIRI_STREAM_NAME_MAX];
+	const struct cfg_reorder *rc;
+	struct mem_region *region;
+	struct reorder_plan *plan;
+	const struct reorder_geom *geom;
+	uint32_t nbufs;
+	uint32_t bitmap_bytes;		/* sidecar bytes per buffer */
+	int bitmap_fd;
+	uint8_t *bitmap;		/* nbufs x bitmap_bytes */
+	size_t bitmap_len;
+
+	/* worker-owned buffer pool */
+	uint8_t *state;			/* enum buf_state per buffer */
+	uint32_t *refs;			/* holders of a published buffer */
+	uint32_t *free_stack;
+	uint32_t nfree;
+	uint32_t nlent;
+	struct sub *subs[STREAM_MAX_SUBS];
+	int nsubs;
+	uint32_t rr;			/* round-robin cursor of shared groups */
+	struct stream_counters ctr;
+
+	/* main -> worker commands */
+	pthread_mutex_t cmd_lock;
+	struct cmd cmds[STREAM_MAX_CMDS];
+	int ncmds;
+	_Atomic int cmd_pending;
+	int wake_fd;
+
+	/* main-owned list of every live subscription */
+	struct sub *all[STREAM_MAX_SUBS];
+	int nall;
+
+	/* seqlock snapshot, written by the worker */
+	_Atomic uint32_t snap_seq;
+	struct reorder_counters snap_rc;
+	struct stream_counters snap_sc;
+};
+
+static uint64_t
+now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t
+round_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v && p < (1u << 31))
+		p <<= 1;
+	return p;
+}
+
+/* --- buffer pool (worker) ----------------------------------------------- */
+
+static void
+buf_free(struct stream *s, uint32_t i)
+{
+	s->state[i] = BUF_FREE;
+	s->refs[i] = 0;
+	s->free_stack[s->nfree++] = i;
+}
+
+static int
+owner_get(void *ctx, struct reorder_buf *out)
+{
+	struct stream *s = ctx;
+	uint32_t i;
+
+	if (s->nfree == 0)
+		return -ENOBUFS;
+	i = s->free_stack[--s->nfree];
+	s->state[i] = BUF_LENT;
+	s->nlent++;
+	out->index = i;
+	out->data = mem_host_visible(s->region) ? mem_buf(s->region, i) :
+	    mem_dev_buf(s->region, i);
+	out->bitmap = (uint64_t *)(void *)(s->bitmap +
+	    (size_t)i * s->bitmap_bytes);
+	return 0;
+}
+
+static void
+owner_put(void *ctx, const struct reorder_buf *buf)
+{
+	struct stream *s = ctx;
+
+	if (buf->index < s->nbufs && s->state[buf->index] == BUF_LENT) {
+		s->nlent--;
+		buf_free(s, buf->index);
+	}
+}
+
+/* Take back every buffer u holds. */
+static void
+sub_return_all(struct stream *s, struct sub *u)
+{
+	for (uint32_t i = 0; i < s->nbufs; i++) {
+		if (!u->held[i])
+			continue;
+		u->held[i] = 0;
+		if (--s->refs[i] == 0)
+			buf_free(s, i);
+	}
+	u->nheld = 0;
+	atomic_store_explicit(&u->held_now, 0, memory_order_relaxed);
+}
+
+/* Cut a subscriber off: give back what it held, leave it for main to
+ * report and remove. */
+static void
+sub_break(struct stream *s, struct sub *u, const char *why)
+{
+	snprintf(u->why, sizeof(u->why), "%s", why);
+	sub_return_all(s, u);
+	s->ctr.subs_broken++;
+	atomic_store_explicit(&u->state, SUB_BROKEN, memory_order_release);
+}
+
+static void
+sub_drop_from_list(struct stream *s, int k)
+{
+	s->subs[k] = s->subs[--s->nsubs];
+	s->subs[s->nsubs] = NULL;
+}
+
+/* Try to hand tensor d to u: 1 delivered, 0 missed (overrun), -1 broken. */
+static int
+deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
+{
+	uint64_t one = 1;
+	int rc;
+
+	if (u->nheld >= u->max_held) {
+		atomic_fetch_add_explicit(&u->overruns, 1, memory_order_relaxed);
+		return 0;
+	}
+	rc = daqiri_comp_push(&u->ring, d);
+	if (rc == -ENOSPC) {
+		atomic_fetch_add_explicit(&u->overruns, 1, memory_order_relaxed);
+		return 0;
+	}
+	if (rc < 0) {
+		sub_break(s, u, "completion ring positions corrupted by the consumer");
+		return -1;
+	}
+	u->held[d->buf_index] = 1;
+	u->nheld++;
+	atomic_store_explicit(&u->held_now, u->nheld, memory_order_relaxed);
+	atomic_fetch_add_explicit(&u->delivered, 1, memory_order_relaxed);
+	/* Wakes a blocking consumer. The only possible failure, EAGAIN at a
+	 * counter of 2^64 - 2, still leaves it signalled. */
+	(void)!write(u->efd, &one, sizeof(one));
+	return 1;
+}
+
+static bool
+sub_can_take(const struct sub *u)
+{
+	return atomic_load_explicit(&u->state, memory_order_relaxed) ==
+	    SUB_ACTIVE && u->nheld < u->max_held &&
+	    daqiri_comp_pending(&u->ring) < u->ring.depth;
+}
+
+static void
+owner_publish(void *ctx, const struct daqiri_desc *dd,
+	      const struct reorder_buf *buf)
+{
+	struct stream *s = ctx;
+	struct daqiri_desc d = *dd;
+	uint32_t i = buf->index;
+	uint32_t refs = 0;
+
+	d.publish_ns = now_mono_ns();
+	s->nlent--;
+	s->state[i] = BUF_PUBLISHED;
+	s->ctr.published++;
+
+	/* Broadcast subscribers each get it. */
+	for (int k = 0; k < s->nsubs; k++) {
+		struct sub *u = s->subs[k];
+
+		if (u->mode != DAQIRI_SUB_BROADCAST ||
+		    atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE)
+			continue;
+		if (deliver(s, u, &d) > 0)
+			refs++;
+	}
+	/* Each shared group gives it to one member with room, round robin;
+	 * a group where nobody has room counts one overrun on the member
+	 * whose turn it was. */
+	for (int k = 0; k < s->nsubs; k++) {
+		struct sub *first = s->subs[k];
+		struct sub *pick = NULL, *turn = NULL;
+		bool seen = false;
+
+		if (first->mode != DAQIRI_SUB_SHARED)
+			continue;
+		for (int j = 0; j < k && !seen; j++)
+			seen = s->subs[j]->mode == DAQIRI_SUB_SHARED &&
+			    strcmp(s->subs[j]->group, first->group) == 0;
+		if (seen)
+			continue;	/* group handled at its first member */
+		for (int n = 0; n < s->nsubs && pick == NULL; n++) {
+			struct sub *u = s->subs[(s->rr + (uint32_t)n) %
+			    (uint32_t)s->nsubs];
+
+			if (u->mode != DAQIRI_SUB_SHARED ||
+			    strcmp(u->group, first->group) != 0)
+				continue;
+			if (turn == NULL)
+				turn = u;
+			if (sub_can_take(u))
+				pick = u;
+		}
+		if (pick != NULL) {
+			if (deliver(s, pick, &d) > 0)
+				refs++;
+		} else if (turn != NULL)
+			atomic_fetch_add_explicit(&turn->overruns, 1,
+			    memory_order_relaxed);
+	}
+	s->rr++;
+
+	if (refs == 0) {
+		s->ctr.unseen++;
+		buf_free(s, i);
+	} else {
+		s->refs[i] = refs;
+		s->ctr.delivered += refs;
+	}
+}
+
+/* Take back what every subscriber released. */
+static void
+reclaim(struct stream *s)
+{
+	for (int k = 0; k < s->nsubs; k++) {
+		struct sub *u = s->subs[k];
+		uint32_t idx;
+		int rc;
+
+		if (atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE)
+			continue;
+		while ((rc = daqiri_rel_pop(&u->ring, &idx)) == 1) {
+			char why[DAQIRI_ERR_MSG_MAX];
+
+			if (idx >= s->nbufs || !u->held[idx]) {
+				snprintf(why, sizeof(why),
+				    "released buffer %u, which it does not hold",
+				    idx);
+				sub_break(s, u, why);
+				break;
+			}
+			u->held[idx] = 0;
+			u->nheld--;
+			atomic_store_explicit(&u->held_now, u->nheld,
+			    memory_order_relaxed);
+			atomic_fetch_add_explicit(&u->released, 1,
+			    memory_order_relaxed);
+			if (--s->refs[idx] == 0)
+				buf_free(s, idx);
+		}
+		if (rc < 0)
+			sub_break(s, u, "release ring positions corrupted by the consumer");
+	}
+}
+
+static void
+run_commands(struct stream *s)
+{
+	struct cmd cmds[STREAM_MAX_CMDS];
+	int n;
+
+	if (!atomic_load_explicit(&s->cmd_pending, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&s->cmd_lock);
+	n = s->ncmds;
+	memcpy(cmds, s->cmds, sizeof(cmds[0]) * (size_t)n);
+	s->ncmds = 0;
+	atomic_store_explicit(&s->cmd_pending, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&s->cmd_lock);
+
+	for (int c = 0; c < n; c++) {
+		struct sub *u = cmds[c].sub;
+
+		if (cmds[c].op == CMD_ADD) {
+			/* main keeps nall <= the list size, so this fits */
+			s->subs[s->nsubs++] = u;
+			atomic_store_explicit(&u->state, SUB_ACTIVE,
+			    memory_order_release);
+			continue;
+		}
+		for (int k = 0; k < s->nsubs; k++) {
+			if (s->subs[k] != u)
+				continue;
+			if (atomic_load_explicit(&u->state,
+			    memory_order_relaxed) == SUB_ACTIVE)
+				sub_return_all(s, u);
+			sub_drop_from_list(s, k);
+			break;
+		}
+		atomic_store_explicit(&u->state, SUB_GONE, memory_order_release);
+	}
+}
+
+static void
+snapshot(struct stream *s)
+{
+	uint32_t seq = atomic_load_explicit(&s->snap_seq, memory_order_relaxed);
+	uint64_t held = 0;
+
+	for (uint32_t i = 0; i < s->nbufs; i++)
+		held += s->state[i] == BUF_PUBLISHED;
+	s->ctr.free_bufs = s->nfree;
+	s->ctr.open_bufs = s->nlent;
+	s->ctr.held_bufs = held;
+	s->ctr.overruns = 0;
+	for (int k = 0; k < s->nsubs; k++)
+		s->ctr.overruns += atomic_load_explicit(&s->subs[k]->overruns,
+		    memory_order_relaxed);
+
+	atomic_store_explicit(&s->snap_seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	s->snap_rc = *reorder_counters(s->plan);
+	s->snap_sc = s->ctr;
+	atomic_store_explicit(&s->snap_seq, seq + 2, memory_order_release);
+}
+
+void
+stream_burst(struct stream *s, const struct reorder_pkt *pkts, unsigned n,
+	     uint64_t now_ns)
+{
+	reorder_burst(s->plan, pkts, n, now_ns);
+}
+
+void
+stream_service(struct stream *s, uint64_t now_ns)
+{
+	run_commands(s);
+	reclaim(s);
+	reorder_poll(s->plan, now_ns);
+	snapshot(s);
+}
+
+uint64_t
+stream_next_deadline(const struct stream *s)
+{
+	return reorder_next_deadline(s->plan);
+}
+
+void
+stream_flush(struct stream *s, uint64_t now_ns)
+{
+	reorder_flush(s->plan, now_ns);
+	snapshot(s);
+}
+
+void
+stream_set_wake_fd(struct stream *s, int fd)
+{
+	s->wake_fd = fd;
+}
+
+int
+stream_nsubs(const struct stream *s)
+{
+	return s->nall;
+}
+
+const char *
+stream_name(const struct stream *s)
+{
+	return s->name;
+}
+
+struct reorder_plan *
+stream_plan(struct stream *s)
+{
+	return s->plan;
+}
+
+void
+stream_snapshot(struct stream *m, struct reorder_counters *rc,
+		struct stream_counters *sc)
+{
+	uint32_t a, b;
+
+	do {
+		a = atomic_load_explicit(&m->snap_seq, memory_order_acquire);
+		if (rc != NULL)
+			*rc = m->snap_rc;
+		if (sc != NULL)
+			*sc = m->snap_sc;
+		atomic_thread_fence(memory_order_acquire);
+		b = atomic_load_explicit(&m->snap_seq, memory_order_relaxed);
+	} while ((a & 1) != 0 || a != b);
+}
+
+/* --- creation ------------------------------------------------------------ */
+
+int
+stream_create(struct stream **out, const struct cfg_interface *ifc,
+	      const struct cfg_reorder *r, struct mem_region *region,
+	      const struct reorder_backend *backend, char *err, size_t errlen)
+{
+	struct reorder_owner owner;
+	struct stream *s;
+	int rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	s->bitmap_fd = -1;
+	s->wake_fd = -1;
+	pthread_mutex_init(&s->cmd_lock, NULL);
+	snprintf(s->name, sizeof(s->name), "%s/%s", ifc->name, r->name);
+	s->rc = r;
+	s->region = region;
+	s->nbufs = region->nbufs;
+	if (region->buf_size < (uint64_t)r->packets_per_batch * r->slot_bytes) {
+		snprintf(err, errlen, "stream '%s': buffers of region '%s' are "
+		    "smaller than a tensor", s->name, region->name);
+		rc = -EINVAL;
+		goto fail;
+	}
+	s->bitmap_bytes = (uint32_t)(((uint64_t)r->packets_per_batch + 63) /
+	    64 * 8);
+	s->bitmap_len = (size_t)s->bitmap_bytes * s->nbufs;
+	s->bitmap_fd = memfd_create("daqiri-bitmap", MFD_CLOEXEC |
+	    MFD_ALLOW_SEALING);
+	if (s->bitmap_fd < 0 || ftruncate(s->bitmap_fd,
+	    (off_t)s->bitmap_len) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "stream '%s': bitmap memfd: %s", s->name,
+		    strerror(errno));
+		goto fail;
+	}
+	(void)fcntl(s->bitmap_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+	s->bitmap = mmap(NULL, s->bitmap_len, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, s->bitmap_fd, 0);
+	if (s->bitmap == MAP_FAILED) {
+		s->bitmap = NULL;
+		rc = -errno;
+		snprintf(err, errlen, "stream '%s': bitmap mmap: %s", s->name,
+		    strerror(errno));
+		goto fail;
+	}
+	s->state = calloc(s->nbufs, 1);
+	s->refs = calloc(s->nbufs, sizeof(*s->refs));
+	s->free_stack = calloc(s->nbufs, sizeof(*s->free_stack));
+	if (s->state == NULL || s->refs == NULL || s->free_stack == NULL) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "stream '%s': out of memory", s->name);
+		goto fail;
+	}
+	/* Lowest index first out, which keeps tests readable. */
+	for (uint32_t i = s->nbufs; i-- > 0;)
+		buf_free(s, i);
+
+	owner.ctx = s;
+	owner.get = owner_get;
+	owner.put = owner_put;
+	owner.publish = owner_publish;
+	s->plan = reorder_create(r, &owner, backend);
+	if (s->plan == NULL) {
+		rc = -errno;
+		snprintf(err, errlen, "stream '%s': reorder plan (%s backend): %s",
+		    s->name, backend != NULL ? backend->name : "cpu",
+		    strerror(errno));
+		goto fail;
+	}
+	s->geom = reorder_geom(s->plan);
+	snapshot(s);
+	*out = s;
+	return 0;
+fail:
+	stream_destroy(s);
+	return rc;
+}
+
+static void
+sub_free(struct sub *u)
+{
+	if (u == NULL)
+		return;
+	if (u->ring_mem != NULL)
+		munmap(u->ring_mem, u->ring_len);
+	if (u->ring_fd >= 0)
+		close(u->ring_fd);
+	if (u->efd >= 0)
+		close(u->efd);
+	free(u->held);
+	free(u);
+}
+
+void
+stream_destroy(struct stream *s)
+{
+	if (s == NULL)
+		return;
+	reorder_destroy(s->plan);
+	for (int k = 0; k < s->nall; k++)
+		sub_free(s->all[k]);
+	if (s->bitmap != NULL)
+		munmap(s->bitmap, s->bitmap_len);
+	if (s->bitmap_fd >= 0)
+		close(s->bitmap_fd);
+	free(s->state);
+	free(s->refs);
+	free(s->free_stack);
+	pthread_mutex_destroy(&s->cmd_lock);
+	free(s);
+}
+
+/* --- subscriptions (main thread) ----------------------------------------- */
+
+static int
+push_cmd(struct stream *s, enum cmd_op op, struct sub *u)
+{
+	uint64_t one = 1;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->cmd_lock);
+	if (s->ncmds == STREAM_MAX_CMDS)
+		rc = -EBUSY;
+	else {
+		s->cmds[s->ncmds].op = op;
+		s->cmds[s->ncmds].sub = u;
+		s->ncmds++;
+		atomic_store_explicit(&s->cmd_pending, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&s->cmd_lock);
+	if (rc == 0 && s->wake_fd >= 0 &&
+	    write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("stream '%s': waking its worker", s->name);
+	return rc;
+}
+
+static enum daqiri_dtype
+dtype_of(const struct cfg_reorder *r)
+{
+	switch (r->has_data_types ? r->output_type : CFG_DTYPE_NONE) {
+	case CFG_DTYPE_INT8:	return DAQIRI_DTYPE_INT8;
+	case CFG_DTYPE_INT16:	return DAQIRI_DTYPE_INT16;
+	case CFG_DTYPE_INT32:	return DAQIRI_DTYPE_INT32;
+	case CFG_DTYPE_FP16:	return DAQIRI_DTYPE_FP16;
+	case CFG_DTYPE_BF16:	return DAQIRI_DTYPE_BF16;
+	case CFG_DTYPE_FP32:	return DAQIRI_DTYPE_FP32;
+	case CFG_DTYPE_FP64:	return DAQIRI_DTYPE_FP64;
+	default:		return DAQIRI_DTYPE_RAW;
+	}
+}
+
+static enum daqiri_mem_kind
+mem_kind_of(enum cfg_mem_kind k)
+{
+	switch (k) {
+	case CFG_MEM_HUGE:		return DAQIRI_MEM_HUGE;
+	case CFG_MEM_DEVICE:		return DAQIRI_MEM_DEVICE;
+	case CFG_MEM_HOST_PINNED:	return DAQIRI_MEM_HOST_PINNED;
+	default:			return DAQIRI_MEM_HOST;
+	}
+}
+
+static void
+fill_info(const struct stream *s, const struct sub *u,
+	  struct daqiri_sub_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->sub_id = u->sub_id;
+	snprintf(info->stream, sizeof(info->stream), "%s", s->name);
+	info->kind = DAQIRI_STREAM_REORDER;
+	info->mode = u->mode;
+	snprintf(info->group, sizeof(info->group), "%s", u->group);
+	info->mem_kind = mem_kind_of(s->region->kind);
+	info->device = s->region->kind == CFG_MEM_DEVICE ?
+	    s->region->affinity : -1;
+	info->dtype = dtype_of(s->rc);
+	info->fill = (enum daqiri_fill)s->rc->fill;
+	info->elem_bytes = daqiri_dtype_size(info->dtype);
+	info->nbufs = s->nbufs;
+	info->ppb = s->geom->ppb;
+	info->slot_bytes = s->geom->slot_bytes;
+	info->elems_per_slot = s->geom->slot_bytes / info->elem_bytes;
+	info->tensor_bytes = s->geom->tensor_bytes;
+	info->buf_offset = 0;
+	info->buf_stride = s->region->buf_size;
+	info->map_bytes = s->region->kind == CFG_MEM_DEVICE ?
+	    (uint64_t)s->nbufs * s->region->buf_size : s->region->size;
+	info->bitmap_bytes = s->bitmap_bytes;
+	info->ring_depth = u->ring.depth;
+	info->ring_bytes = u->ring_len;
+	info->max_held = u->max_held;
+	info->nfds = 4;
+	info->fds[0] = DAQIRI_FD_TENSOR;
+	info->fds[1] = DAQIRI_FD_BITMAP;
+	info->fds[2] = DAQIRI_FD_RING;
+	info->fds[3] = DAQIRI_FD_EVENTFD;
+}
+
+int
+stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
+		 const struct control_peer *peer, uint32_t sub_id,
+		 struct daqiri_sub_info *info, int fds[DAQIRI_SUB_MAX_FDS],
+		 int *nfds, struct daqiri_err *err)
+{
+	struct sub *u;
+	uint32_t depth;
+	int rc;
+
+	*nfds = 0;
+	if (s->region->kind == CFG_MEM_DEVICE)
+		return daqiri_err_set(err, DAQIRI_ST_NOT_SUPPORTED,
+		    "stream '%s' lives in GPU memory; sharing it needs a CUDA "
+		    "device", s->name), -ENOTSUP;
+	if (s->nall >= STREAM_MAX_SUBS)
+		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
+		    "stream '%s' has %d subscriptions already", s->name,
+		    STREAM_MAX_SUBS), -EUSERS;
+
+	u = calloc(1, sizeof(*u));
+	if (u == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+		    "out of memory"), -ENOMEM;
+	u->ring_fd = -1;
+	u->efd = -1;
+	u->conn_id = peer->conn_id;
+	u->sub_id = sub_id;
+	u->pid = peer->pid;
+	u->uid = peer->uid;
+	u->mode = req->mode;
+	snprintf(u->group, sizeof(u->group), "%s", req->group);
+	u->max_held = req->max_held != 0 ? req->max_held :
+	    (s->nbufs / 4 > 0 ? s->nbufs / 4 : 1);
+	if (u->max_held > s->nbufs)
+		u->max_held = s->nbufs;
+	depth = req->depth != 0 ? req->depth : DAQIRI_RING_DEPTH_DEFAULT;
+	if (depth < s->nbufs)
+		depth = round_pow2(s->nbufs);
+	u->held = calloc(s->nbufs, 1);
+	if (u->held == NULL) {
+		rc = -ENOMEM;
+		daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES, "out of memory");
+		goto fail;
+	}
+	rc = daqiri_ring_create(&u->ring, depth, s->nbufs, &u->ring_fd,
+	    &u->ring_mem, &u->ring_len);
+	if (rc != 0) {
+		daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES, "ring: %s",
+		    strerror(-rc));
+		goto fail;
+	}
+	u->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (u->efd < 0) {
+		rc = -errno;
+		daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES, "eventfd: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	fill_info(s, u, info);
+
+	fds[0] = control_reopen_ro(s->region->fd);
+	fds[1] = control_reopen_ro(s->bitmap_fd);
+	fds[2] = fcntl(u->ring_fd, F_DUPFD_CLOEXEC, 0);
+	fds[3] = fcntl(u->efd, F_DUPFD_CLOEXEC, 0);
+	*nfds = 4;
+	for (int k = 0; k < 4; k++) {
+		if (fds[k] < 0) {
+			rc = fds[k] < -1 ? fds[k] : -errno;
+			daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+			    "passing fds: %s", strerror(-rc));
+			goto fail;
+		}
+	}
+	atomic_store(&u->state, SUB_NEW);
+	rc = push_cmd(s, CMD_ADD, u);
+	if (rc != 0) {
+		daqiri_err_set(err, DAQIRI_ST_BUSY, "stream '%s' is busy",
+		    s->name);
+		goto fail;
+	}
+	s->all[s->nall++] = u;
+	return 0;
+fail:
+	/* control closes fds[] whatever the result */
+	sub_free(u);
+	return rc;
+}
+
+int
+stream_unsubscribe(struct stream *s, uint64_t conn_id, uint32_t sub_id)
+{
+	int n = 0;
+
+	for (int k = 0; k < s->nall; k++) {
+		struct sub *u = s->all[k];
+
+		if (u->conn_id != conn_id || (sub_id != 0 && u->sub_id != sub_id) ||
+		    u->removing)
+			continue;
+		if (push_cmd(s, CMD_REMOVE, u) != 0) {
+			log_warnx("stream '%s': command queue full; subscription "
+			    "%u ends later", s->name, u->sub_id);
+			continue;
+		}
+		u->removing = true;
+		n++;
+	}
+	return n;
+}
+
+void
+stream_reap(struct stream *s,
+	    void (*cb)(void *ctx, uint64_t conn_id, uint32_t sub_id,
+		       const char *why),
+	    void *ctx)
+{
+	for (int k = 0; k < s->nall;) {
+		struct sub *u = s->all[k];
+		int st = atomic_load_explicit(&u->state, memory_order_acquire);
+
+		if (st == SUB_BROKEN && !u->reported && !u->removing) {
+			u->reported = true;
+			if (cb != NULL)
+				cb(ctx, u->conn_id, u->sub_id, u->why);
+		}
+		if (st == SUB_GONE) {
+			sub_free(u);
+			s->all[k] = s->all[--s->nall];
+			continue;
+		}
+		k++;
+	}
+}
+
+/* --- JSON views (main thread) --------------------------------------------- */
+
+int
+stream_info_json(const struct stream *s, cJSON *o)
+{
+	const struct cfg_reorder *r = s->rc;
+	enum daqiri_dtype dt = dtype_of(r);
+
+	if (cJSON_AddStringToObject(o, "name", s->name) == NULL ||
+	    cJSON_AddStringToObject(o, "kind", "reorder") == NULL ||
+	    cJSON_AddStringToObject(o, "reorder_type",
+		r->type == CFG_REORDER_GPU ? "gpu" : "cpu") == NULL ||
+	    cJSON_AddStringToObject(o, "memory_region", s->region->name) == NULL ||
+	    cJSON_AddStringToObject(o, "memory_kind",
+		cfg_mem_kind_name(s->region->kind)) == NULL ||
+	    cJSON_AddStringToObject(o, "input_type",
+		r->has_data_types ? cfg_dtype_name(r->input_type) : "raw") == NULL ||
+	    cJSON_AddStringToObject(o, "dtype", daqiri_dtype_name(dt)) == NULL ||
+	    cJSON_AddNumberToObject(o, "nbufs", s->nbufs) == NULL ||
+	    cJSON_AddNumberToObject(o, "packets_per_batch", s->geom->ppb) == NULL ||
+	    cJSON_AddNumberToObject(o, "payload_bytes", s->geom->in_bytes) == NULL ||
+	    cJSON_AddNumberToObject(o, "slot_bytes", (double)s->geom->slot_bytes) == NULL ||
+	    cJSON_AddNumberToObject(o, "tensor_bytes", (double)s->geom->tensor_bytes) == NULL ||
+	    cJSON_AddNumberToObject(o, "window", s->geom->window) == NULL ||
+	    cJSON_AddNumberToObject(o, "subscribers", s->nall) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+stream_stats_json(struct stream *s, cJSON *o)
+{
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	const uint64_t *v = (const uint64_t *)&rc;
+	cJSON *r, *h;
+
+	stream_snapshot(s, &rc, &sc);
+	if (cJSON_AddStringToObject(o, "name", s->name) == NULL ||
+	    (r = cJSON_AddObjectToObject(o, "reorder")) == NULL ||
+	    (h = cJSON_AddObjectToObject(o, "handoff")) == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < REORDER_NCOUNTERS; i++)
+		if (cJSON_AddNumberToObject(r, reorder_counter_names[i],
+		    (double)v[i]) == NULL)
+			return -ENOMEM;
+	if (cJSON_AddNumberToObject(h, "published", (double)sc.published) == NULL ||
+	    cJSON_AddNumberToObject(h, "delivered", (double)sc.delivered) == NULL ||
+	    cJSON_AddNumberToObject(h, "unseen", (double)sc.unseen) == NULL ||
+	    cJSON_AddNumberToObject(h, "overruns", (double)sc.overruns) == NULL ||
+	    cJSON_AddNumberToObject(h, "subs_broken", (double)sc.subs_broken) == NULL ||
+	    cJSON_AddNumberToObject(h, "free_bufs", (double)sc.free_bufs) == NULL ||
+	    cJSON_AddNumberToObject(h, "held_bufs", (double)sc.held_bufs) == NULL ||
+	    cJSON_AddNumberToObject(h, "open_bufs", (double)sc.open_bufs) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+stream_consumers_json(struct stream *s, cJSON *arr)
+{
+	for (int k = 0; k < s->nall; k++) {
+		struct sub *u = s->all[k];
+		int st = atomic_load_explicit(&u->state, memory_order_relaxed);
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(arr, o);
+		if (cJSON_AddStringToObject(o, "stream", s->name) == NULL ||
+		    cJSON_AddNumberToObject(o, "conn", (double)u->conn_id) == NULL ||
+		    cJSON_AddNumberToObject(o, "sub_id", u->sub_id) == NULL ||
+		    cJSON_AddNumberToObject(o, "pid", u->pid) == NULL ||
+		    cJSON_AddNumberToObject(o, "uid", u->uid) == NULL ||
+		    cJSON_AddStringToObject(o, "mode",
+			daqiri_sub_mode_name(u->mode)) == NULL ||
+		    cJSON_AddStringToObject(o, "group", u->group) == NULL ||
+		    cJSON_AddStringToObject(o, "state",
+			st == SUB_BROKEN ? "broken" : st == SUB_GONE ? "gone" :
+			u->removing ? "ending" : "active") == NULL ||
+		    cJSON_AddNumberToObject(o, "delivered", (double)atomic_load(
+			&u->delivered)) == NULL ||
+		    cJSON_AddNumberToObject(o, "released", (double)atomic_load(
+			&u->released)) == NULL ||
+		    cJSON_AddNumberToObject(o, "overruns", (double)atomic_load(
+			&u->overruns)) == NULL ||
+		    cJSON_AddNumberToObject(o, "held", atomic_load(
+			&u->held_now)) == NULL ||
+		    cJSON_AddNumberToObject(o, "max_held", u->max_held) == NULL ||
+		    cJSON_AddNumberToObject(o, "ring_depth", u->ring.depth) == NULL)
+			return -ENOMEM;
+	}
+	return 0;
+}

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The RX worker loop: receive a burst, route every frame by flow to the
+ * stream that owns it, hand each stream its share of the burst, release
+ * the burst to the engine, then service the streams. The receive call
+ * never sleeps past the nearest reorder deadline, so a partial batch is
+ * published on time even when no further packet arrives.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "worker.h"
+
+#define ROUTE_NO_STREAM		(-1)
+#define ROUTE_MISROUTED		(-2)
+
+struct wstream {
+	struct stream *s;
+	unsigned n;
+	struct reorder_pkt pkts[ENGINE_MAX_BURST];
+};
+
+struct worker {
+	char name[CFG_NAME_MAX * 2 + 2];
+	int core;
+	uint32_t batch;
+	struct engine *eng;
+	struct engine_rxq *q;
+	const struct flow_table *flows;
+	int *rule_stream;		/* per flow rule: ws index or ROUTE_* */
+	int default_route;		/* for FLOW_ROUTE_DEFAULT */
+	int nws;
+	struct wstream *ws;
+	int wake_fd;
+	pthread_t thr;
+	bool started;
+	_Atomic int stop;
+
+	struct worker_counters ctr;
+	struct flow_stats fstats;
+	struct engine_frame frames[ENGINE_MAX_BURST];
+
+	_Atomic uint32_t snap_seq;
+	struct worker_counters snap;
+};
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void
+snapshot(struct worker *w)
+{
+	uint32_t seq = atomic_load_explicit(&w->snap_seq, memory_order_relaxed);
+
+	w->ctr.matched = w->fstats.matched;
+	w->ctr.unmatched = w->fstats.unmatched;
+	w->eng->ops->stats(w->q, &w->ctr.engine);
+	atomic_store_explicit(&w->snap_seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	w->snap = w->ctr;
+	atomic_store_explicit(&w->snap_seq, seq + 2, memory_order_release);
+}
+
+void
+worker_snapshot(struct worker *w, struct worker_counters *out)
+{
+	uint32_t a, b;
+
+	do {
+		a = atomic_load_explicit(&w->snap_seq, memory_order_acquire);
+		*out = w->snap;
+		atomic_thread_fence(memory_order_acquire);
+		b = atomic_load_explicit(&w->snap_seq, memory_order_relaxed);
+	} while ((a & 1) != 0 || a != b);
+}
+
+/* Route one burst's frames to their streams. */
+static void
+route(struct worker *w, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const struct engine_frame *f = &w->frames[i];
+		const uint8_t *h = f->hdr_len != 0 ? f->hdr : f->payload;
+		uint32_t hl = f->hdr_len != 0 ? f->hdr_len : f->payload_len;
+		int r = flow_route(w->flows, &w->fstats, h, hl);
+		int k;
+
+		w->ctr.rx_bytes += (uint64_t)f->hdr_len + f->payload_len;
+		if (r == FLOW_ROUTE_DROP)
+			continue;
+		k = r == FLOW_ROUTE_DEFAULT ? w->default_route :
+		    w->rule_stream[r];
+		if (k >= 0) {
+			struct wstream *ws = &w->ws[k];
+
+			memcpy(&ws->pkts[ws->n++], f, sizeof(*f));
+		} else if (k == ROUTE_MISROUTED)
+			w->ctr.misrouted++;
+		else
+			w->ctr.no_stream++;
+	}
+	w->ctr.rx_packets += n;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t now = mono_ns();
+
+	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
+		uint64_t deadline = now + WORKER_IDLE_NS;
+		int64_t timeout;
+		uint64_t drain;
+		int n;
+
+		for (int k = 0; k < w->nws; k++) {
+			uint64_t d = stream_next_deadline(w->ws[k].s);
+
+			if (d < deadline)
+				deadline = d;
+		}
+		timeout = deadline > now ? (int64_t)(deadline - now) : 0;
+		n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
+		now = mono_ns();
+		if (n > 0) {
+			w->ctr.bursts++;
+			route(w, (unsigned)n);
+			for (int k = 0; k < w->nws; k++) {
+				struct wstream *ws = &w->ws[k];
+
+				if (ws->n == 0)
+					continue;
+				stream_burst(ws->s, ws->pkts, ws->n, now);
+				ws->n = 0;
+			}
+			w->eng->ops->release(w->q, (unsigned)n);
+		} else if (n < 0) {
+			w->ctr.rx_errors++;
+			if (n != -EINTR && n != -EAGAIN) {
+				/* do not spin on a persistent error */
+				struct timespec ts = { 0, 1000000 };
+
+				nanosleep(&ts, NULL);
+			}
+		}
+		/* An empty return may be the wake eventfd: drain it, or the
+		 * next receive would return at once again. Commands are seen
+		 * through the streams' flags either way. */
+		if (n == 0 && w->wake_fd >= 0)
+			(void)!read(w->wake_fd, &drain, sizeof(drain));
+		for (int k = 0; k < w->nws; k++)
+			stream_service(w->ws[k].s, now);
+		snapshot(w);
+	}
+	now = mono_ns();
+	for (int k = 0; k < w->nws; k++) {
+		stream_service(w->ws[k].s, now);
+		stream_flush(w->ws[k].s, now);
+	}
+	snapshot(w);
+	return NULL;
+}
+
+static int
+stream_of_flow(const struct cfg_reorder *const *cfgs, int n, uint32_t flow_id)
+{
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < cfgs[j]->nflow_ids; i++)
+			if (cfgs[j]->flow_ids[i] == flow_id)
+				return j;
+	return -1;
+}
+
+/* The queue id that feeds reorder config r: its first flow's first queue. */
+static int64_t
+owner_queue(const struct cfg_interface *ifc, const struct cfg_reorder *r)
+{
+	for (int f = 0; f < ifc->rx.nflows; f++)
+		if (r->nflow_ids > 0 && ifc->rx.flows[f].id == r->flow_ids[0] &&
+		    ifc->rx.flows[f].nqueue_ids > 0)
+			return ifc->rx.flows[f].queue_ids[0];
+	return -1;
+}
+
+int
+worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
+	      struct engine *eng, const struct flow_table *flows,
+	      struct stream *const *streams,
+	      const struct cfg_reorder *const *stream_cfg, int nstreams,
+	      char *err, size_t errlen)
+{
+	const struct cfg_queue *cq = &ifc->rx.queues[qi];
+	int local[WORKER_MAX_STREAMS];
+	struct worker *w;
+
+	*out = NULL;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	snprintf(w->name, sizeof(w->name), "%s/%s", ifc->name, cq->name);
+	w->core = cq->cpu_core;
+	w->batch = cq->batch_size > 0 && cq->batch_size < ENGINE_MAX_BURST ?
+	    cq->batch_size : ENGINE_MAX_BURST;
+	w->eng = eng;
+	w->q = eng->ops->rxq(eng, qi);
+	w->flows = flows;
+	w->wake_fd = -1;
+	if (w->q == NULL) {
+		snprintf(err, errlen, "queue '%s': the engine has no such queue",
+		    w->name);
+		free(w);
+		return -EINVAL;
+	}
+
+	/* The streams this queue owns. */
+	for (int j = 0; j < nstreams && j < WORKER_MAX_STREAMS; j++) {
+		local[j] = -1;
+		if (owner_queue(ifc, stream_cfg[j]) == (int64_t)cq->id)
+			local[j] = w->nws++;
+	}
+	w->ws = calloc((size_t)(w->nws > 0 ? w->nws : 1), sizeof(*w->ws));
+	w->rule_stream = calloc(flows->nrules > 0 ? flows->nrules : 1,
+	    sizeof(int));
+	if (w->ws == NULL || w->rule_stream == NULL) {
+		worker_destroy(w);
+		return -ENOMEM;
+	}
+	for (int j = 0; j < nstreams && j < WORKER_MAX_STREAMS; j++)
+		if (local[j] >= 0)
+			w->ws[local[j]].s = streams[j];
+	for (uint32_t i = 0; i < flows->nrules; i++) {
+		int j = stream_of_flow(stream_cfg, nstreams, flows->rules[i].id);
+
+		w->rule_stream[i] = j < 0 ? ROUTE_NO_STREAM :
+		    local[j] >= 0 ? local[j] : ROUTE_MISROUTED;
+	}
+	w->default_route = ROUTE_NO_STREAM;
+
+	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->wake_fd < 0) {
+		int rc = -errno;
+
+		snprintf(err, errlen, "queue '%s': eventfd: %s", w->name,
+		    strerror(errno));
+		worker_destroy(w);
+		return rc;
+	}
+	eng->ops->set_wake_fd(w->q, w->wake_fd);
+	for (int k = 0; k < w->nws; k++)
+		stream_set_wake_fd(w->ws[k].s, w->wake_fd);
+	snapshot(w);
+	*out = w;
+	return 0;
+}
+
+int
+worker_start(struct worker *w)
+{
+	int rc;
+
+	rc = pthread_create(&w->thr, NULL, worker_main, w);
+	if (rc != 0)
+		return -rc;
+	w->started = true;
+	if (w->core >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		if (w->core < CPU_SETSIZE && w->core < sysconf(_SC_NPROCESSORS_ONLN))
+			CPU_SET(w->core, &set);
+		if (CPU_COUNT(&set) == 0 ||
+		    (rc = pthread_setaffinity_np(w->thr, sizeof(set), &set)) != 0)
+			log_warnx("queue '%s': cannot pin to core %d (%s); "
+			    "running unpinned", w->name, w->core,
+			    CPU_COUNT(&set) == 0 ? "no such core" : strerror(rc));
+	}
+	return 0;
+}
+
+void
+worker_stop(struct worker *w)
+{
+	uint64_t one = 1;
+
+	if (w == NULL || !w->started)
+		return;
+	atomic_store_explicit(&w->stop, 1, memory_order_release);
+	if (w->wake_fd >= 0 && write(w->wake_fd, &one, sizeof(one)) < 0)
+		log_warn("queue '%s': waking the worker", w->name);
+	pthread_join(w->thr, NULL);
+	w->started = false;
+}
+
+void
+worker_destroy(struct worker *w)
+{
+	if (w == NULL)
+		return;
+	worker_stop(w);
+	if (w->wake_fd >= 0)
+		close(w->wake_fd);
+	free(w->rule_stream);
+	free(w->ws);
+	free(w);
+}
+
+const char *
+worker_queue_name(const struct worker *w)
+{
+	return w->name;
+}
+
+int
+worker_stats_json(struct worker *w, cJSON *o)
+{
+	struct worker_counters c;
+	static const struct {
+		const char *name;
+		size_t off;
+	} f[] = {
+#define F(x) { #x, offsetof(struct worker_counters, x) }
+		F(rx_packets), F(rx_bytes), F(matched), F(unmatched),
+		F(no_stream), F(misrouted), F(bursts), F(rx_errors),
+#undef F
+#define E(x) { "engine_" #x, offsetof(struct worker_counters, engine.x) }
+		E(rx_packets), E(kernel_drops), E(truncated), E(errors),
+		E(gro_reads),
+#undef E
+	};
+
+	worker_snapshot(w, &c);
+	if (cJSON_AddStringToObject(o, "queue", w->name) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (cJSON_AddNumberToObject(o, f[i].name,
+		    (double)*(const uint64_t *)(const void *)
+		    ((const char *)&c + f[i].off)) == NULL)
+			return -ENOMEM;
+	return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * RX workers: one thread per configured RX queue. A worker receives bursts
+ * from its engine queue, classifies frames by flow, feeds the reorder
+ * streams it owns, and services them (deadlines, releases, subscription
+ * commands). No lock, allocation, syscall or log line per packet.
+ */
+#ifndef DAQIRI_WORKER_H
+#define DAQIRI_WORKER_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine.h"
+#include "flow.h"
+#include "stream.h"
+
+/* Longest a worker sleeps without looking at its commands and counters. */
+#define WORKER_IDLE_NS		(50u * 1000u * 1000u)
+#define WORKER_MAX_STREAMS	CFG_MAX_REORDERS
+
+/* A worker's own counters (its interface's share of them). Per interface:
+ * rx_packets = sum over its streams of packets_in + unmatched + no_stream
+ * + misrouted. */
+struct worker_counters {
+	uint64_t rx_packets;		/* frames from the engine */
+	uint64_t rx_bytes;
+	uint64_t matched;		/* matched a flow */
+	uint64_t unmatched;		/* no flow, flow_isolation on: dropped */
+	uint64_t no_stream;		/* flow (or default queue) without a
+					 * reorder stream: dropped */
+	uint64_t misrouted;		/* a stream another queue's worker owns */
+	uint64_t bursts;
+	uint64_t rx_errors;		/* failed rx_burst calls */
+	struct engine_stats engine;
+};
+
+struct worker;
+
+/*
+ * Make the worker of rx queue qi of interface ifc. streams[] are the
+ * streams of this interface, stream_cfg[i] their reorder configs; the
+ * worker feeds those whose first flow targets its queue. Returns 0 and
+ * *out, or a negative errno with a message in err.
+ */
+int worker_create(struct worker **out, const struct cfg_interface *ifc,
+		  int qi, struct engine *eng, const struct flow_table *flows,
+		  struct stream *const *streams,
+		  const struct cfg_reorder *const *stream_cfg, int nstreams,
+		  char *err, size_t errlen);
+/* Start the thread (pinned to the queue's cpu_core when it exists). */
+int worker_start(struct worker *w);
+/* Ask it to stop, flush its streams and join it. NULL-safe. */
+void worker_stop(struct worker *w);
+void worker_destroy(struct worker *w);
+
+/* Consistent copy of its counters (any thread). */
+void worker_snapshot(struct worker *w, struct worker_counters *out);
+int worker_stats_json(struct worker *w, cJSON *obj);
+const char *worker_queue_name(const struct worker *w);
+
+#endif
