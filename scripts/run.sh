@@ -1,0 +1,16 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# make run: daqirid in the foreground on etc/daqirid.yaml. As root the
+# control socket is the system one; otherwise it lives in the user's
+# runtime directory, so no privileges are needed.
+set -eu
+BUILD=${BUILD:-build}
+if [ "$(id -u)" -eq 0 ]; then
+	sock=/run/daqiri/daqirid.sock
+else
+	dir=${XDG_RUNTIME_DIR:-/tmp/daqiri-$(id -u)}/daqiri
+	mkdir -p "$dir"
+	sock=$dir/daqirid.sock
+fi
+echo "daqirid: control socket $sock (DAQIRI_SOCKET=$sock daqirictl status)"
+exec "$BUILD/daqirid" -c etc/daqirid.yaml -s "$sock" -l "${LOG_LEVEL:-info}"
