@@ -458,22 +458,32 @@ static const struct pcase pcases[] = {
 #define NPCASES ((int)(sizeof(pcases) / sizeof(pcases[0])))
 
 #define P_PPB		16
+#define P_JITTER	24		/* packets a packet may move */
 
 /* One packet of the generated stream. */
 struct tpkt {
 	uint32_t seq;
 	uint32_t len;			/* payload bytes (!= in_bytes: malformed) */
 	uint32_t pay;			/* index of its payload */
+	uint64_t key;			/* arrival order */
 };
 
-/* A stream over 16-bit sequence numbers starting near the wrap: shuffled
- * locally, with losses, duplicates, malformed packets, a gap and a sender
- * restart. Returns the number of packets. */
+static int
+tpkt_cmp(const void *a, const void *b)
+{
+	const struct tpkt *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key ? 1 :
+	    (x->pay > y->pay) - (x->pay < y->pay);
+}
+
+/* A stream over 16-bit sequence numbers starting near the wrap: every
+ * packet moved up to P_JITTER places, with losses, duplicates, malformed
+ * packets, a gap and a sender restart. Returns the number of packets. */
 static uint32_t
 gen_stream(struct tpkt *pk, uint32_t in_bytes, uint64_t *s)
 {
-	uint32_t n = 0, i, j, seq = 65536 - 5 * P_PPB, b;
-	struct tpkt t;
+	uint32_t n = 0, i, seq = 65536 - 5 * P_PPB, b;
 
 	for (b = 0; b < 300 && n < P_MAX_PKTS - 64; b++) {
 		if (b == 120)
@@ -496,21 +506,19 @@ gen_stream(struct tpkt *pk, uint32_t in_bytes, uint64_t *s)
 			}
 		}
 	}
-	for (i = 0; i < n; i++) {	/* reorder within 40 packets */
-		j = i + (uint32_t)(rnd(s) % 40);
-		if (j < n) {
-			t = pk[i];
-			pk[i] = pk[j];
-			pk[j] = t;
-		}
-	}
+	for (i = 0; i < n; i++)
+		pk[i].key = pk[i].pay + rnd(s) % P_JITTER;
+	qsort(pk, n, sizeof(*pk), tpkt_cmp);
 	return n;
 }
 
-/* Feed the same stream to plan p: same bursts, same clock. */
+/* Feed the same stream to plan p: same bursts, same clock. poison:
+ * overwrite each payload once its burst returned, as an engine reusing
+ * the packet buffer would (mem says how). */
 static void
 run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
-	   uint8_t (*hdr)[T_HDR], uint8_t *pay, uint32_t pitch, uint64_t seed)
+	   uint8_t (*hdr)[T_HDR], uint8_t *pay, uint32_t pitch, uint64_t seed,
+	   int poison, enum pmem mem)
 {
 	struct reorder_pkt b[P_MAX_BURST];
 	uint64_t now = 1000000, s = seed;
@@ -527,6 +535,15 @@ run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
 			now += 500;
 		}
 		reorder_burst(p, b, k, now);
+		while (poison && k > 0) {
+			k--;
+			if (mem == PMEM_DEVICE)
+				CK_CUDA(cudaMemset((void *)b[k].payload, 0x77,
+				    b[k].payload_len));
+			else
+				memset((void *)b[k].payload, 0x77,
+				    b[k].payload_len);
+		}
 		if (rnd(&s) % 8 == 0) {
 			now += 30000;
 			reorder_poll(p, now);
@@ -582,13 +599,16 @@ START_TEST(test_plan_vs_cpu)
 	n = gen_stream(pk, c->in_bytes, &s);
 	pay = malloc((uint64_t)n * pitch);
 	for (i = 0; i < n; i++) {
-		memset(hdr[i], 0xEE, T_HDR);
-		hdr[i][4] = (uint8_t)(pk[i].seq >> 8);
-		hdr[i][5] = (uint8_t)pk[i].seq;
+		/* payload indexes are unique: a packet's header is hdr[pay] */
+		memset(hdr[pk[i].pay], 0xEE, T_HDR);
+		hdr[pk[i].pay][4] = (uint8_t)(pk[i].seq >> 8);
+		hdr[pk[i].pay][5] = (uint8_t)pk[i].seq;
 		for (k = 0; k < pitch; k++)
 			pay[(uint64_t)i * pitch + k] = (uint8_t)rnd(&s);
 	}
-	run_stream(pc, pk, n, hdr, pay, pitch, 77);
+	run_stream(pc, pk, n, hdr, pay, pitch, 77, 0, PMEM_HOST);
+	gpu.rec = cpu.rec;
+	gpu.nrec = cpu.nrec;
 
 	switch (c->mem) {
 	case PMEM_HOST:
@@ -606,7 +626,7 @@ START_TEST(test_plan_vs_cpu)
 		    cudaMemcpyHostToDevice));
 		break;
 	}
-	run_stream(pg, pk, n, hdr, gpay, pitch, 77);
+	run_stream(pg, pk, n, hdr, gpay, pitch, 77, 1, c->mem);
 	reorder_cuda_stats(pg, &st);
 
 	ck_assert_msg(gpu.fail[0] == '\0', "%s", gpu.fail);
