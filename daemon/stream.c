@@ -26,6 +26,7 @@
 
 #include "control.h"
 #include "log.h"
+#include "reorder_cuda.h"
 #include "ring.h"
 #include "stream.h"
 
@@ -85,6 +86,7 @@ struct stream {
 	uint32_t nbufs;
 	uint32_t bitmap_bytes;		/* sidecar bytes per buffer */
 	int bitmap_fd;
+	int ipc_fd;			/* device regions: the CUDA IPC handles */
 	uint8_t *bitmap;		/* nbufs x bitmap_bytes */
 	size_t bitmap_len;
 
@@ -485,6 +487,45 @@ stream_snapshot(struct stream *m, struct reorder_counters *rc,
 
 /* --- creation ------------------------------------------------------------ */
 
+/*
+ * Device tensors are shared by CUDA IPC: a memfd holding the allocation's
+ * cudaIpcMemHandle_t and one cudaIpcEventHandle_t per buffer, made now so
+ * the data path never creates an event.
+ */
+static int
+make_ipc_file(struct stream *s, char *err, size_t errlen)
+{
+	uint64_t len = DAQIRI_IPC_FILE_BYTES(s->nbufs);
+	uint8_t *p;
+	int rc;
+
+	s->ipc_fd = memfd_create("daqiri-ipc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (s->ipc_fd < 0 || ftruncate(s->ipc_fd, (off_t)len) != 0) {
+		snprintf(err, errlen, "stream '%s': ipc memfd: %s", s->name,
+		    strerror(errno));
+		return -errno;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, s->ipc_fd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(err, errlen, "stream '%s': ipc mmap: %s", s->name,
+		    strerror(errno));
+		return -errno;
+	}
+	rc = gpu_ipc_handle(s->region->dev, p);
+	for (uint32_t i = 0; rc == 0 && i < s->nbufs; i++)
+		rc = gpu_event_ipc_handle(mem_dev_buf(s->region, i),
+		    p + (uint64_t)DAQIRI_IPC_HANDLE_BYTES * (1 + i));
+	munmap(p, len);
+	if (rc != 0) {
+		snprintf(err, errlen, "stream '%s': CUDA IPC handles: %s",
+		    s->name, strerror(-rc));
+		return rc;
+	}
+	(void)fcntl(s->ipc_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE);
+	return 0;
+}
+
 int
 stream_create(struct stream **out, const struct cfg_interface *ifc,
 	      const struct cfg_reorder *r, struct mem_region *region,
@@ -499,6 +540,7 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 	if (s == NULL)
 		return -ENOMEM;
 	s->bitmap_fd = -1;
+	s->ipc_fd = -1;
 	s->wake_fd = -1;
 	pthread_mutex_init(&s->cmd_lock, NULL);
 	snprintf(s->name, sizeof(s->name), "%s/%s", ifc->name, r->name);
@@ -558,6 +600,9 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 		goto fail;
 	}
 	s->geom = reorder_geom(s->plan);
+	if (region->kind == CFG_MEM_DEVICE &&
+	    (rc = make_ipc_file(s, err, errlen)) != 0)
+		goto fail;
 	snapshot(s);
 	*out = s;
 	return 0;
@@ -593,6 +638,8 @@ stream_destroy(struct stream *s)
 		munmap(s->bitmap, s->bitmap_len);
 	if (s->bitmap_fd >= 0)
 		close(s->bitmap_fd);
+	if (s->ipc_fd >= 0)
+		close(s->ipc_fd);
 	free(s->state);
 	free(s->refs);
 	free(s->free_stack);
@@ -680,7 +727,7 @@ fill_info(const struct stream *s, const struct sub *u,
 	info->ring_bytes = u->ring_len;
 	info->max_held = u->max_held;
 	info->nfds = 4;
-	info->fds[0] = DAQIRI_FD_TENSOR;
+	info->fds[0] = s->ipc_fd >= 0 ? DAQIRI_FD_IPC : DAQIRI_FD_TENSOR;
 	info->fds[1] = DAQIRI_FD_BITMAP;
 	info->fds[2] = DAQIRI_FD_RING;
 	info->fds[3] = DAQIRI_FD_EVENTFD;
@@ -697,10 +744,6 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	int rc;
 
 	*nfds = 0;
-	if (s->region->kind == CFG_MEM_DEVICE)
-		return daqiri_err_set(err, DAQIRI_ST_NOT_SUPPORTED,
-		    "stream '%s' lives in GPU memory; sharing it needs a CUDA "
-		    "device", s->name), -ENOTSUP;
 	if (s->nall >= STREAM_MAX_SUBS)
 		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
 		    "stream '%s' has %d subscriptions already", s->name,
@@ -747,7 +790,7 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	}
 	fill_info(s, u, info);
 
-	fds[0] = control_reopen_ro(s->region->fd);
+	fds[0] = control_reopen_ro(s->ipc_fd >= 0 ? s->ipc_fd : s->region->fd);
 	fds[1] = control_reopen_ro(s->bitmap_fd);
 	fds[2] = fcntl(u->ring_fd, F_DUPFD_CLOEXEC, 0);
 	fds[3] = fcntl(u->efd, F_DUPFD_CLOEXEC, 0);
