@@ -59,7 +59,11 @@ struct engine_stats {
 	uint64_t rx_packets;		/* frames handed out by rx_burst() */
 	uint64_t rx_bytes;		/* their frame bytes (hdr + payload) */
 	uint64_t kernel_drops;		/* dropped before we read them
-					 * (SO_RXQ_OVFL: socket buffer full) */
+					 * (SO_RXQ_OVFL / SO_MEMINFO: socket
+					 * buffer full). The kernel counts
+					 * buffers: with UDP_GRO one drop may
+					 * be a coalesced run of datagrams, so
+					 * this is a lower bound then */
 	uint64_t truncated;		/* datagrams longer than a buffer
 					 * (MSG_TRUNC): malformed, never handed
 					 * out, not in rx_packets */

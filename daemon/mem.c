@@ -13,12 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifdef DAQIRI_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 #include "log.h"
 #include "mem.h"
+#include "reorder_cuda.h"
 
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB		0x0004U
@@ -131,50 +128,39 @@ fail:
 }
 
 #ifdef DAQIRI_HAVE_CUDA
-/* 1 when GPU `ordinal` can be used; else 0 and the reason in why. */
-static int
-mem_gpu_available(int ordinal, char *why, size_t len)
-{
-	cudaError_t e;
-	int n = 0;
+#define MEM_NO_DEVICE	"no CUDA device: "
 
-	if ((e = cudaGetDeviceCount(&n)) != cudaSuccess) {
-		snprintf(why, len, "%s (CUDA error %d)", cudaGetErrorString(e),
-		    (int)e);
-		return 0;
-	}
-	if (n <= 0) {
-		snprintf(why, len, "no GPU found");
-		return 0;
-	}
-	if (ordinal < 0 || ordinal >= n) {
-		snprintf(why, len, "GPU %d does not exist (%d found)", ordinal,
-		    n);
-		return 0;
-	}
-	return 1;
+/* reorder_cuda's last error without its "no CUDA device: " prefix. */
+static const char *
+mem_gpu_why(void)
+{
+	const char *why = reorder_cuda_last_error();
+
+	if (strncmp(why, MEM_NO_DEVICE, strlen(MEM_NO_DEVICE)) == 0)
+		why += strlen(MEM_NO_DEVICE);
+	return why;
 }
 
+/* Through reorder_cuda's helpers, so the CUDA backend knows the range and
+ * reads payloads there in place. */
 static int
 mem_create_device(struct mem_region *m, char *err, size_t errlen)
 {
-	char why[128];
-	cudaError_t e;
 	void *p = NULL;
+	int rc;
 
-	if (!mem_gpu_available(m->affinity, why, sizeof(why))) {
+	if (!gpu_available(NULL, 0)) {
 		mem_err(err, errlen, "memory region '%s': no CUDA device: %s",
-		    m->name, why);
+		    m->name, mem_gpu_why());
 		return -ENODEV;
 	}
 	m->size = m->nbufs * m->buf_size;
-	if ((e = cudaSetDevice(m->affinity)) != cudaSuccess ||
-	    (e = cudaMalloc(&p, m->size)) != cudaSuccess) {
-		mem_err(err, errlen, "memory region '%s': cudaMalloc of %llu "
-		    "bytes on GPU %d: %s", m->name,
-		    (unsigned long long)m->size, m->affinity,
-		    cudaGetErrorString(e));
-		return -ENOMEM;
+	if ((rc = gpu_alloc(m->affinity, m->size, &p)) < 0) {
+		mem_err(err, errlen, "memory region '%s': %llu bytes on GPU %d: "
+		    "%s", m->name, (unsigned long long)m->size, m->affinity,
+		    reorder_cuda_last_error());
+		m->size = 0;
+		return rc;
 	}
 	m->dev = p;
 	return 0;
@@ -184,25 +170,19 @@ mem_create_device(struct mem_region *m, char *err, size_t errlen)
 static void
 mem_pin(struct mem_region *m)
 {
-	char why[128];
-	cudaError_t e;
-	void *d = NULL;
-
-	if (!mem_gpu_available(m->affinity, why, sizeof(why))) {
+	if (!gpu_available(NULL, 0)) {
 		log_warnx("memory region '%s': host_pinned without a CUDA "
-		    "device (%s): using plain host memory", m->name, why);
+		    "device (%s): using plain host memory", m->name,
+		    mem_gpu_why());
 		return;
 	}
-	if ((e = cudaSetDevice(m->affinity)) != cudaSuccess ||
-	    (e = cudaHostRegister(m->base, m->size, cudaHostRegisterPortable |
-	    cudaHostRegisterMapped)) != cudaSuccess) {
-		log_warnx("memory region '%s': cudaHostRegister: %s: using "
-		    "plain host memory", m->name, cudaGetErrorString(e));
+	if (gpu_host_register(m->base, m->size) < 0) {
+		log_warnx("memory region '%s': %s: using plain host memory",
+		    m->name, reorder_cuda_last_error());
 		return;
 	}
 	m->pinned = true;
-	if (cudaHostGetDevicePointer(&d, m->base, 0) == cudaSuccess)
-		m->dev = d;
+	m->dev = m->base;	/* UVA: the device alias is the same address */
 }
 #else
 static int
@@ -285,12 +265,10 @@ mem_region_destroy(struct mem_region *m)
 {
 	if (m == NULL)
 		return;
-#ifdef DAQIRI_HAVE_CUDA
 	if (m->pinned && m->base != NULL)
-		cudaHostUnregister(m->base);
+		gpu_host_unregister(m->base);
 	if (m->kind == CFG_MEM_DEVICE && m->dev != NULL)
-		cudaFree(m->dev);
-#endif
+		gpu_free(m->dev);
 	if (m->base != NULL)
 		munmap(m->base, m->size);
 	/* size is set before any fd is opened, so a zeroed struct (fd 0,

@@ -1,0 +1,986 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * daqiri-sim: a sensor simulator. Reads the daemon's YAML (or flags) and
+ * sends UDP datagrams laid out as one reorder config expects, sequence and
+ * batch fields counting up and samples in the pattern ((3*slot + e) mod 15)
+ * - 7, optionally shuffled, lost or duplicated on purpose, paced, with GSO.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT		103
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP			17
+#endif
+
+#define SIM_HDR_LEN		42	/* the frame bytes before the UDP payload */
+#define SIM_HDR_BITS		(SIM_HDR_LEN * 8)
+#define SIM_UDP_MAX		65507	/* largest IPv4 UDP payload */
+#define SIM_MAX_MSGS		64	/* messages per sendmmsg */
+#define SIM_MAX_GSO		64	/* segments per GSO send (kernel limit) */
+#define SIM_PATTERN_PERIOD	5	/* slots s, s+5 carry the same samples */
+#define SIM_BURST_NS		100000	/* a paced burst covers at most 100 us */
+#define SIM_SNDBUF		(4 << 20)
+#define SIM_DEFAULT_BATCHES	10
+#define SIM_MAX_SHUFFLE		(1u << 20)
+
+/* What to send: one reorder config's layout, resolved. */
+struct sim_layout {
+	char stream[2 * CFG_NAME_MAX];
+	enum cfg_method method;
+	struct cfg_bitfield seq, batch;	/* bit offsets in the frame */
+	uint32_t ppb;
+	uint32_t payload_offset;	/* frame byte where samples start */
+	uint32_t payload_bytes;
+	enum cfg_dtype dtype;		/* NONE: bytes, written as int8 */
+	enum cfg_endian endian;
+	uint32_t dgram_len;		/* UDP payload bytes of every datagram */
+	uint32_t sample_off;		/* UDP payload byte where samples start */
+	bool prefix_only;		/* every field before the samples */
+};
+
+struct sim_opts {
+	const char *config;
+	const char *stream;
+	const char *dest;
+	double pps;			/* 0 = as fast as possible */
+	uint64_t batches;		/* 0 = until interrupted */
+	uint32_t shuffle;
+	double loss, dup;
+	uint64_t seed;
+	uint32_t gso;
+	bool quiet, allow_remote;
+	/* flags that replace (or, without a config, define) the layout */
+	bool has_seq, has_batch, has_ppb, has_poff, has_pbytes, has_dtype,
+	    has_endian;
+	struct cfg_bitfield seq, batch;
+	uint32_t ppb, poff, pbytes;
+	enum cfg_dtype dtype;
+	enum cfg_endian endian;
+	double rate;
+	bool rate_gbps;
+};
+
+/* One packet to send. */
+struct sim_pkt {
+	uint64_t g;			/* global index: batch * ppb + slot */
+	bool dup;			/* the second copy */
+};
+
+struct sim_totals {
+	uint64_t sent, unique, dropped, duplicates, bytes;
+};
+
+static volatile sig_atomic_t sim_stop;
+
+static void
+sim_on_signal(int sig)
+{
+	(void)sig;
+	sim_stop = 1;
+}
+
+static void __attribute__((noreturn))
+usage(int rc)
+{
+	fprintf(rc ? stderr : stdout,
+	    "usage: daqiri-sim [-c FILE] [--stream IFACE/REORDER] "
+	    "[--dest udp://IP:PORT]\n"
+	    "                  [--rate R[pps|kpps|Mpps|Mbps|Gbps]] "
+	    "[--batches N] [--shuffle W]\n"
+	    "                  [--loss P] [--dup P] [--seed S] [--gso N] "
+	    "[--quiet] [--allow-remote]\n"
+	    "                  [--seq OFF:WIDTH] [--batch-field OFF:WIDTH] "
+	    "[--ppb N]\n"
+	    "                  [--payload-offset BYTES] [--payload-bytes N] "
+	    "[--dtype int4|int8|int16|int32]\n"
+	    "                  [--endian host|network]\n"
+	    "Without -c the built-in default config is read. Layout flags "
+	    "replace the config's\nvalues; bit and byte offsets count from the "
+	    "first byte of the Ethernet frame\n(UDP payload byte k is frame "
+	    "byte 42 + k). --batches 0 sends until interrupted.\n");
+	exit(rc);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("daqiri-sim: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* xorshift64*: small, seedable, the same on every machine. */
+static uint64_t
+sim_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Uniform in [0, 1). */
+static double
+sim_rand01(uint64_t *s)
+{
+	return (double)(sim_rand(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static uint64_t
+parse_u64(const char *opt, const char *s, uint64_t max)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end != '\0' || s[0] == '-' || v > max)
+		die("%s: '%s' is not a number from 0 to %llu", opt, s,
+		    (unsigned long long)max);
+	return v;
+}
+
+static double
+parse_prob(const char *opt, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end != '\0' || !(v >= 0.0 && v <= 1.0))
+		die("%s: '%s' is not a probability from 0 to 1", opt, s);
+	return v;
+}
+
+static struct cfg_bitfield
+parse_field(const char *opt, const char *s)
+{
+	struct cfg_bitfield f;
+	char buf[64], *colon;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	if ((colon = strchr(buf, ':')) == NULL)
+		die("%s: '%s' is not OFFSET:WIDTH (bits)", opt, s);
+	*colon = '\0';
+	f.bit_offset = (uint32_t)parse_u64(opt, buf, UINT32_MAX);
+	f.bit_width = (uint32_t)parse_u64(opt, colon + 1, 32);
+	if (f.bit_width == 0)
+		die("%s: width must be 1..32", opt);
+	return f;
+}
+
+/* "R", "Rpps", "Rkpps", "RMpps" (packets/s) or "RMbps", "RGbps" (UDP
+ * payload bits/s). */
+static void
+parse_rate(struct sim_opts *o, const char *s)
+{
+	static const struct {
+		const char *suffix;
+		double mult;
+		bool bits;
+	} units[] = {
+		{ "", 1, false }, { "pps", 1, false }, { "kpps", 1e3, false },
+		{ "Mpps", 1e6, false }, { "Mbps", 1e6, true },
+		{ "Gbps", 1e9, true }, { "gbps", 1e9, true },
+	};
+	char *end;
+	double v;
+	size_t i;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !(v > 0))
+		die("--rate: '%s' is not a positive rate", s);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) == 0) {
+			o->rate = v * units[i].mult;
+			o->rate_gbps = units[i].bits;
+			return;
+		}
+	}
+	die("--rate: unknown unit '%s' (pps, kpps, Mpps, Mbps, Gbps)", end);
+}
+
+static enum cfg_dtype
+parse_dtype(const char *s)
+{
+	static const struct {
+		const char *name;
+		enum cfg_dtype t;
+	} types[] = {
+		{ "int4", CFG_DTYPE_INT4 }, { "int8", CFG_DTYPE_INT8 },
+		{ "int16", CFG_DTYPE_INT16 }, { "int32", CFG_DTYPE_INT32 },
+		{ "none", CFG_DTYPE_NONE },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strcmp(s, types[i].name) == 0)
+			return types[i].t;
+	die("--dtype: '%s' is not int4, int8, int16 or int32", s);
+}
+
+/* udp://A.B.C.D:PORT, both in host byte order. */
+static void
+parse_dest(const char *s, uint32_t *addr, uint16_t *port)
+{
+	char buf[64], *colon;
+	struct in_addr a;
+
+	if (strncmp(s, "udp://", 6) != 0)
+		die("--dest: '%s' is not udp://IP:PORT", s);
+	snprintf(buf, sizeof(buf), "%s", s + 6);
+	if ((colon = strrchr(buf, ':')) == NULL)
+		die("--dest: '%s' has no port", s);
+	*colon = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		die("--dest: '%s' is not an IPv4 address", buf);
+	*addr = ntohl(a.s_addr);
+	*port = (uint16_t)parse_u64("--dest", colon + 1, 65535);
+	if (*port == 0)
+		die("--dest: port 0");
+}
+
+static void
+parse_args(int argc, char **argv, struct sim_opts *o)
+{
+	enum {
+		OPT_STREAM = 256, OPT_DEST, OPT_RATE, OPT_BATCHES, OPT_SHUFFLE,
+		OPT_LOSS, OPT_DUP, OPT_SEED, OPT_GSO, OPT_QUIET, OPT_REMOTE,
+		OPT_SEQ, OPT_BATCH, OPT_PPB, OPT_POFF, OPT_PBYTES, OPT_DTYPE,
+		OPT_ENDIAN,
+	};
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "stream", required_argument, NULL, OPT_STREAM },
+		{ "dest", required_argument, NULL, OPT_DEST },
+		{ "rate", required_argument, NULL, OPT_RATE },
+		{ "batches", required_argument, NULL, OPT_BATCHES },
+		{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
+		{ "loss", required_argument, NULL, OPT_LOSS },
+		{ "dup", required_argument, NULL, OPT_DUP },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "gso", required_argument, NULL, OPT_GSO },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "allow-remote", no_argument, NULL, OPT_REMOTE },
+		{ "seq", required_argument, NULL, OPT_SEQ },
+		{ "batch-field", required_argument, NULL, OPT_BATCH },
+		{ "ppb", required_argument, NULL, OPT_PPB },
+		{ "payload-offset", required_argument, NULL, OPT_POFF },
+		{ "payload-bytes", required_argument, NULL, OPT_PBYTES },
+		{ "dtype", required_argument, NULL, OPT_DTYPE },
+		{ "endian", required_argument, NULL, OPT_ENDIAN },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	o->batches = SIM_DEFAULT_BATCHES;
+	o->seed = 1;
+	o->gso = 1;
+	while ((ch = getopt_long(argc, argv, "c:hq", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case OPT_STREAM:
+			o->stream = optarg;
+			break;
+		case OPT_DEST:
+			o->dest = optarg;
+			break;
+		case OPT_RATE:
+			parse_rate(o, optarg);
+			break;
+		case OPT_BATCHES:
+			o->batches = parse_u64("--batches", optarg, UINT64_MAX);
+			break;
+		case OPT_SHUFFLE:
+			o->shuffle = (uint32_t)parse_u64("--shuffle", optarg,
+			    SIM_MAX_SHUFFLE);
+			break;
+		case OPT_LOSS:
+			o->loss = parse_prob("--loss", optarg);
+			break;
+		case OPT_DUP:
+			o->dup = parse_prob("--dup", optarg);
+			break;
+		case OPT_SEED:
+			o->seed = parse_u64("--seed", optarg, UINT64_MAX);
+			break;
+		case OPT_GSO:
+			o->gso = (uint32_t)parse_u64("--gso", optarg,
+			    SIM_MAX_GSO);
+			if (o->gso == 0)
+				o->gso = 1;
+			break;
+		case 'q':
+		case OPT_QUIET:
+			o->quiet = true;
+			break;
+		case OPT_REMOTE:
+			o->allow_remote = true;
+			break;
+		case OPT_SEQ:
+			o->seq = parse_field("--seq", optarg);
+			o->has_seq = true;
+			break;
+		case OPT_BATCH:
+			o->batch = parse_field("--batch-field", optarg);
+			o->has_batch = true;
+			break;
+		case OPT_PPB:
+			o->ppb = (uint32_t)parse_u64("--ppb", optarg,
+			    UINT32_MAX);
+			o->has_ppb = true;
+			break;
+		case OPT_POFF:
+			o->poff = (uint32_t)parse_u64("--payload-offset",
+			    optarg, SIM_HDR_LEN + SIM_UDP_MAX);
+			o->has_poff = true;
+			break;
+		case OPT_PBYTES:
+			o->pbytes = (uint32_t)parse_u64("--payload-bytes",
+			    optarg, SIM_UDP_MAX);
+			o->has_pbytes = true;
+			break;
+		case OPT_DTYPE:
+			o->dtype = parse_dtype(optarg);
+			o->has_dtype = true;
+			break;
+		case OPT_ENDIAN:
+			if (strcmp(optarg, "host") == 0)
+				o->endian = CFG_ENDIAN_HOST;
+			else if (strcmp(optarg, "network") == 0)
+				o->endian = CFG_ENDIAN_NETWORK;
+			else
+				die("--endian: '%s' is not host or network",
+				    optarg);
+			o->has_endian = true;
+			break;
+		case 'h':
+			usage(0);
+		default:
+			usage(2);
+		}
+	}
+	if (optind != argc)
+		usage(2);
+	if (o->seed == 0)
+		o->seed = 1;	/* xorshift needs a non-zero state */
+}
+
+/* The reorder config named by --stream, or the first one there is. */
+static void
+pick_stream(const struct cfg *c, const char *want,
+	    const struct cfg_interface **ifc_out,
+	    const struct cfg_reorder **r_out)
+{
+	char names[1024] = "";
+	int i, j;
+
+	for (i = 0; i < c->ninterfaces; i++) {
+		const struct cfg_interface *ifc = &c->interfaces[i];
+
+		for (j = 0; j < ifc->rx.nreorders; j++) {
+			const struct cfg_reorder *r = &ifc->rx.reorders[j];
+			char name[2 * CFG_NAME_MAX];
+
+			snprintf(name, sizeof(name), "%s/%s", ifc->name,
+			    r->name);
+			if (want == NULL || strcmp(want, name) == 0) {
+				*ifc_out = ifc;
+				*r_out = r;
+				return;
+			}
+			if (strlen(names) + strlen(name) + 3 < sizeof(names)) {
+				strcat(names, names[0] ? ", " : "");
+				strcat(names, name);
+			}
+		}
+	}
+	if (want == NULL)
+		die("the config has no reorder_configs to simulate; give the "
+		    "layout with --seq, --ppb, --payload-offset, "
+		    "--payload-bytes");
+	die("--stream: no stream '%s' (there are: %s)", want,
+	    names[0] ? names : "none");
+}
+
+/* Check that a bit field lies in the UDP payload; its end in bytes. */
+static uint32_t
+field_end(const char *what, const struct cfg_bitfield *f)
+{
+	if (f->bit_width < 1 || f->bit_width > 32)
+		die("%s field: width %u is not 1..32", what, f->bit_width);
+	if (f->bit_offset < SIM_HDR_BITS)
+		die("%s field at bit %u lies in the Ethernet/IPv4/UDP header "
+		    "(bits 0..%d), which the kernel writes, not the simulator",
+		    what, f->bit_offset, SIM_HDR_BITS - 1);
+	return (f->bit_offset + f->bit_width + 7) / 8 - SIM_HDR_LEN;
+}
+
+static void
+resolve_layout(const struct sim_opts *o, struct sim_layout *l,
+	       uint32_t *daddr, uint16_t *dport)
+{
+	const struct cfg_interface *ifc = NULL;
+	const struct cfg_reorder *r = NULL;
+	bool flags_only = o->config == NULL && o->has_seq && o->has_ppb &&
+	    o->has_poff && o->has_pbytes;
+	uint32_t end, elem_bits;
+	static struct cfg c;
+	static struct cfg_diags d;
+
+	memset(l, 0, sizeof(*l));
+	*daddr = 0;
+	*dport = 0;
+	if (!flags_only) {
+		int rc = o->config != NULL ? cfg_load(o->config, &c, &d) :
+		    cfg_parse(cfg_default_text, cfg_default_len,
+		    "<built-in default>", &c, &d);
+
+		if (rc != 0) {
+			cfg_diags_print(&d, stderr);
+			die("cannot use config %s", o->config ? o->config :
+			    "<built-in default>");
+		}
+		pick_stream(&c, o->stream, &ifc, &r);
+		snprintf(l->stream, sizeof(l->stream), "%s/%s", ifc->name,
+		    r->name);
+		l->method = r->method;
+		l->seq = r->seq;
+		l->batch = r->batch;
+		l->ppb = r->packets_per_batch;
+		l->payload_offset = r->payload_byte_offset;
+		l->payload_bytes = r->payload_bytes;
+		l->dtype = r->has_data_types ? r->input_type : CFG_DTYPE_NONE;
+		l->endian = r->endianness;
+		if (ifc->socket.present && ifc->socket.local.set) {
+			*daddr = ifc->socket.local.addr;
+			*dport = ifc->socket.local.port;
+		}
+	} else {
+		snprintf(l->stream, sizeof(l->stream), "(flags)");
+		l->method = CFG_METHOD_SEQ_PACKETS_PER_BATCH;
+		l->dtype = CFG_DTYPE_INT8;
+	}
+	if (o->has_seq)
+		l->seq = o->seq;
+	if (o->has_batch) {
+		l->batch = o->batch;
+		l->method = CFG_METHOD_SEQ_BATCH_NUMBER;
+	}
+	if (o->has_ppb)
+		l->ppb = o->ppb;
+	if (o->has_poff)
+		l->payload_offset = o->poff;
+	if (o->has_pbytes)
+		l->payload_bytes = o->pbytes;
+	if (o->has_dtype)
+		l->dtype = o->dtype;
+	if (o->has_endian)
+		l->endian = o->endian;
+	if (l->method == CFG_METHOD_SEQ_BATCH_NUMBER) {
+		if (l->batch.bit_width > l->seq.bit_width)
+			die("batch field wider than the sequence field");
+		if (!o->has_ppb)
+			l->ppb = (uint32_t)(1ull << (l->seq.bit_width -
+			    l->batch.bit_width));
+	}
+	if (l->ppb == 0)
+		die("packets per batch is 0");
+	if (l->payload_offset < SIM_HDR_LEN)
+		die("payload_byte_offset %u lies in the Ethernet/IPv4/UDP "
+		    "header (the first %d bytes)", l->payload_offset,
+		    SIM_HDR_LEN);
+	if (l->payload_bytes == 0)
+		die("payload bytes per packet unknown: give --payload-bytes");
+	elem_bits = l->dtype == CFG_DTYPE_INT4 ? 4 :
+	    l->dtype == CFG_DTYPE_INT16 ? 16 :
+	    l->dtype == CFG_DTYPE_INT32 ? 32 : 8;
+	if ((uint64_t)l->payload_bytes * 8 % elem_bits != 0)
+		die("%u payload bytes are not a whole number of %s samples",
+		    l->payload_bytes, cfg_dtype_name(l->dtype));
+	l->sample_off = l->payload_offset - SIM_HDR_LEN;
+	l->dgram_len = l->sample_off + l->payload_bytes;
+	l->prefix_only = true;
+	end = field_end("sequence", &l->seq);
+	if (end > l->sample_off)
+		l->prefix_only = false;
+	if (end > l->dgram_len)
+		l->dgram_len = end;
+	if (l->method == CFG_METHOD_SEQ_BATCH_NUMBER) {
+		end = field_end("batch", &l->batch);
+		if (end > l->sample_off)
+			l->prefix_only = false;
+		if (end > l->dgram_len)
+			l->dgram_len = end;
+	}
+	if (l->dgram_len > SIM_UDP_MAX)
+		die("datagrams of %u bytes exceed the UDP maximum of %d",
+		    l->dgram_len, SIM_UDP_MAX);
+}
+
+/* Write v big-endian into bits [off, off + width) of b, any alignment. */
+static void
+put_bits(uint8_t *b, uint32_t off, uint32_t width, uint32_t v)
+{
+	uint32_t j, p;
+
+	for (j = 0; j < width; j++) {
+		p = off + j;
+		if ((v >> (width - 1 - j)) & 1)
+			b[p / 8] |= (uint8_t)(0x80 >> (p % 8));
+		else
+			b[p / 8] &= (uint8_t)~(0x80 >> (p % 8));
+	}
+}
+
+static int
+pattern(uint32_t slot, uint64_t e)
+{
+	return (int)((3 * (uint64_t)slot + e) % 15) - 7;
+}
+
+/* The sample bytes of slot s (period 5: only s mod 5 matters). */
+static void
+make_samples(const struct sim_layout *l, uint32_t s, uint8_t *out)
+{
+	uint32_t n = l->payload_bytes, k;
+	bool be = l->endian == CFG_ENDIAN_NETWORK;
+
+	switch (l->dtype) {
+	case CFG_DTYPE_INT4:
+		for (k = 0; k < n; k++)
+			out[k] = (uint8_t)((pattern(s, 2 * (uint64_t)k) & 0xF)
+			    << 4 | (pattern(s, 2 * (uint64_t)k + 1) & 0xF));
+		break;
+	case CFG_DTYPE_INT16:
+		for (k = 0; k < n / 2; k++) {
+			uint16_t v = (uint16_t)(int16_t)pattern(s, k);
+
+			out[2 * k + (be ? 0 : 1)] = (uint8_t)(v >> 8);
+			out[2 * k + (be ? 1 : 0)] = (uint8_t)v;
+		}
+		break;
+	case CFG_DTYPE_INT32:
+		for (k = 0; k < n / 4; k++) {
+			uint32_t v = (uint32_t)(int32_t)pattern(s, k);
+			int i;
+
+			for (i = 0; i < 4; i++)
+				out[4 * k + (be ? (uint32_t)i : 3u - i)] =
+				    (uint8_t)(v >> (24 - 8 * i));
+		}
+		break;
+	default:			/* int8, or raw bytes */
+		for (k = 0; k < n; k++)
+			out[k] = (uint8_t)(int8_t)pattern(s, k);
+		break;
+	}
+}
+
+/* The field values packet g carries: sequence and batch id (the batch
+ * field's value for seq_batch_number). */
+static void
+field_values(const struct sim_layout *l, uint64_t g, uint32_t *seq,
+	     uint32_t *batch)
+{
+	uint64_t b = g / l->ppb;
+
+	*seq = l->seq.bit_width == 32 ? (uint32_t)g :
+	    (uint32_t)(g & ((1ull << l->seq.bit_width) - 1));
+	if (l->method == CFG_METHOD_SEQ_BATCH_NUMBER)
+		*batch = (uint32_t)(b & ((1ull << l->batch.bit_width) - 1));
+	else
+		*batch = (uint32_t)b;
+}
+
+/* Fields of packet g written into the datagram bytes d (UDP payload). */
+static void
+put_fields(const struct sim_layout *l, uint8_t *d, uint64_t g)
+{
+	uint32_t seq, batch;
+
+	field_values(l, g, &seq, &batch);
+	put_bits(d, l->seq.bit_offset - SIM_HDR_BITS, l->seq.bit_width, seq);
+	if (l->method == CFG_METHOD_SEQ_BATCH_NUMBER)
+		put_bits(d, l->batch.bit_offset - SIM_HDR_BITS,
+		    l->batch.bit_width, batch);
+}
+
+/* The sender. Datagrams go out in sendmmsg bursts; with GSO each message
+ * carries up to gso datagrams as segments of one send. */
+struct sim_tx {
+	const struct sim_layout *l;
+	const struct sim_opts *o;
+	int fd;
+	uint32_t gso;
+	uint8_t *samples[SIM_PATTERN_PERIOD];
+	uint8_t *dbuf;			/* per datagram of a burst */
+	size_t dstride;			/* bytes of one dbuf entry */
+	struct mmsghdr msgs[SIM_MAX_MSGS];
+	struct iovec *iov;		/* 2 per datagram */
+	uint8_t cmsg[SIM_MAX_MSGS][CMSG_SPACE(sizeof(uint16_t))];
+	uint64_t t0;
+	double ns_per_pkt;		/* 0 = unpaced */
+	uint32_t burst;			/* datagrams per sendmmsg */
+	bool refused_warned;
+	struct sim_totals tot;
+};
+
+static void
+tx_init(struct sim_tx *t, const struct sim_layout *l,
+	const struct sim_opts *o, int fd)
+{
+	uint32_t s, n;
+
+	memset(t, 0, sizeof(*t));
+	t->l = l;
+	t->o = o;
+	t->fd = fd;
+	t->gso = o->gso;
+	if (t->gso > 1 && t->gso * (uint64_t)l->dgram_len > SIM_UDP_MAX) {
+		uint32_t fit = SIM_UDP_MAX / l->dgram_len;
+
+		fprintf(stderr, "daqiri-sim: --gso %u: only %u datagrams of %u "
+		    "bytes fit one send; using %u\n", t->gso, fit, l->dgram_len,
+		    fit ? fit : 1);
+		t->gso = fit ? fit : 1;
+	}
+	for (s = 0; s < SIM_PATTERN_PERIOD; s++) {
+		if ((t->samples[s] = malloc(l->payload_bytes)) == NULL)
+			die("out of memory");
+		make_samples(l, s, t->samples[s]);
+	}
+	n = SIM_MAX_MSGS * t->gso;
+	t->dstride = l->prefix_only ? l->sample_off : l->dgram_len;
+	if ((t->dbuf = calloc(n, t->dstride ? t->dstride : 1)) == NULL ||
+	    (t->iov = calloc(2 * (size_t)n, sizeof(*t->iov))) == NULL)
+		die("out of memory");
+	t->burst = n;
+	if (o->pps > 0) {
+		double per = o->pps * SIM_BURST_NS / 1e9;
+
+		t->ns_per_pkt = 1e9 / o->pps;
+		if (per < t->burst)
+			t->burst = per < t->gso ? t->gso : (uint32_t)per;
+	}
+}
+
+/* Sleep until datagram number `k` is due. */
+static void
+tx_pace(struct sim_tx *t, uint64_t k)
+{
+	struct timespec ts;
+	uint64_t due;
+
+	if (t->ns_per_pkt <= 0)
+		return;
+	due = t->t0 + (uint64_t)((double)k * t->ns_per_pkt);
+	if (now_ns() >= due)
+		return;
+	ts.tv_sec = (time_t)(due / 1000000000u);
+	ts.tv_nsec = (long)(due % 1000000000u);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	    EINTR && !sim_stop)
+		;
+}
+
+/* Send pkts[0..n) in bursts. */
+static void
+tx_send(struct sim_tx *t, const struct sim_pkt *pkts, uint32_t n)
+{
+	const struct sim_layout *l = t->l;
+	uint32_t first[SIM_MAX_MSGS + 1];
+	uint32_t i = 0;
+
+	while (i < n && !sim_stop) {
+		uint32_t want = n - i < t->burst ? n - i : t->burst;
+		uint32_t nmsg = 0, nd = 0, ni = 0, done = 0, m, j;
+
+		while (nd < want) {
+			struct msghdr *h = &t->msgs[nmsg].msg_hdr;
+			uint32_t segs = want - nd < t->gso ? want - nd : t->gso;
+
+			memset(h, 0, sizeof(*h));
+			h->msg_iov = &t->iov[ni];
+			first[nmsg] = nd;
+			for (j = 0; j < segs; j++, nd++) {
+				uint64_t g = pkts[i + nd].g;
+				const uint8_t *smp = t->samples[(g % l->ppb) %
+				    SIM_PATTERN_PERIOD];
+				uint8_t *d = t->dbuf + nd * t->dstride;
+
+				memset(d, 0, t->dstride);
+				if (!l->prefix_only)
+					memcpy(d + l->sample_off, smp,
+					    l->payload_bytes);
+				put_fields(l, d, g);
+				t->iov[ni].iov_base = d;
+				t->iov[ni++].iov_len = t->dstride;
+				if (l->prefix_only) {
+					/* the samples are shared, not copied */
+					t->iov[ni].iov_base = (void *)smp;
+					t->iov[ni++].iov_len = l->payload_bytes;
+				}
+			}
+			h->msg_iovlen = (size_t)(&t->iov[ni] - h->msg_iov);
+			if (segs > 1) {
+				struct cmsghdr *c;
+				uint16_t sz = (uint16_t)l->dgram_len;
+
+				h->msg_control = t->cmsg[nmsg];
+				h->msg_controllen = sizeof(t->cmsg[nmsg]);
+				c = CMSG_FIRSTHDR(h);
+				c->cmsg_level = SOL_UDP;
+				c->cmsg_type = UDP_SEGMENT;
+				c->cmsg_len = CMSG_LEN(sizeof(sz));
+				memcpy(CMSG_DATA(c), &sz, sizeof(sz));
+			}
+			nmsg++;
+		}
+		first[nmsg] = nd;
+		tx_pace(t, t->tot.sent);
+		while (done < nmsg && !sim_stop) {
+			int r = sendmmsg(t->fd, t->msgs + done, nmsg - done, 0);
+
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == ECONNREFUSED) {
+					/* an earlier datagram found nobody;
+					 * this one was not sent: again */
+					if (!t->refused_warned)
+						fprintf(stderr, "daqiri-sim: "
+						    "nobody is listening at the "
+						    "destination (yet)\n");
+					t->refused_warned = true;
+					continue;
+				}
+				if (errno == ENOBUFS || errno == EAGAIN) {
+					usleep(50);
+					continue;
+				}
+				die("sendmmsg: %s", strerror(errno));
+			}
+			done += (uint32_t)r;
+		}
+		for (m = 0; m < done; m++) {
+			for (j = first[m]; j < first[m + 1]; j++) {
+				if (pkts[i + j].dup)
+					t->tot.duplicates++;
+				else
+					t->tot.unique++;
+			}
+			t->tot.sent += first[m + 1] - first[m];
+			t->tot.bytes += (uint64_t)(first[m + 1] - first[m]) *
+			    l->dgram_len;
+		}
+		i += nd;
+	}
+}
+
+static void
+shuffle(struct sim_pkt *p, uint32_t n, uint32_t w, uint64_t *rng)
+{
+	uint32_t base, i, k, len;
+
+	if (w <= 1)
+		return;
+	for (base = 0; base < n; base += w) {
+		len = n - base < w ? n - base : w;
+		for (i = len - 1; i > 0; i--) {
+			struct sim_pkt tmp;
+
+			k = (uint32_t)(sim_rand(rng) % (i + 1));
+			tmp = p[base + i];
+			p[base + i] = p[base + k];
+			p[base + k] = tmp;
+		}
+	}
+}
+
+static int
+open_socket(uint32_t addr, uint16_t port)
+{
+	struct sockaddr_in sa;
+	int fd, v = SIM_SNDBUF;
+
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		die("socket: %s", strerror(errno));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(addr);
+	sa.sin_port = htons(port);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
+		die("connect udp://%s:%u: %s", inet_ntoa(sa.sin_addr), port,
+		    strerror(errno));
+	return fd;
+}
+
+static const char *
+dtype_label(enum cfg_dtype t)
+{
+	return t == CFG_DTYPE_NONE ? "raw bytes (int8 pattern)" :
+	    cfg_dtype_name(t);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sim_opts o;
+	struct sim_layout l;
+	struct sim_tx *t;
+	struct sim_pkt *pkts;
+	struct sigaction sa;
+	struct in_addr ia;
+	uint64_t rng, g = 0, total, t_end;
+	uint32_t daddr, chunk, n, k, cap;
+	uint16_t dport;
+	double secs;
+	int fd;
+
+	parse_args(argc, argv, &o);
+	resolve_layout(&o, &l, &daddr, &dport);
+	if (o.dest != NULL)
+		parse_dest(o.dest, &daddr, &dport);
+	if (dport == 0)
+		die("no destination: the config has no socket_config.local_addr "
+		    "with a port; give --dest udp://IP:PORT");
+	if (daddr == INADDR_ANY)
+		daddr = INADDR_LOOPBACK;
+	if ((daddr >> 24) != 127 && !o.allow_remote) {
+		ia.s_addr = htonl(daddr);
+		die("refusing to send to %s, which is not a loopback address "
+		    "(--allow-remote to do it anyway)", inet_ntoa(ia));
+	}
+	if (o.rate > 0)
+		o.pps = o.rate_gbps ? o.rate / (8.0 * l.dgram_len) : o.rate;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sim_on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	fd = open_socket(daddr, dport);
+	if ((t = malloc(sizeof(*t))) == NULL)
+		die("out of memory");
+	tx_init(t, &l, &o, fd);
+	ia.s_addr = htonl(daddr);
+	if (!o.quiet) {
+		printf("sim stream=%s dest=udp://%s:%u datagram=%u "
+		    "ppb=%u seq=%u:%u", l.stream, inet_ntoa(ia), dport,
+		    l.dgram_len, l.ppb, l.seq.bit_offset, l.seq.bit_width);
+		if (l.method == CFG_METHOD_SEQ_BATCH_NUMBER)
+			printf(" batch=%u:%u", l.batch.bit_offset,
+			    l.batch.bit_width);
+		printf(" samples=%s@%u+%u endian=%s batches=%llu shuffle=%u "
+		    "loss=%g dup=%g seed=%llu gso=%u rate=", dtype_label(l.dtype),
+		    l.payload_offset, l.payload_bytes,
+		    l.endian == CFG_ENDIAN_NETWORK ? "network" : "host",
+		    (unsigned long long)o.batches, o.shuffle, o.loss, o.dup,
+		    (unsigned long long)o.seed, t->gso);
+		if (o.pps > 0)
+			printf("%.0fpps\n", o.pps);
+		else
+			printf("unlimited\n");
+		fflush(stdout);
+	}
+
+	/* Packets are generated a chunk (one shuffle window, or a burst) at
+	 * a time: losses and duplicates decided per packet, then the chunk
+	 * shuffled, so memory stays bounded for endless runs. */
+	rng = o.seed;
+	chunk = o.shuffle > 1 ? o.shuffle : t->burst;
+	cap = 2 * chunk;
+	if ((pkts = calloc(cap, sizeof(*pkts))) == NULL)
+		die("out of memory");
+	total = o.batches == 0 ? UINT64_MAX : o.batches * (uint64_t)l.ppb;
+	if (o.batches != 0 && total / l.ppb != o.batches)
+		die("--batches: too many");
+	t->t0 = now_ns();
+	while (g < total && !sim_stop) {
+		n = 0;
+		for (k = 0; k < chunk && g < total; k++, g++) {
+			if (o.loss > 0 && sim_rand01(&rng) < o.loss) {
+				uint32_t seq, batch;
+
+				field_values(&l, g, &seq, &batch);
+				t->tot.dropped++;
+				if (!o.quiet)
+					printf("dropped seq=%u batch=%u "
+					    "slot=%llu\n", seq, batch,
+					    (unsigned long long)(g % l.ppb));
+				continue;
+			}
+			pkts[n].g = g;
+			pkts[n++].dup = false;
+			if (o.dup > 0 && sim_rand01(&rng) < o.dup) {
+				pkts[n].g = g;
+				pkts[n++].dup = true;
+			}
+		}
+		shuffle(pkts, n, o.shuffle, &rng);
+		tx_send(t, pkts, n);
+	}
+	t_end = now_ns();
+	if (!o.quiet && o.loss > 0)
+		printf("dropped total=%llu\n",
+		    (unsigned long long)t->tot.dropped);
+	if (sim_stop && !o.quiet)
+		printf("interrupted\n");
+	secs = (double)(t_end - t->t0) / 1e9;
+	printf("sim sent=%llu unique=%llu dropped=%llu duplicates=%llu "
+	    "batches=%llu bytes=%llu seconds=%.6f gbps=%.3f\n",
+	    (unsigned long long)t->tot.sent,
+	    (unsigned long long)t->tot.unique,
+	    (unsigned long long)t->tot.dropped,
+	    (unsigned long long)t->tot.duplicates,
+	    (unsigned long long)((g + l.ppb - 1) / l.ppb),
+	    (unsigned long long)t->tot.bytes, secs,
+	    secs > 0 ? (double)t->tot.bytes * 8 / secs / 1e9 : 0.0);
+	close(fd);
+	return 0;
+}
