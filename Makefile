@@ -185,7 +185,14 @@ unit-run: unit
 golden: $(BUILD)/daqirid
 	$(Q)DAQIRID=$(BUILD)/daqirid sh tests/config/run.sh
 
-system: all
+# Small helper programs of the system tests (tests/system/*.c).
+SYS_TOOLS := $(patsubst tests/system/%.c,$(BUILD)/tests/%,$(wildcard tests/system/*.c))
+$(BUILD)/tests/%: $(BUILD)/obj/tests/system/%.o $(LIBCLIENT_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
+system: all $(SYS_TOOLS)
 	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
 
 # The same unit tests built again with AddressSanitizer and UBSan in their

@@ -6,7 +6,7 @@
 set -eu
 
 PKGS="dpdk-dev libdpdk-dev libyaml-dev libsystemd-dev libcjson-dev check \
-libpcap-dev pkg-config make gcc clang libclang-rt-14-dev iproute2"
+libpcap-dev pkg-config make gcc clang libclang-rt-14-dev iproute2 jq procps"
 
 missing=""
 for p in $PKGS; do
