@@ -1,0 +1,646 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The reorder stage: a window of open batches that places every packet's
+ * payload at its slot, publishes one tensor per batch strictly in batch
+ * order and accounts for every packet; plus the CPU placement backend.
+ *
+ * The exact rules (DESIGN.md "Reorder semantics"; tests/unit/check_reorder.c
+ * holds an independent model of them):
+ *
+ * Geometry. ppb = packets_per_batch (a power of two for both methods),
+ * S = number of batch ids: 2^batch_bits (seq_batch_number) or
+ * 2^seq_bits / ppb (seq_packets_per_batch), W = min(window, S/2), at
+ * least 1. Batch id = the batch field, or seq / ppb; slot = seq mod ppb.
+ * Ids compare as serial numbers: sdiff(a, b) = (a - b) mod S taken in
+ * (-S/2, S/2].
+ *
+ * Malformed. A frame too short for a bit field, or whose payload length
+ * (frame length - payload_byte_offset) is not payload_bytes, is counted
+ * `malformed` and dropped.
+ *
+ * Window. `base` is the oldest unresolved batch id: every id before it
+ * has been published or passed over. Open batches lie in [base, base+W).
+ * The first valid packet sets base to its id. For a packet of batch b,
+ * d = sdiff(b, base):
+ *  - 0 <= d < W: b is opened if it is not open (its first packet), then
+ *    the packet is placed, or counted `duplicate` if its slot is filled.
+ *  - d >= W (ahead): the window slides so that b is its newest id
+ *    (base = b - W + 1); open batches now before base are published in
+ *    order (partial ones flagged EVICTED), then b is opened as above. A
+ *    jump far ahead thus publishes everything open and leaves a gap.
+ *  - -W <= d < 0: b was published or passed over: `late`, dropped.
+ *  - d < -W: the sender restarted: every open batch is published in order
+ *    (partial ones flagged RESYNC), `resync` is counted and base = b; the
+ *    packet then opens b like any other.
+ *
+ * Publication. A batch opened when its first packet arrives gets a buffer
+ * from the owner and a fixed deadline, that packet's rx_ns + timeout_us
+ * (none when timeout_us is 0). Publication is strictly in batch order:
+ * only the oldest open batch is ever published on its own, when it is
+ * complete (all ppb slots, COMPLETE) or when its deadline is <= now
+ * (TIMEOUT); when it goes, base moves past it, so ids between the old base
+ * and it that never opened are passed over. A newer batch that completed
+ * or expired waits until it is the oldest open one, then follows at once.
+ * The plan drains (publishes what that rule allows) at the start of every
+ * burst, after every packet, and in reorder_poll(). Slides, resyncs and
+ * reorder_flush() (FLUSH) publish the batches they push out in order.
+ * Flags: COMPLETE when every slot arrived, otherwise HAS_GAPS plus the
+ * cause (TIMEOUT, EVICTED, RESYNC or FLUSH); missing slots are filled per
+ * the config (zero, nan, keep) and counted in `missing_slots`. Every
+ * published batch counts once in batches_complete (complete), or else
+ * batches_timeout (deadline) or batches_evicted (slide, resync, flush).
+ * The descriptor's seq counts published tensors: 0, 1, 2, ... with no
+ * gaps; lost batches show as gaps in batch_id.
+ *
+ * No buffer. A batch that finds no free buffer when it opens is counted
+ * once in batches_no_buffer; it stays in the window like any open batch
+ * (so later batches keep their ids and order) but all its packets count
+ * as `no_buffer_packets`, and when it would be published it is dropped
+ * instead. It never completes, so it holds newer batches until its
+ * deadline, a slide, a resync or a flush. The next batch to open asks the
+ * owner again, so the stream recovers as soon as a buffer is free.
+ *
+ * Bitmap: bit s (slot s) is bitmap[s / 64] >> (s % 64) & 1. Nothing here
+ * allocates, locks or makes a syscall per packet.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "convert_cpu.h"
+#include "reorder.h"
+
+const char *const reorder_counter_names[REORDER_NCOUNTERS] = {
+	"packets_in", "placed", "duplicate", "late", "malformed",
+	"no_buffer_packets", "batches_complete", "batches_timeout",
+	"batches_evicted", "batches_no_buffer", "resync", "missing_slots",
+};
+
+_Static_assert(sizeof(struct reorder_counters) ==
+    REORDER_NCOUNTERS * sizeof(uint64_t), "one name per counter");
+
+/* One open batch. pos is the plan's unwrapped position of the batch. */
+struct rbatch {
+	uint64_t pos;
+	uint64_t id;
+	uint64_t first_rx_ns;
+	uint64_t last_rx_ns;
+	uint64_t deadline;		/* UINT64_MAX = none */
+	uint32_t received;
+	bool open;
+	bool has_buf;
+	struct reorder_buf buf;
+};
+
+struct reorder_plan {
+	struct cfg_reorder cfg;
+	struct reorder_owner owner;
+	const struct reorder_backend *be;
+	void *be_state;
+	struct reorder_geom g;
+	struct reorder_counters c;
+	uint64_t id_mask;		/* S - 1 */
+	uint32_t ppb_shift;		/* log2(ppb) */
+	uint64_t timeout_ns;		/* 0 = none */
+	uint32_t ring_mask;		/* ring size (power of two >= W) - 1 */
+	struct rbatch *ring;
+	bool started;
+	/* id of position pos is (pos + id_off) & id_mask */
+	uint64_t id_off;
+	uint64_t base_pos;		/* oldest unresolved position */
+	uint64_t head_pos;		/* oldest open position (nopen > 0) */
+	uint32_t nopen;
+	uint64_t next_seq;		/* seq of the next published tensor */
+	uint8_t *bounce;		/* in_bytes, for payloads split in two */
+};
+
+static int
+ilog2_exact(uint64_t v)
+{
+	int k = 0;
+
+	if (v == 0 || (v & (v - 1)) != 0)
+		return -1;
+	while ((1ull << k) != v)
+		k++;
+	return k;
+}
+
+bool
+reorder_field(const struct reorder_pkt *pkt, uint32_t bit_offset,
+	      uint32_t bit_width, uint32_t *out)
+{
+	uint64_t total, end, acc = 0;
+	uint32_t first, last, i;
+
+	if (bit_width < 1 || bit_width > 32)
+		return false;
+	total = (uint64_t)pkt->hdr_len + pkt->payload_len;
+	end = (uint64_t)bit_offset + bit_width;
+	if (end > total * 8)
+		return false;
+	first = bit_offset / 8;
+	last = (uint32_t)((end - 1) / 8);
+	for (i = first; i <= last; i++)
+		acc = acc << 8 | (i < pkt->hdr_len ? pkt->hdr[i] :
+		    pkt->payload[i - pkt->hdr_len]);
+	acc >>= (uint64_t)(last + 1) * 8 - end;
+	*out = (uint32_t)(acc & ((1ull << bit_width) - 1));
+	return true;
+}
+
+/* (a - b) mod S, as a signed value in (-S/2, S/2]. */
+static int64_t
+sdiff(const struct reorder_plan *p, uint64_t a, uint64_t b)
+{
+	uint64_t u = (a - b) & p->id_mask;
+
+	if (u > (p->id_mask + 1) / 2)
+		return (int64_t)u - (int64_t)(p->id_mask + 1);
+	return (int64_t)u;
+}
+
+static struct rbatch *
+slot_of(const struct reorder_plan *p, uint64_t pos)
+{
+	return &p->ring[pos & p->ring_mask];
+}
+
+/* The open batch at pos, or NULL. */
+static struct rbatch *
+open_at(const struct reorder_plan *p, uint64_t pos)
+{
+	struct rbatch *r = slot_of(p, pos);
+
+	return r->open && r->pos == pos ? r : NULL;
+}
+
+static void
+open_batch(struct reorder_plan *p, struct rbatch *r, uint64_t pos,
+	   uint64_t rx_ns)
+{
+	memset(r, 0, sizeof(*r));
+	r->pos = pos;
+	r->id = (pos + p->id_off) & p->id_mask;
+	r->first_rx_ns = rx_ns;
+	r->last_rx_ns = rx_ns;
+	if (p->timeout_ns == 0)
+		r->deadline = UINT64_MAX;
+	else if (rx_ns > UINT64_MAX - p->timeout_ns)
+		r->deadline = UINT64_MAX - 1;
+	else
+		r->deadline = rx_ns + p->timeout_ns;
+	r->open = true;
+	if (p->owner.get(p->owner.ctx, &r->buf) == 0) {
+		r->has_buf = true;
+		memset(r->buf.bitmap, 0, ((p->g.ppb + 63) / 64) * 8);
+	} else {
+		r->has_buf = false;
+		p->c.batches_no_buffer++;
+	}
+	if (p->nopen == 0 || pos < p->head_pos)
+		p->head_pos = pos;
+	p->nopen++;
+}
+
+/* Publish (or, without a buffer, drop) the oldest open batch. cause is
+ * the flag a partial batch gets. */
+static void
+publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
+{
+	struct rbatch *r = slot_of(p, p->head_pos);
+	struct daqiri_desc d;
+	uint64_t q, end;
+	bool complete;
+
+	if (r->has_buf) {
+		complete = r->received == p->g.ppb;
+		memset(&d, 0, sizeof(d));
+		if (complete) {
+			d.flags = DAQIRI_F_COMPLETE;
+			p->c.batches_complete++;
+		} else {
+			d.flags = DAQIRI_F_HAS_GAPS | cause;
+			p->be->fill(p->be_state, &r->buf);
+			p->c.missing_slots += p->g.ppb - r->received;
+			if (cause == DAQIRI_F_TIMEOUT)
+				p->c.batches_timeout++;
+			else
+				p->c.batches_evicted++;
+		}
+		p->be->commit(p->be_state);
+		if (p->be->finish)
+			p->be->finish(p->be_state, &r->buf);
+		d.buf_index = r->buf.index;
+		d.seq = p->next_seq++;
+		d.batch_id = r->id;
+		d.packets_expected = p->g.ppb;
+		d.packets_received = r->received;
+		d.bytes = p->g.tensor_bytes;
+		d.first_rx_ns = r->first_rx_ns;
+		d.last_rx_ns = r->last_rx_ns;
+		d.publish_ns = now_ns;
+		p->owner.publish(p->owner.ctx, &d, &r->buf);
+	}
+	r->open = false;
+	p->nopen--;
+	if (p->base_pos <= r->pos)
+		p->base_pos = r->pos + 1;
+	if (p->nopen == 0)
+		return;
+	/* the other open batches lie in (pos, pos + W): base <= pos */
+	end = r->pos + p->g.window - 1;
+	for (q = r->pos + 1; q <= end; q++) {
+		if (open_at(p, q) != NULL) {
+			p->head_pos = q;
+			return;
+		}
+	}
+}
+
+/* Publish the oldest open batches while they are complete or expired. */
+static void
+drain(struct reorder_plan *p, uint64_t now_ns)
+{
+	struct rbatch *r;
+
+	while (p->nopen > 0) {
+		r = slot_of(p, p->head_pos);
+		if (r->has_buf && r->received == p->g.ppb)
+			publish_head(p, 0, now_ns);
+		else if (r->deadline <= now_ns)
+			publish_head(p, DAQIRI_F_TIMEOUT, now_ns);
+		else
+			break;
+	}
+}
+
+static void
+publish_all(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
+{
+	while (p->nopen > 0)
+		publish_head(p, cause, now_ns);
+}
+
+/* The payload of a packet, contiguous (through the bounce buffer when the
+ * frame's two parts split it). The caller checked the length. */
+static const uint8_t *
+payload_of(struct reorder_plan *p, const struct reorder_pkt *pkt)
+{
+	uint32_t off = p->cfg.payload_byte_offset, n = p->g.in_bytes, h;
+
+	if (off >= pkt->hdr_len)
+		return pkt->payload + (off - pkt->hdr_len);
+	if ((uint64_t)off + n <= pkt->hdr_len)
+		return pkt->hdr + off;
+	h = pkt->hdr_len - off;
+	memcpy(p->bounce, pkt->hdr + off, h);
+	memcpy(p->bounce + h, pkt->payload, n - h);
+	return p->bounce;
+}
+
+static void
+one_packet(struct reorder_plan *p, const struct reorder_pkt *pkt,
+	   uint64_t now_ns)
+{
+	uint64_t total, b, pos;
+	uint32_t seq, bf, slot;
+	struct rbatch *r;
+	int64_t d;
+
+	p->c.packets_in++;
+	total = (uint64_t)pkt->hdr_len + pkt->payload_len;
+	if (!reorder_field(pkt, p->cfg.seq.bit_offset, p->cfg.seq.bit_width,
+	    &seq) || total < p->cfg.payload_byte_offset ||
+	    total - p->cfg.payload_byte_offset != p->g.in_bytes) {
+		p->c.malformed++;
+		return;
+	}
+	if (p->cfg.method == CFG_METHOD_SEQ_BATCH_NUMBER) {
+		if (!reorder_field(pkt, p->cfg.batch.bit_offset,
+		    p->cfg.batch.bit_width, &bf)) {
+			p->c.malformed++;
+			return;
+		}
+		b = bf & p->id_mask;
+	} else {
+		b = ((uint64_t)seq >> p->ppb_shift) & p->id_mask;
+	}
+	slot = seq & (p->g.ppb - 1);
+
+	if (!p->started) {
+		p->started = true;
+		p->id_off = (b - p->base_pos) & p->id_mask;
+	}
+	d = sdiff(p, b, (p->base_pos + p->id_off) & p->id_mask);
+	if (d < 0) {
+		if (-d <= (int64_t)p->g.window) {
+			p->c.late++;
+			return;
+		}
+		p->c.resync++;
+		publish_all(p, DAQIRI_F_RESYNC, now_ns);
+		p->id_off = (b - p->base_pos) & p->id_mask;
+		d = 0;
+	} else if (d >= (int64_t)p->g.window) {
+		uint64_t target = p->base_pos + (uint64_t)d - p->g.window + 1;
+
+		while (p->nopen > 0 && p->head_pos < target)
+			publish_head(p, DAQIRI_F_EVICTED, now_ns);
+		/* publishing moved base_pos to at most target */
+		p->base_pos = target;
+		d = p->g.window - 1;
+	}
+	pos = p->base_pos + (uint64_t)d;
+	r = open_at(p, pos);
+	if (r == NULL) {
+		r = slot_of(p, pos);
+		open_batch(p, r, pos, pkt->rx_ns);
+	}
+	if (!r->has_buf) {
+		p->c.no_buffer_packets++;
+		return;
+	}
+	if (r->buf.bitmap[slot / 64] & (1ull << (slot % 64))) {
+		p->c.duplicate++;
+		return;
+	}
+	r->buf.bitmap[slot / 64] |= 1ull << (slot % 64);
+	r->received++;
+	r->last_rx_ns = pkt->rx_ns;
+	p->be->place(p->be_state, &r->buf, slot, payload_of(p, pkt));
+	p->c.placed++;
+}
+
+void
+reorder_burst(struct reorder_plan *p, const struct reorder_pkt *pkts,
+	      unsigned n, uint64_t now_ns)
+{
+	unsigned i;
+
+	drain(p, now_ns);
+	for (i = 0; i < n; i++) {
+		one_packet(p, &pkts[i], now_ns);
+		drain(p, now_ns);
+	}
+	p->be->commit(p->be_state);
+}
+
+void
+reorder_poll(struct reorder_plan *p, uint64_t now_ns)
+{
+	drain(p, now_ns);
+}
+
+void
+reorder_flush(struct reorder_plan *p, uint64_t now_ns)
+{
+	drain(p, now_ns);
+	publish_all(p, DAQIRI_F_FLUSH, now_ns);
+	p->be->commit(p->be_state);
+}
+
+/* Only the oldest open batch's deadline can publish anything: a newer
+ * batch that expires first waits behind it (in-order publication). */
+uint64_t
+reorder_next_deadline(const struct reorder_plan *p)
+{
+	if (p->nopen == 0)
+		return UINT64_MAX;
+	return slot_of(p, p->head_pos)->deadline;
+}
+
+const struct reorder_counters *
+reorder_counters(const struct reorder_plan *p)
+{
+	return &p->c;
+}
+
+const struct reorder_geom *
+reorder_geom(const struct reorder_plan *p)
+{
+	return &p->g;
+}
+
+const struct cfg_reorder *
+reorder_config(const struct reorder_plan *p)
+{
+	return &p->cfg;
+}
+
+/* Check what the plan relies on and derive the geometry; false = EINVAL. */
+static bool
+plan_geometry(const struct cfg_reorder *r, struct reorder_geom *g,
+	      uint32_t *ppb_shift)
+{
+	enum cfg_dtype in = r->has_data_types ? r->input_type : CFG_DTYPE_NONE;
+	enum cfg_dtype out = r->has_data_types ? r->output_type :
+	    CFG_DTYPE_NONE;
+	uint32_t sb = r->seq.bit_width, bb = r->batch.bit_width, elems, osz;
+	uint64_t w;
+	int k;
+
+	memset(g, 0, sizeof(*g));
+	if (sb < 1 || sb > 32 || r->payload_bytes == 0 ||
+	    (unsigned)r->fill >= CFG_FILL_MAX ||
+	    (unsigned)r->endianness >= CFG_ENDIAN_MAX ||
+	    r->window > CFG_WINDOW_MAX)
+		return false;
+	k = ilog2_exact(r->packets_per_batch);
+	if (k < 0 || (uint32_t)k > sb)
+		return false;
+	*ppb_shift = (uint32_t)k;
+	g->ppb = r->packets_per_batch;
+	switch (r->method) {
+	case CFG_METHOD_SEQ_BATCH_NUMBER:
+		if (bb < 1 || bb > 32 || bb > sb || (uint32_t)k != sb - bb)
+			return false;
+		g->id_space = 1ull << bb;
+		break;
+	case CFG_METHOD_SEQ_PACKETS_PER_BATCH:
+		g->id_space = (1ull << sb) >> k;
+		break;
+	default:
+		return false;
+	}
+	g->in_bytes = r->payload_bytes;
+	if (in == CFG_DTYPE_NONE) {
+		g->slot_bytes = r->payload_bytes;
+	} else {
+		elems = cvt_in_elems(in, r->payload_bytes);
+		osz = cvt_out_size(out);
+		if (elems == 0 || osz == 0 || out == CFG_DTYPE_NONE ||
+		    out == CFG_DTYPE_INT4)
+			return false;
+		g->slot_bytes = (uint64_t)elems * osz;
+	}
+	if (r->slot_bytes != 0 && r->slot_bytes != g->slot_bytes)
+		return false;
+	if (g->slot_bytes > UINT64_MAX / g->ppb)
+		return false;
+	g->tensor_bytes = g->slot_bytes * g->ppb;
+	w = r->window ? r->window : CFG_WINDOW_DEFAULT;
+	if (w > g->id_space / 2)
+		w = g->id_space / 2;
+	g->window = w ? (uint32_t)w : 1;
+	return true;
+}
+
+struct reorder_plan *
+reorder_create(const struct cfg_reorder *r, const struct reorder_owner *owner,
+	       const struct reorder_backend *backend)
+{
+	struct reorder_plan *p;
+	uint32_t ring = 1;
+	int rc;
+
+	if (r == NULL || owner == NULL || owner->get == NULL ||
+	    owner->publish == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (backend == NULL)
+		backend = &reorder_backend_cpu;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->cfg = *r;
+	p->owner = *owner;
+	p->be = backend;
+	if (!plan_geometry(r, &p->g, &p->ppb_shift)) {
+		free(p);
+		errno = EINVAL;
+		return NULL;
+	}
+	p->id_mask = p->g.id_space - 1;
+	p->timeout_ns = (uint64_t)r->timeout_us * 1000;
+	while (ring < p->g.window)
+		ring <<= 1;
+	p->ring_mask = ring - 1;
+	p->ring = calloc(ring, sizeof(*p->ring));
+	p->bounce = malloc(p->g.in_bytes);
+	if (p->ring == NULL || p->bounce == NULL) {
+		free(p->ring);
+		free(p->bounce);
+		free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (p->be->init != NULL && (rc = p->be->init(p, &p->be_state)) != 0) {
+		free(p->ring);
+		free(p->bounce);
+		free(p);
+		errno = rc < 0 ? -rc : rc;
+		return NULL;
+	}
+	return p;
+}
+
+void
+reorder_destroy(struct reorder_plan *p)
+{
+	uint32_t i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i <= p->ring_mask; i++) {
+		if (p->ring[i].open && p->ring[i].has_buf &&
+		    p->owner.put != NULL)
+			p->owner.put(p->owner.ctx, &p->ring[i].buf);
+		p->ring[i].open = false;
+	}
+	if (p->be->fini != NULL)
+		p->be->fini(p->be_state);
+	free(p->ring);
+	free(p->bounce);
+	free(p);
+}
+
+/* The CPU backend: converts straight into host memory as packets come. */
+
+struct cpu_state {
+	enum cfg_dtype in;
+	enum cfg_dtype out;
+	enum cfg_endian en;
+	enum cfg_fill fill;
+	uint32_t in_bytes;
+	uint32_t ppb;
+	uint64_t slot_bytes;
+};
+
+static int
+cpu_init(struct reorder_plan *p, void **state)
+{
+	const struct cfg_reorder *r = reorder_config(p);
+	const struct reorder_geom *g = reorder_geom(p);
+	struct cpu_state *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return -ENOMEM;
+	s->in = r->has_data_types ? r->input_type : CFG_DTYPE_NONE;
+	s->out = r->has_data_types ? r->output_type : CFG_DTYPE_NONE;
+	s->en = r->endianness;
+	s->fill = r->fill;
+	s->in_bytes = g->in_bytes;
+	s->ppb = g->ppb;
+	s->slot_bytes = g->slot_bytes;
+	*state = s;
+	return 0;
+}
+
+static void
+cpu_fini(void *state)
+{
+	free(state);
+}
+
+static void
+cpu_place(void *state, const struct reorder_buf *buf, uint32_t slot,
+	  const uint8_t *in)
+{
+	struct cpu_state *s = state;
+
+	cvt_slot_fast(s->in, s->out, s->en, in, s->in_bytes,
+	    (uint8_t *)buf->data + (uint64_t)slot * s->slot_bytes);
+}
+
+static int
+cpu_commit(void *state)
+{
+	cvt_fence();
+	return 0;
+}
+
+/* Fill each run of missing slots in one go. */
+static void
+cpu_fill(void *state, const struct reorder_buf *buf)
+{
+	struct cpu_state *s = state;
+	uint32_t i = 0, j;
+
+	if (s->fill == CFG_FILL_KEEP)
+		return;
+	while (i < s->ppb) {
+		if (buf->bitmap[i / 64] & (1ull << (i % 64))) {
+			i++;
+			continue;
+		}
+		for (j = i + 1; j < s->ppb &&
+		    !(buf->bitmap[j / 64] & (1ull << (j % 64))); j++)
+			;
+		cvt_fill_fast(s->out, s->fill,
+		    (uint8_t *)buf->data + (uint64_t)i * s->slot_bytes,
+		    (uint64_t)(j - i) * s->slot_bytes);
+		i = j;
+	}
+}
+
+const struct reorder_backend reorder_backend_cpu = {
+	.name = "cpu",
+	.init = cpu_init,
+	.fini = cpu_fini,
+	.place = cpu_place,
+	.commit = cpu_commit,
+	.fill = cpu_fill,
+	.finish = NULL,
+};
