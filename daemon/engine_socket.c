@@ -547,7 +547,7 @@ sock_setopt(int fd, int level, int name, int v)
 /* Give queue qi its slots: its share of its data region, or private
  * memory. */
 static int
-sock_carve(struct sock_engine *se, struct sock_rxq *q,
+sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 	   const struct cfg_interface *ifc, int qi, struct mem_region *regions,
 	   const struct engine_opts *o, char *err, size_t errlen)
 {
@@ -561,6 +561,11 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q,
 		const struct mem_region *m;
 
 		ridx = cq->region_idx[cq->nregions - 1];
+		if (regions == NULL || ridx < 0 || ridx >= c->nregions) {
+			sock_err(err, errlen, "interface '%s': queue '%s': no "
+			    "memory region %d", se->name, cq->name, ridx);
+			return -EINVAL;
+		}
 		m = &regions[ridx];
 		if (!mem_host_visible(m)) {
 			sock_err(err, errlen, "interface '%s': queue '%s': "
@@ -636,8 +641,8 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q,
 }
 
 static int
-sock_queue_init(struct sock_engine *se, const struct cfg_interface *ifc,
-		int qi, struct mem_region *regions, const struct engine_opts *o,
+sock_queue_init(struct sock_engine *se, const struct cfg *c,
+		const struct cfg_interface *ifc, int qi, struct mem_region *regions, const struct engine_opts *o,
 		bool *rcvbuf_warned, char *err, size_t errlen)
 {
 	const struct cfg_queue *cq = &ifc->rx.queues[qi];
@@ -660,7 +665,7 @@ sock_queue_init(struct sock_engine *se, const struct cfg_interface *ifc,
 	se->q[qi] = q;
 	se->nq = qi + 1;
 
-	if ((rc = sock_carve(se, q, ifc, qi, regions, o, err, errlen)) < 0)
+	if ((rc = sock_carve(se, q, c, ifc, qi, regions, o, err, errlen)) < 0)
 		return rc;
 	q->vmax = q->nslots < ENGINE_MAX_BURST ? q->nslots : ENGINE_MAX_BURST;
 	q->slot_frames = calloc(q->nslots, sizeof(*q->slot_frames));
@@ -766,7 +771,7 @@ sock_init(struct engine **out, const struct cfg *c,
 	se->addr = ifc->socket.local.addr;
 	se->port = ifc->socket.local.port;
 	for (qi = 0; qi < ifc->rx.nqueues; qi++) {
-		rc = sock_queue_init(se, ifc, qi, regions, o, &warned, err,
+		rc = sock_queue_init(se, c, ifc, qi, regions, o, &warned, err,
 		    errlen);
 		if (rc < 0) {
 			if (rc == -ENOMEM && err != NULL && errlen > 0 &&

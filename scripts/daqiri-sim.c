@@ -708,6 +708,18 @@ tx_init(struct sim_tx *t, const struct sim_layout *l,
 	}
 }
 
+static void
+tx_fini(struct sim_tx *t)
+{
+	int s;
+
+	for (s = 0; s < SIM_PATTERN_PERIOD; s++)
+		free(t->samples[s]);
+	free(t->dbuf);
+	free(t->iov);
+	free(t);
+}
+
 /* Sleep until datagram number `k` is due. */
 static void
 tx_pace(struct sim_tx *t, uint64_t k)
@@ -981,6 +993,9 @@ main(int argc, char **argv)
 	    (unsigned long long)((g + l.ppb - 1) / l.ppb),
 	    (unsigned long long)t->tot.bytes, secs,
 	    secs > 0 ? (double)t->tot.bytes * 8 / secs / 1e9 : 0.0);
+	fflush(stdout);
+	tx_fini(t);
+	free(pkts);
 	close(fd);
 	return 0;
 }

@@ -724,9 +724,14 @@ START_TEST(test_init_errors)
 	regions[1].buf_size = 1024;
 	regions[1].fd = -1;
 	ifc->rx.queues[0].region_idx[0] = 1;
+	c.nregions = 2;
 	rc = ops->init(&eng, &c, ifc, regions, NULL, err, sizeof(err));
 	ck_assert_int_eq(rc, -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "memory region 'gpu'"));
+	c.nregions = 1;
+	rc = ops->init(&eng, &c, ifc, regions, NULL, err, sizeof(err));
+	ck_assert_int_eq(rc, -EINVAL);	/* an index beyond the regions */
+	ck_assert_ptr_nonnull(strstr(err, "no memory region 1"));
 	ifc->rx.queues[0].region_idx[0] = 0;
 
 	ck_assert_int_eq(ops->init(&eng, &c, ifc, regions, NULL, err,
