@@ -666,7 +666,8 @@ edit_distance(const char *a, size_t la, const char *b, size_t lb)
 
 /*
  * The closest of names[0..n) to s, or NULL when none is close: an edit
- * distance of at most 2, or at most a third of the longer word.
+ * distance of at most 2, or at most a third of the longer word, or one
+ * word the start of the other ("warning" for "warn").
  */
 static const char *
 closest(const char *s, size_t len, const char *const *names, size_t n)
@@ -684,6 +685,9 @@ closest(const char *s, size_t len, const char *const *names, size_t n)
 		lim = (int)(ln > len ? ln : len) / 3;
 		if (lim < 2)
 			lim = 2;
+		if (len >= 3 && ln >= 3 &&
+		    memcmp(s, names[i], len < ln ? len : ln) == 0)
+			lim = INT_MAX - 1;
 		if (dist <= lim && dist < bestd) {
 			best = names[i];
 			bestd = dist;
@@ -941,6 +945,7 @@ get_name(struct pctx *x, const char *key, const yaml_node_t *n, char *buf)
 		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")) {
 		err(x, n, "%s: '%s' may hold only letters, digits, '_', '-' "
 		    "and '.'", key, quote(buf, strlen(buf), q));
+		buf[0] = '\0';
 		return false;
 	}
 	return true;
@@ -1244,11 +1249,16 @@ parse_region(struct pctx *x, yaml_node_t *n, struct cfg_region *r, int idx)
 	require(x, &m, "buf_size");
 	v = mval(&m, "name");
 	if (v != NULL && get_name(x, "name", v, r->name)) {
-		for (int i = 0; i < idx; i++)
-			if (strcmp(c->regions[i].name, r->name) == 0)
+		for (int i = 0; i < idx; i++) {
+			if (strcmp(c->regions[i].name, r->name) == 0) {
 				err(x, v, "name: memory region '%s' is already "
 				    "defined at line %d", r->name,
 				    c->regions[i].pos.line);
+				/* references find the first one */
+				r->name[0] = '\0';
+				break;
+			}
+		}
 	}
 	if ((v = mval(&m, "kind")) != NULL &&
 	    get_enum(x, "kind", v, KEYS(mem_kind_names), &k))
@@ -1911,8 +1921,12 @@ parse_method(struct pctx *x, yaml_node_t *n, struct cfg_reorder *r)
 	sbn = mval(&m, "seq_batch_number");
 	sppb = mval(&m, "seq_packets_per_batch");
 	if (sbn != NULL && sppb != NULL) {
-		err(x, mkey(&m, "seq_packets_per_batch"), "method: give one "
-		    "of seq_batch_number and seq_packets_per_batch, not both");
+		const yaml_node_t *k1 = mkey(&m, "seq_batch_number");
+		const yaml_node_t *k2 = mkey(&m, "seq_packets_per_batch");
+
+		err(x, k1->start_mark.index > k2->start_mark.index ? k1 : k2,
+		    "method: give one of seq_batch_number and "
+		    "seq_packets_per_batch, not both");
 		return false;
 	}
 	if (sbn != NULL) {
@@ -1977,7 +1991,7 @@ alias_val(struct pctx *x, const struct map *m, const char *key,
 	if (a != NULL && b != NULL) {
 		const yaml_node_t *ka = mkey(m, key), *kb = mkey(m, alias);
 
-		err(x, pos_of(ka).line > pos_of(kb).line ? ka : kb,
+		err(x, ka->start_mark.index > kb->start_mark.index ? ka : kb,
 		    "data_types: '%s' and '%s' are the same key; give one",
 		    key, alias);
 	}
@@ -2777,10 +2791,8 @@ parse_root(struct pctx *x, yaml_node_t *root)
 	if (!map_open(x, &m, daqiri, "daqiri", "daqiri", KEYS(daqiri_keys),
 		      false))
 		return;
-	if ((v = mval(&m, "cfg")) != NULL)
-		parse_cfg(x, v, true);
-	else
-		err(x, dkey, "missing required key 'cfg' in daqiri");
+	if (require(x, &m, "cfg"))
+		parse_cfg(x, mval(&m, "cfg"), true);
 	if ((v = mval(&m, "daemon")) != NULL)
 		parse_daemon(x, v);
 }
