@@ -797,6 +797,26 @@ is_json_space(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* An escaped \u0000 anywhere (a backslash run of odd length, then u0000). */
+static bool
+has_nul_escape(const char *s, size_t len)
+{
+	size_t i, run = 0;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\\') {
+			run++;
+			continue;
+		}
+		if (run % 2 == 1 && s[i] == 'u' && i + 4 < len &&
+		    s[i + 1] == '0' && s[i + 2] == '0' && s[i + 3] == '0' &&
+		    s[i + 4] == '0')
+			return true;
+		run = 0;
+	}
+	return false;
+}
+
 int
 daqiri_msg_decode(const char *buf, size_t len, struct daqiri_msg *out,
 		  struct daqiri_err *err)
@@ -821,7 +841,9 @@ daqiri_msg_decode(const char *buf, size_t len, struct daqiri_msg *out,
 	if (buf == NULL || len == 0)
 		return daqiri_err_set(err, DAQIRI_ST_BAD_JSON, "empty message");
 
-	/* 2. JSON: one object and nothing after it. cJSON gets a
+	/* 2. JSON: one object and nothing after it. A \u0000 escape would
+	 * end a string early inside cJSON (names would compare equal to a
+	 * prefix), so the protocol refuses it. cJSON gets a
 	 * NUL-terminated copy so no reader can run past len. */
 	copy = malloc(len + 1);
 	if (copy == NULL)
@@ -829,6 +851,11 @@ daqiri_msg_decode(const char *buf, size_t len, struct daqiri_msg *out,
 		    "out of memory");
 	memcpy(copy, buf, len);
 	copy[len] = '\0';
+	if (has_nul_escape(copy, len)) {
+		free(copy);
+		return daqiri_err_set(err, DAQIRI_ST_BAD_JSON,
+		    "\\u0000 is not allowed in strings");
+	}
 	root = cJSON_ParseWithLengthOpts(copy, len, &end, 0);
 	if (root == NULL) {
 		size_t at = end != NULL && end >= copy && end <= copy + len ?
