@@ -43,6 +43,7 @@ struct dif {
 	const struct cfg_reorder *scfg[CFG_MAX_REORDERS];
 	int nworkers;
 	struct worker *workers[CFG_MAX_QUEUES];
+	struct stream *raws[CFG_MAX_QUEUES];	/* per rx queue */
 };
 
 struct daemon {
@@ -74,20 +75,30 @@ mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Reorder streams first, then the raw stream of every rx queue. */
 static struct stream *
-find_stream(struct daemon *d, const char *name)
+stream_at(struct dif *f, int j)
 {
-	for (int i = 0; i < d->nifs; i++)
-		for (int j = 0; j < d->ifs[i].nstreams; j++)
-			if (strcmp(stream_name(d->ifs[i].streams[j]), name) == 0)
-				return d->ifs[i].streams[j];
-	return NULL;
+	if (j < f->nstreams)
+		return f->streams[j];
+	return j - f->nstreams < f->nworkers ? f->raws[j - f->nstreams] : NULL;
 }
 
 #define FOR_EACH_STREAM(d, s)						\
 	for (int _i = 0; _i < (d)->nifs; _i++)				\
-		for (int _j = 0; _j < (d)->ifs[_i].nstreams &&		\
-		    ((s) = (d)->ifs[_i].streams[_j], 1); _j++)
+		for (int _j = 0;					\
+		    ((s) = stream_at(&(d)->ifs[_i], _j)) != NULL; _j++)
+
+static struct stream *
+find_stream(struct daemon *d, const char *name)
+{
+	struct stream *s;
+
+	FOR_EACH_STREAM(d, s)
+		if (strcmp(stream_name(s), name) == 0)
+			return s;
+	return NULL;
+}
 
 /* --- control callbacks ----------------------------------------------------- */
 
@@ -127,7 +138,7 @@ static int
 op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
-	int nstreams = 0, nqueues = 0;
+	int nstreams = 0, nqueues = 0;	/* reorder streams, rx queues */
 
 	for (int i = 0; i < d->nifs; i++) {
 		nstreams += d->ifs[i].nstreams;
@@ -179,10 +190,10 @@ interface_stats_json(struct dif *f, cJSON *o)
 		drops += c.engine.kernel_drops;
 		truncated += c.engine.truncated;
 	}
-	for (int j = 0; j < f->nstreams; j++) {
+	for (int j = 0; stream_at(f, j) != NULL; j++) {
 		struct reorder_counters rc;
 
-		stream_snapshot(f->streams[j], &rc, NULL);
+		stream_snapshot(stream_at(f, j), &rc, NULL);
 		in += rc.packets_in;
 	}
 	if (cJSON_AddNumberToObject(o, "rx_packets", (double)rx) == NULL ||
@@ -476,6 +487,20 @@ backend_for(const struct cfg_interface *ifc, const struct cfg_reorder *r)
 	return reorder_cuda_backend();
 }
 
+/* Longest frame a queue receives: its buffers, at most one IPv4 UDP
+ * datagram behind its headers. */
+static uint64_t
+queue_frame_bytes(const struct cfg *c, const struct cfg_queue *q)
+{
+	uint64_t b = 0;
+
+	for (int k = 0; k < q->nregions; k++)
+		b += c->regions[q->region_idx[k]].buf_size;
+	if (b > ENGINE_SYNTH_HDR_LEN + ENGINE_UDP_MAX_PAYLOAD)
+		b = ENGINE_SYNTH_HDR_LEN + ENGINE_UDP_MAX_PAYLOAD;
+	return b > 0 ? b : 2048;
+}
+
 static int
 interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 {
@@ -522,8 +547,15 @@ interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 		f->nstreams++;
 	}
 	for (int q = 0; q < ifc->rx.nqueues; q++) {
+		rc = stream_create_raw(&f->raws[q], ifc, &ifc->rx.queues[q],
+		    queue_frame_bytes(c, &ifc->rx.queues[q]), err, sizeof(err));
+		if (rc != 0) {
+			log_warnx("%s", err);
+			return -1;
+		}
 		rc = worker_create(&f->workers[q], ifc, q, f->eng, f->flows,
-		    f->streams, f->scfg, f->nstreams, err, sizeof(err));
+		    f->streams, f->scfg, f->nstreams, f->raws[q], err,
+		    sizeof(err));
 		if (rc != 0) {
 			log_warnx("%s", err);
 			return -1;
@@ -540,6 +572,8 @@ interface_down(struct dif *f)
 		worker_destroy(f->workers[q]);
 	for (int j = 0; j < f->nstreams; j++)
 		stream_destroy(f->streams[j]);
+	for (int q = 0; q < CFG_MAX_QUEUES; q++)
+		stream_destroy(f->raws[q]);
 	if (f->ops != NULL && f->eng != NULL)
 		f->ops->fini(f->eng);
 	flow_table_free(f->flows);

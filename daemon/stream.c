@@ -26,6 +26,7 @@
 
 #include "control.h"
 #include "log.h"
+#include "raw.h"
 #include "reorder_cuda.h"
 #include "ring.h"
 #include "stream.h"
@@ -80,8 +81,12 @@ struct cmd {
 struct stream {
 	char name[DAQIRI_STREAM_NAME_MAX];
 	const struct cfg_reorder *rc;
+	enum daqiri_stream_kind kind;
 	struct mem_region *region;
-	struct reorder_plan *plan;
+	struct reorder_plan *plan;	/* reorder streams */
+	struct raw_plan *raw;		/* raw streams */
+	struct mem_region own_region;	/* raw streams: their tensor memory */
+	struct reorder_geom raw_geom;
 	const struct reorder_geom *geom;
 	uint32_t nbufs;
 	uint32_t bitmap_bytes;		/* sidecar bytes per buffer */
@@ -115,6 +120,7 @@ struct stream {
 	/* seqlock snapshot, written by the worker */
 	_Atomic uint32_t snap_seq;
 	struct reorder_counters snap_rc;
+	struct raw_counters snap_raw;
 	struct stream_counters snap_sc;
 };
 
@@ -410,7 +416,10 @@ snapshot(struct stream *s)
 
 	atomic_store_explicit(&s->snap_seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	s->snap_rc = *reorder_counters(s->plan);
+	if (s->plan != NULL)
+		s->snap_rc = *reorder_counters(s->plan);
+	else
+		s->snap_raw = *raw_counters(s->raw);
 	s->snap_sc = s->ctr;
 	atomic_store_explicit(&s->snap_seq, seq + 2, memory_order_release);
 }
@@ -419,7 +428,10 @@ void
 stream_burst(struct stream *s, const struct reorder_pkt *pkts, unsigned n,
 	     uint64_t now_ns)
 {
-	reorder_burst(s->plan, pkts, n, now_ns);
+	if (s->plan != NULL)
+		reorder_burst(s->plan, pkts, n, now_ns);
+	else
+		raw_burst(s->raw, pkts, n, now_ns);
 }
 
 void
@@ -427,20 +439,27 @@ stream_service(struct stream *s, uint64_t now_ns)
 {
 	run_commands(s);
 	reclaim(s);
-	reorder_poll(s->plan, now_ns);
+	if (s->plan != NULL)
+		reorder_poll(s->plan, now_ns);
+	else
+		raw_poll(s->raw, now_ns);
 	snapshot(s);
 }
 
 uint64_t
 stream_next_deadline(const struct stream *s)
 {
-	return reorder_next_deadline(s->plan);
+	return s->plan != NULL ? reorder_next_deadline(s->plan) :
+	    raw_next_deadline(s->raw);
 }
 
 void
 stream_flush(struct stream *s, uint64_t now_ns)
 {
-	reorder_flush(s->plan, now_ns);
+	if (s->plan != NULL)
+		reorder_flush(s->plan, now_ns);
+	else
+		raw_flush(s->raw, now_ns);
 	snapshot(s);
 }
 
@@ -468,9 +487,9 @@ stream_plan(struct stream *s)
 	return s->plan;
 }
 
-void
-stream_snapshot(struct stream *m, struct reorder_counters *rc,
-		struct stream_counters *sc)
+static void
+stream_snapshot_all(struct stream *m, struct reorder_counters *rc,
+		    struct raw_counters *raw, struct stream_counters *sc)
 {
 	uint32_t a, b;
 
@@ -478,11 +497,31 @@ stream_snapshot(struct stream *m, struct reorder_counters *rc,
 		a = atomic_load_explicit(&m->snap_seq, memory_order_acquire);
 		if (rc != NULL)
 			*rc = m->snap_rc;
+		if (raw != NULL)
+			*raw = m->snap_raw;
 		if (sc != NULL)
 			*sc = m->snap_sc;
 		atomic_thread_fence(memory_order_acquire);
 		b = atomic_load_explicit(&m->snap_seq, memory_order_relaxed);
 	} while ((a & 1) != 0 || a != b);
+}
+
+void
+stream_snapshot(struct stream *s, struct reorder_counters *rc,
+		struct stream_counters *sc)
+{
+	struct raw_counters raw;
+
+	stream_snapshot_all(s, rc, &raw, sc);
+	/* A raw stream's input shows as reorder packets_in/placed, so the
+	 * interface sums stay one formula. */
+	if (s->plan == NULL && rc != NULL) {
+		memset(rc, 0, sizeof(*rc));
+		rc->packets_in = raw.packets_in;
+		rc->placed = raw.placed;
+		rc->malformed = raw.oversize;
+		rc->no_buffer_packets = raw.no_buffer_packets;
+	}
 }
 
 /* --- creation ------------------------------------------------------------ */
@@ -526,35 +565,27 @@ make_ipc_file(struct stream *s, char *err, size_t errlen)
 	return 0;
 }
 
-int
-stream_create(struct stream **out, const struct cfg_interface *ifc,
-	      const struct cfg_reorder *r, struct mem_region *region,
-	      const struct reorder_backend *backend, char *err, size_t errlen)
+/* The parts every stream has: name, buffer pool, sidecar memfd. */
+static struct stream *
+stream_new(const char *ifc, const char *name, struct mem_region *region,
+	   uint32_t sidecar_bytes, char *err, size_t errlen, int *rcp)
 {
-	struct reorder_owner owner;
 	struct stream *s;
 	int rc;
 
-	*out = NULL;
 	s = calloc(1, sizeof(*s));
-	if (s == NULL)
-		return -ENOMEM;
+	if (s == NULL) {
+		*rcp = -ENOMEM;
+		return NULL;
+	}
 	s->bitmap_fd = -1;
 	s->ipc_fd = -1;
 	s->wake_fd = -1;
 	pthread_mutex_init(&s->cmd_lock, NULL);
-	snprintf(s->name, sizeof(s->name), "%s/%s", ifc->name, r->name);
-	s->rc = r;
+	snprintf(s->name, sizeof(s->name), "%s/%s", ifc, name);
 	s->region = region;
 	s->nbufs = region->nbufs;
-	if (region->buf_size < (uint64_t)r->packets_per_batch * r->slot_bytes) {
-		snprintf(err, errlen, "stream '%s': buffers of region '%s' are "
-		    "smaller than a tensor", s->name, region->name);
-		rc = -EINVAL;
-		goto fail;
-	}
-	s->bitmap_bytes = (uint32_t)(((uint64_t)r->packets_per_batch + 63) /
-	    64 * 8);
+	s->bitmap_bytes = sidecar_bytes;
 	s->bitmap_len = (size_t)s->bitmap_bytes * s->nbufs;
 	s->bitmap_fd = memfd_create("daqiri-bitmap", MFD_CLOEXEC |
 	    MFD_ALLOW_SEALING);
@@ -586,11 +617,46 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 	/* Lowest index first out, which keeps tests readable. */
 	for (uint32_t i = s->nbufs; i-- > 0;)
 		buf_free(s, i);
+	return s;
+fail:
+	*rcp = rc;
+	stream_destroy(s);
+	return NULL;
+}
 
-	owner.ctx = s;
-	owner.get = owner_get;
-	owner.put = owner_put;
-	owner.publish = owner_publish;
+static void
+owner_of(struct stream *s, struct reorder_owner *owner)
+{
+	owner->ctx = s;
+	owner->get = owner_get;
+	owner->put = owner_put;
+	owner->publish = owner_publish;
+}
+
+int
+stream_create(struct stream **out, const struct cfg_interface *ifc,
+	      const struct cfg_reorder *r, struct mem_region *region,
+	      const struct reorder_backend *backend, char *err, size_t errlen)
+{
+	struct reorder_owner owner;
+	struct stream *s;
+	int rc;
+
+	*out = NULL;
+	if (region->buf_size < (uint64_t)r->packets_per_batch * r->slot_bytes) {
+		snprintf(err, errlen, "stream '%s/%s': buffers of region '%s' "
+		    "are smaller than a tensor", ifc->name, r->name,
+		    region->name);
+		return -EINVAL;
+	}
+	s = stream_new(ifc->name, r->name, region,
+	    (uint32_t)(((uint64_t)r->packets_per_batch + 63) / 64 * 8), err,
+	    errlen, &rc);
+	if (s == NULL)
+		return rc;
+	s->kind = DAQIRI_STREAM_REORDER;
+	s->rc = r;
+	owner_of(s, &owner);
 	s->plan = reorder_create(r, &owner, backend);
 	if (s->plan == NULL) {
 		rc = -errno;
@@ -609,6 +675,59 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 fail:
 	stream_destroy(s);
 	return rc;
+}
+
+int
+stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
+		  const struct cfg_queue *q, uint64_t frame_bytes, char *err,
+		  size_t errlen)
+{
+	struct cfg_region cr = { .kind = CFG_MEM_HOST, .num_bufs = RAW_NBUFS };
+	struct reorder_owner owner;
+	struct mem_region *m;
+	struct stream *s;
+	uint32_t ppb = q->batch_size > 0 ? q->batch_size : 1;
+	int rc;
+
+	*out = NULL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return -ENOMEM;
+	snprintf(cr.name, sizeof(cr.name), "raw:%.59s", q->name);
+	cr.buf_size = (uint64_t)ppb * frame_bytes;
+	rc = mem_region_create(&cr, m, err, errlen);
+	if (rc != 0) {
+		free(m);
+		return rc;
+	}
+	s = stream_new(ifc->name, q->name, m, raw_sidecar_bytes(ppb), err,
+	    errlen, &rc);
+	if (s == NULL) {
+		mem_region_destroy(m);
+		free(m);
+		return rc;
+	}
+	s->own_region = *m;
+	free(m);
+	s->region = &s->own_region;
+	s->kind = DAQIRI_STREAM_RAW;
+	s->raw_geom.ppb = ppb;
+	s->raw_geom.in_bytes = (uint32_t)frame_bytes;
+	s->raw_geom.slot_bytes = frame_bytes;
+	s->raw_geom.tensor_bytes = (uint64_t)ppb * frame_bytes;
+	s->raw_geom.window = 1;
+	s->geom = &s->raw_geom;
+	owner_of(s, &owner);
+	s->raw = raw_create(ppb, frame_bytes, q->timeout_us, &owner);
+	if (s->raw == NULL) {
+		rc = -errno;
+		snprintf(err, errlen, "stream '%s': %s", s->name, strerror(errno));
+		stream_destroy(s);
+		return rc;
+	}
+	snapshot(s);
+	*out = s;
+	return 0;
 }
 
 static void
@@ -632,6 +751,7 @@ stream_destroy(struct stream *s)
 	if (s == NULL)
 		return;
 	reorder_destroy(s->plan);
+	raw_destroy(s->raw);
 	for (int k = 0; k < s->nall; k++)
 		sub_free(s->all[k]);
 	if (s->bitmap != NULL)
@@ -644,6 +764,8 @@ stream_destroy(struct stream *s)
 	free(s->refs);
 	free(s->free_stack);
 	pthread_mutex_destroy(&s->cmd_lock);
+	if (s->region == &s->own_region)
+		mem_region_destroy(&s->own_region);
 	free(s);
 }
 
@@ -674,7 +796,8 @@ push_cmd(struct stream *s, enum cmd_op op, struct sub *u)
 static enum daqiri_dtype
 dtype_of(const struct cfg_reorder *r)
 {
-	switch (r->has_data_types ? r->output_type : CFG_DTYPE_NONE) {
+	switch (r != NULL && r->has_data_types ? r->output_type :
+	    CFG_DTYPE_NONE) {
 	case CFG_DTYPE_INT8:	return DAQIRI_DTYPE_INT8;
 	case CFG_DTYPE_INT16:	return DAQIRI_DTYPE_INT16;
 	case CFG_DTYPE_INT32:	return DAQIRI_DTYPE_INT32;
@@ -704,14 +827,15 @@ fill_info(const struct stream *s, const struct sub *u,
 	memset(info, 0, sizeof(*info));
 	info->sub_id = u->sub_id;
 	snprintf(info->stream, sizeof(info->stream), "%s", s->name);
-	info->kind = DAQIRI_STREAM_REORDER;
+	info->kind = s->kind;
 	info->mode = u->mode;
 	snprintf(info->group, sizeof(info->group), "%s", u->group);
 	info->mem_kind = mem_kind_of(s->region->kind);
 	info->device = s->region->kind == CFG_MEM_DEVICE ?
 	    s->region->affinity : -1;
 	info->dtype = dtype_of(s->rc);
-	info->fill = (enum daqiri_fill)s->rc->fill;
+	info->fill = s->rc != NULL ? (enum daqiri_fill)s->rc->fill :
+	    DAQIRI_FILL_KEEP;
 	info->elem_bytes = daqiri_dtype_size(info->dtype);
 	info->nbufs = s->nbufs;
 	info->ppb = s->geom->ppb;
@@ -870,25 +994,29 @@ int
 stream_info_json(const struct stream *s, cJSON *o)
 {
 	const struct cfg_reorder *r = s->rc;
-	enum daqiri_dtype dt = dtype_of(r);
 
 	if (cJSON_AddStringToObject(o, "name", s->name) == NULL ||
-	    cJSON_AddStringToObject(o, "kind", "reorder") == NULL ||
-	    cJSON_AddStringToObject(o, "reorder_type",
-		r->type == CFG_REORDER_GPU ? "gpu" : "cpu") == NULL ||
+	    cJSON_AddStringToObject(o, "kind",
+		daqiri_stream_kind_name(s->kind)) == NULL ||
 	    cJSON_AddStringToObject(o, "memory_region", s->region->name) == NULL ||
 	    cJSON_AddStringToObject(o, "memory_kind",
 		cfg_mem_kind_name(s->region->kind)) == NULL ||
-	    cJSON_AddStringToObject(o, "input_type",
-		r->has_data_types ? cfg_dtype_name(r->input_type) : "raw") == NULL ||
-	    cJSON_AddStringToObject(o, "dtype", daqiri_dtype_name(dt)) == NULL ||
+	    cJSON_AddStringToObject(o, "dtype",
+		daqiri_dtype_name(dtype_of(r))) == NULL ||
 	    cJSON_AddNumberToObject(o, "nbufs", s->nbufs) == NULL ||
 	    cJSON_AddNumberToObject(o, "packets_per_batch", s->geom->ppb) == NULL ||
-	    cJSON_AddNumberToObject(o, "payload_bytes", s->geom->in_bytes) == NULL ||
 	    cJSON_AddNumberToObject(o, "slot_bytes", (double)s->geom->slot_bytes) == NULL ||
 	    cJSON_AddNumberToObject(o, "tensor_bytes", (double)s->geom->tensor_bytes) == NULL ||
-	    cJSON_AddNumberToObject(o, "window", s->geom->window) == NULL ||
 	    cJSON_AddNumberToObject(o, "subscribers", s->nall) == NULL)
+		return -ENOMEM;
+	if (r == NULL)
+		return 0;
+	if (cJSON_AddStringToObject(o, "reorder_type",
+		r->type == CFG_REORDER_GPU ? "gpu" : "cpu") == NULL ||
+	    cJSON_AddStringToObject(o, "input_type",
+		r->has_data_types ? cfg_dtype_name(r->input_type) : "raw") == NULL ||
+	    cJSON_AddNumberToObject(o, "payload_bytes", s->geom->in_bytes) == NULL ||
+	    cJSON_AddNumberToObject(o, "window", s->geom->window) == NULL)
 		return -ENOMEM;
 	return 0;
 }
@@ -897,18 +1025,25 @@ int
 stream_stats_json(struct stream *s, cJSON *o)
 {
 	struct reorder_counters rc;
+	struct raw_counters raw;
 	struct stream_counters sc;
-	const uint64_t *v = (const uint64_t *)&rc;
+	const uint64_t *v = s->plan != NULL ? (const uint64_t *)&rc :
+	    (const uint64_t *)&raw;
+	const char *const *names = s->plan != NULL ? reorder_counter_names :
+	    raw_counter_names;
+	int n = s->plan != NULL ? REORDER_NCOUNTERS : RAW_NCOUNTERS;
 	cJSON *r, *h;
 
-	stream_snapshot(s, &rc, &sc);
+	stream_snapshot_all(s, &rc, &raw, &sc);
 	if (cJSON_AddStringToObject(o, "name", s->name) == NULL ||
-	    (r = cJSON_AddObjectToObject(o, "reorder")) == NULL ||
+	    cJSON_AddStringToObject(o, "kind",
+		daqiri_stream_kind_name(s->kind)) == NULL ||
+	    (r = cJSON_AddObjectToObject(o, s->plan != NULL ? "reorder" :
+		"raw")) == NULL ||
 	    (h = cJSON_AddObjectToObject(o, "handoff")) == NULL)
 		return -ENOMEM;
-	for (int i = 0; i < REORDER_NCOUNTERS; i++)
-		if (cJSON_AddNumberToObject(r, reorder_counter_names[i],
-		    (double)v[i]) == NULL)
+	for (int i = 0; i < n; i++)
+		if (cJSON_AddNumberToObject(r, names[i], (double)v[i]) == NULL)
 			return -ENOMEM;
 	if (cJSON_AddNumberToObject(h, "published", (double)sc.published) == NULL ||
 	    cJSON_AddNumberToObject(h, "delivered", (double)sc.delivered) == NULL ||

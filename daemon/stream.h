@@ -51,6 +51,15 @@ int stream_create(struct stream **out, const struct cfg_interface *ifc,
 		  const struct reorder_backend *backend, char *err,
 		  size_t errlen);
 
+/*
+ * Create the raw stream of rx queue q: RAW_NBUFS buffers of batch_size
+ * slots of frame_bytes in a memfd of its own. Same return as
+ * stream_create().
+ */
+int stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
+		      const struct cfg_queue *q, uint64_t frame_bytes,
+		      char *err, size_t errlen);
+
 /* Flush nothing, free everything (workers must be stopped). NULL-safe. */
 void stream_destroy(struct stream *s);
 
@@ -96,7 +105,8 @@ void stream_reap(struct stream *s,
 			    const char *why),
 		 void *ctx);
 
-/* Consistent counter snapshot. */
+/* Consistent counter snapshot. For a raw stream rc holds packets_in,
+ * placed, no_buffer_packets and (as malformed) oversize frames. */
 void stream_snapshot(struct stream *s, struct reorder_counters *rc,
 		     struct stream_counters *sc);
 /* JSON views for the control socket. */

@@ -23,6 +23,7 @@
 
 #define ROUTE_NO_STREAM		(-1)
 #define ROUTE_MISROUTED		(-2)
+#define ROUTE_RAW		(-3)	/* the queue's raw stream */
 
 struct wstream {
 	struct stream *s;
@@ -40,7 +41,7 @@ struct worker {
 	int *rule_stream;		/* per flow rule: ws index or ROUTE_* */
 	int default_route;		/* for FLOW_ROUTE_DEFAULT */
 	int nws;
-	struct wstream *ws;
+	struct wstream *ws;		/* reorder streams, then the raw one */
 	int wake_fd;
 	pthread_t thr;
 	bool started;
@@ -204,7 +205,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	      struct engine *eng, const struct flow_table *flows,
 	      struct stream *const *streams,
 	      const struct cfg_reorder *const *stream_cfg, int nstreams,
-	      char *err, size_t errlen)
+	      struct stream *raw, char *err, size_t errlen)
 {
 	const struct cfg_queue *cq = &ifc->rx.queues[qi];
 	int local[WORKER_MAX_STREAMS];
@@ -235,7 +236,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 		if (owner_queue(ifc, stream_cfg[j]) == (int64_t)cq->id)
 			local[j] = w->nws++;
 	}
-	w->ws = calloc((size_t)(w->nws > 0 ? w->nws : 1), sizeof(*w->ws));
+	w->ws = calloc((size_t)w->nws + 1, sizeof(*w->ws));
 	w->rule_stream = calloc(flows->nrules > 0 ? flows->nrules : 1,
 	    sizeof(int));
 	if (w->ws == NULL || w->rule_stream == NULL) {
@@ -245,13 +246,20 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	for (int j = 0; j < nstreams && j < WORKER_MAX_STREAMS; j++)
 		if (local[j] >= 0)
 			w->ws[local[j]].s = streams[j];
+	/* Frames no reorder config takes go to the raw stream of the queue
+	 * that received them (the socket engine spreads datagrams over its
+	 * queues by hash, not by flow). */
+	w->default_route = ROUTE_NO_STREAM;
+	if (raw != NULL) {
+		w->ws[w->nws].s = raw;
+		w->default_route = w->nws++;
+	}
 	for (uint32_t i = 0; i < flows->nrules; i++) {
 		int j = stream_of_flow(stream_cfg, nstreams, flows->rules[i].id);
 
-		w->rule_stream[i] = j < 0 ? ROUTE_NO_STREAM :
+		w->rule_stream[i] = j < 0 ? w->default_route :
 		    local[j] >= 0 ? local[j] : ROUTE_MISROUTED;
 	}
-	w->default_route = ROUTE_NO_STREAM;
 
 	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->wake_fd < 0) {

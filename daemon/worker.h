@@ -28,8 +28,7 @@ struct worker_counters {
 	uint64_t rx_bytes;
 	uint64_t matched;		/* matched a flow */
 	uint64_t unmatched;		/* no flow, flow_isolation on: dropped */
-	uint64_t no_stream;		/* flow (or default queue) without a
-					 * reorder stream: dropped */
+	uint64_t no_stream;		/* for a raw stream when there is none */
 	uint64_t misrouted;		/* a stream another queue's worker owns */
 	uint64_t bursts;
 	uint64_t rx_errors;		/* failed rx_burst calls */
@@ -41,14 +40,16 @@ struct worker;
 /*
  * Make the worker of rx queue qi of interface ifc. streams[] are the
  * streams of this interface, stream_cfg[i] their reorder configs; the
- * worker feeds those whose first flow targets its queue. Returns 0 and
+ * worker feeds those whose first flow targets its queue. raw is the
+ * queue's raw stream (frames of flows without a reorder config, and
+ * unmatched frames with flow_isolation off), NULL for none. Returns 0 and
  * *out, or a negative errno with a message in err.
  */
 int worker_create(struct worker **out, const struct cfg_interface *ifc,
 		  int qi, struct engine *eng, const struct flow_table *flows,
 		  struct stream *const *streams,
 		  const struct cfg_reorder *const *stream_cfg, int nstreams,
-		  char *err, size_t errlen);
+		  struct stream *raw, char *err, size_t errlen);
 /* Start the thread (pinned to the queue's cpu_core when it exists). */
 int worker_start(struct worker *w);
 /* Ask it to stop, flush its streams and join it. NULL-safe. */
