@@ -193,7 +193,9 @@ EOF
 }
 
 # Build the CUDA pieces without make: nvcc for the backend, cc for the
-# rest, Check from pkg-config or the stand-in.
+# rest, Check from pkg-config or the stand-in. Flags are word-split on
+# purpose.
+# shellcheck disable=SC2086
 direct_build() {
 	D=$BUILD/gpu-direct
 	mkdir -p "$D" || return 1
@@ -213,7 +215,6 @@ direct_build() {
 		CKF="-I$D/shim"
 		CKL="$D/shim/check.o"
 	fi
-	# shellcheck disable=SC2086
 	$NVCC -O2 -std=c++17 $GPU_ARCH -Xcompiler -fPIC -DDAQIRI_HAVE_CUDA=1 \
 	    -Iproto -Idaemon -c daemon/reorder_cuda.cu -o "$D/reorder_cuda.o" &&
 	$CC $CF -c daemon/reorder.c -o "$D/reorder.o" &&
@@ -249,12 +250,12 @@ main() {
 	# 1. build: the project's make first, else the direct build
 	TESTS=$BUILD/tests
 	BENCH=$BUILD/bench_reorder_gpu
-	VIA=make
+	VIA="make"
 	say "== build: make HAVE_CUDA=1 CUDA_ARCH='$GPU_ARCH'"
 	if ! make -j"$JOBS" HAVE_CUDA=1 CUDA_ARCH="$GPU_ARCH" BUILD="$BUILD" \
 	    all unit "$BUILD/bench_reorder_gpu"; then
 		say "make failed (above); building the CUDA pieces directly"
-		VIA=direct
+		VIA="direct"
 		if ! direct_build; then
 			fail "build"
 			return 1
@@ -263,7 +264,7 @@ main() {
 	say "ok: build ($VIA)"
 
 	# 2. unit tests that exercise the GPU (and the arithmetic it shares)
-	export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-300}
+	export CK_DEFAULT_TIMEOUT="${CK_DEFAULT_TIMEOUT:-300}"
 	run check_reorder_cuda timeout "$TEST_TIMEOUT" \
 	    "$TESTS/check_reorder_cuda"
 	run check_convert timeout "$TEST_TIMEOUT" "$TESTS/check_convert"
