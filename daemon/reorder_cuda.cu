@@ -1086,6 +1086,7 @@ rc_finish(void *state, const struct reorder_buf *buf)
 	(void)rc_flush(s);
 	if (b->kind == RC_KIND_HOST || b->alias == nullptr || s->failed)
 		return;
+	(void)cudaSetDevice(s->dev);	/* the event is made on it */
 	if (b->ev == nullptr && rc_event_get(buf->data, &b->ev) != 0) {
 		s->failed = true;
 		s->st.errors++;

@@ -112,7 +112,8 @@ reorder_cuda_backend(void)
  */
 const char *reorder_cuda_last_error(void);
 
-/* Counters of the plan p runs with the CUDA backend (zeros otherwise). */
+/* Counters of the plan p runs with the CUDA backend (zeros otherwise).
+ * Call it on the plan's thread (the counters are not atomic). */
 void reorder_cuda_stats(const struct reorder_plan *p,
 			struct reorder_cuda_stats *out);
 
