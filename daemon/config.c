@@ -2436,6 +2436,10 @@ parse_socket(struct pctx *x, yaml_node_t *n, struct cfg_socket *s)
 		err(x, rv, "remote_addr: %s:// does not match local_addr's "
 		    "%s://", transport_names[s->remote.transport],
 		    transport_names[s->local.transport]);
+	/* the legacy local_ip/remote_ip keys are reported already */
+	if (mget(&m, "local_ip") != NULL || mget(&m, "local_port") != NULL ||
+	    mget(&m, "remote_ip") != NULL || mget(&m, "remote_port") != NULL)
+		mode_ok = false;
 	if (mode_ok && s->mode == CFG_SOCK_SERVER) {
 		if (lv == NULL)
 			err(x, n, "socket_config: server mode needs local_addr");
