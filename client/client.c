@@ -318,6 +318,19 @@ daqiri_connect(const char *path, struct daqiri **out)
 		hello = NULL;
 	}
 	r = transact(d, hello, &m);
+	if (r == -ENOTCONN) {
+		/* A daemon that turns us away (too many connections) answers
+		 * and hangs up before our hello: read that answer. */
+		d->dead = false;
+		if (recv_one(d, &m, NULL, 0) == 1) {
+			r = m.type == DAQIRI_MSG_REPLY ? reply_status(d, &m) :
+			    -ENOTCONN;
+			daqiri_msg_free(&m);
+			if (r == 0)
+				r = -ENOTCONN;
+		}
+		goto fail;
+	}
 	if (r < 0)
 		goto fail;
 	r = reply_status(d, &m);

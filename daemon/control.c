@@ -313,7 +313,11 @@ run_status(int r, struct daqiri_err *err)
 {
 	enum daqiri_status st;
 
-	if (r < 0)
+	/* "return daqiri_err_set(err, st, ...)" returns -1: the status the
+	 * callback put into err wins over the errno reading of -1. */
+	if (r < 0 && err->status != DAQIRI_ST_OK)
+		st = err->status;
+	else if (r < 0)
 		st = daqiri_status_from_errno(r);
 	else if (r < DAQIRI_ST_MAX)
 		st = (enum daqiri_status)r;

@@ -41,7 +41,9 @@ struct control_sub_fds {
  * The daemon's side. Every callback runs on the thread that calls
  * control_handle(), must not block, and returns a status:
  *   0 (DAQIRI_ST_OK), a positive enum daqiri_status, or a negative errno
- *   (mapped by daqiri_status_from_errno()).
+ *   (mapped by daqiri_status_from_errno()); when err->status was set
+ *   (daqiri_err_set) and the return is negative, err->status is used, so
+ *   "return daqiri_err_set(err, DAQIRI_ST_X, ...);" does what it says.
  * On failure the callback may write a human message into err->msg (it is
  * pre-cleared; empty = the status name is used). Reply objects arrive
  * with "type", "re", "status" already set: add payload fields only; on

@@ -1,0 +1,906 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tests of libdaqiri-client against a fake daemon: a forked process that
+ * runs the real control server (daemon/control.c) with callbacks that
+ * make a real memfd tensor region, bitmap sidecar, ring and eventfd and
+ * publish tensors in the simulator's pattern. `check_client --serve PATH
+ * [MODE]` runs that fake daemon alone (for trying daqirictl and
+ * daqiri-consume by hand).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "convert.h"
+#include "daqiri_client.h"
+#include "proto.h"
+#include "ring.h"
+
+#define FAKE_STREAM	"sim/r0"
+#define FAKE_NBUFS	8u
+#define FAKE_PPB	16u
+#define FAKE_ELEMS	8u		/* fp32 elements per slot */
+#define FAKE_SLOT	(FAKE_ELEMS * 4u)
+#define FAKE_STRIDE	4096u
+#define FAKE_TICK_MS	1
+#define FAKE_SUBS	8
+
+enum fake_mode {
+	FAKE_NORMAL,		/* publish forever */
+	FAKE_IDLE,		/* publish nothing */
+	FAKE_DIE,		/* exit after FAKE_DIE_AFTER tensors */
+	FAKE_CLOSE_SUB,		/* end the subscription after that many */
+};
+#define FAKE_DIE_AFTER	5
+
+struct fake_sub {
+	bool used;
+	uint64_t conn;
+	uint32_t id;
+	struct daqiri_ring ring;
+	void *ring_mem;
+	size_t ring_len;
+	int ring_fd;
+	int efd;
+	bool held[FAKE_NBUFS];
+	uint64_t published;
+	int tensor_fd, bitmap_fd;
+	uint8_t *tensor;
+	uint64_t *bitmap;
+};
+
+struct fake {
+	enum fake_mode mode;
+	struct control *ctl;
+	uint32_t next_id;
+	uint64_t seq;
+	struct fake_sub subs[FAKE_SUBS];
+};
+
+/* The simulator's pattern: value(slot, e) = ((3 slot + e) mod 15) - 7. */
+static int32_t
+pattern(uint32_t slot, uint32_t e)
+{
+	return (int32_t)((3 * slot + e) % 15) - 7;
+}
+
+static int
+fake_streams(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	cJSON *a = cJSON_AddArrayToObject(reply, "streams");
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "name", FAKE_STREAM);
+	cJSON_AddStringToObject(o, "dtype", "fp32");
+	cJSON_AddNumberToObject(o, "packets_per_batch", FAKE_PPB);
+	cJSON_AddItemToArray(a, o);
+	return 0;
+}
+
+static int
+fake_status(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct fake *f = ctx;
+	int i, n = 0;
+
+	for (i = 0; i < FAKE_SUBS; i++)
+		n += f->subs[i].used;
+	cJSON_AddStringToObject(reply, "state", "running");
+	cJSON_AddNumberToObject(reply, "subscriptions", n);
+	return 0;
+}
+
+static int
+fake_stats(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct fake *f = ctx;
+	cJSON *a = cJSON_AddArrayToObject(reply, "streams");
+	cJSON *o = cJSON_CreateObject(), *r;
+
+	cJSON_AddStringToObject(o, "name", FAKE_STREAM);
+	r = cJSON_AddObjectToObject(o, "reorder");
+	cJSON_AddNumberToObject(r, "packets_in", (double)f->seq * FAKE_PPB);
+	cJSON_AddNumberToObject(r, "batches_complete", (double)f->seq);
+	cJSON_AddItemToArray(a, o);
+	return control_counters_json(f->ctl,
+	    cJSON_AddObjectToObject(reply, "control"));
+}
+
+static void
+sub_release(struct fake_sub *u)
+{
+	if (u->tensor != NULL)
+		munmap(u->tensor, FAKE_NBUFS * FAKE_STRIDE);
+	if (u->bitmap != NULL)
+		munmap(u->bitmap, FAKE_NBUFS * 8);
+	if (u->tensor_fd > 0)
+		close(u->tensor_fd);
+	if (u->bitmap_fd > 0)
+		close(u->bitmap_fd);
+	if (u->ring_mem != NULL)
+		munmap(u->ring_mem, u->ring_len);
+	if (u->ring_fd >= 0)
+		close(u->ring_fd);
+	if (u->efd >= 0)
+		close(u->efd);
+	memset(u, 0, sizeof(*u));
+}
+
+static int
+fake_subscribe(void *ctx, const struct daqiri_sub_req *req,
+	       const struct control_peer *peer, struct daqiri_sub_info *info,
+	       struct control_sub_fds *fds, struct daqiri_err *err)
+{
+	struct fake *f = ctx;
+	struct fake_sub *u = NULL;
+	uint32_t depth;
+	int i, r;
+
+	if (strcmp(req->stream, FAKE_STREAM) != 0)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
+		    "no stream \"%s\"", req->stream);
+	for (i = 0; i < FAKE_SUBS; i++)
+		if (!f->subs[i].used) {
+			u = &f->subs[i];
+			break;
+		}
+	if (u == NULL)
+		return -EUSERS;
+	depth = req->depth != 0 ? req->depth : DAQIRI_RING_DEPTH_DEFAULT;
+	if (depth < FAKE_NBUFS)
+		depth = FAKE_NBUFS;
+	r = daqiri_ring_create(&u->ring, depth, FAKE_NBUFS, &u->ring_fd,
+	    &u->ring_mem, &u->ring_len);
+	if (r < 0)
+		return r;
+	u->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	/* Each subscription gets a region of its own: the fake has no
+	 * buffer sharing between subscribers. */
+	u->tensor_fd = memfd_create("fake-tensors", MFD_CLOEXEC);
+	u->bitmap_fd = memfd_create("fake-bitmap", MFD_CLOEXEC);
+	if (u->tensor_fd < 0 || u->bitmap_fd < 0 ||
+	    ftruncate(u->tensor_fd, FAKE_NBUFS * FAKE_STRIDE) < 0 ||
+	    ftruncate(u->bitmap_fd, FAKE_NBUFS * 8) < 0)
+		return -errno;
+	u->tensor = mmap(NULL, FAKE_NBUFS * FAKE_STRIDE, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, u->tensor_fd, 0);
+	u->bitmap = mmap(NULL, FAKE_NBUFS * 8, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, u->bitmap_fd, 0);
+	if (u->tensor == MAP_FAILED || u->bitmap == MAP_FAILED)
+		return -ENOMEM;
+	u->used = true;
+	u->conn = peer->conn_id;
+	u->id = ++f->next_id;
+
+	memset(info, 0, sizeof(*info));
+	info->sub_id = u->id;
+	snprintf(info->stream, sizeof(info->stream), "%s", FAKE_STREAM);
+	info->kind = DAQIRI_STREAM_REORDER;
+	info->mode = req->mode;
+	snprintf(info->group, sizeof(info->group), "%s", req->group);
+	info->mem_kind = DAQIRI_MEM_HOST;
+	info->device = -1;
+	info->dtype = DAQIRI_DTYPE_FP32;
+	info->fill = DAQIRI_FILL_ZERO;
+	info->elem_bytes = 4;
+	info->nbufs = FAKE_NBUFS;
+	info->ppb = FAKE_PPB;
+	info->slot_bytes = FAKE_SLOT;
+	info->elems_per_slot = FAKE_ELEMS;
+	info->tensor_bytes = FAKE_PPB * FAKE_SLOT;
+	info->buf_offset = 0;
+	info->buf_stride = FAKE_STRIDE;
+	info->map_bytes = FAKE_NBUFS * FAKE_STRIDE;
+	info->bitmap_bytes = 8;
+	info->ring_depth = depth;
+	info->ring_bytes = u->ring_len;
+	info->max_held = req->max_held != 0 ? req->max_held : FAKE_NBUFS;
+	info->nfds = 4;
+	info->fds[0] = DAQIRI_FD_TENSOR;
+	info->fds[1] = DAQIRI_FD_BITMAP;
+	info->fds[2] = DAQIRI_FD_RING;
+	info->fds[3] = DAQIRI_FD_EVENTFD;
+	fds->fd[0] = control_reopen_ro(u->tensor_fd);
+	fds->fd[1] = control_reopen_ro(u->bitmap_fd);
+	fds->fd[2] = fcntl(u->ring_fd, F_DUPFD_CLOEXEC, 0);
+	fds->fd[3] = fcntl(u->efd, F_DUPFD_CLOEXEC, 0);
+	fds->n = 4;
+	return 0;
+}
+
+static int
+fake_unsubscribe(void *ctx, const struct control_peer *peer, uint32_t id,
+		 struct daqiri_err *err)
+{
+	struct fake *f = ctx;
+	int i;
+
+	for (i = 0; i < FAKE_SUBS; i++)
+		if (f->subs[i].used && f->subs[i].id == id &&
+		    f->subs[i].conn == peer->conn_id) {
+			sub_release(&f->subs[i]);
+			return 0;
+		}
+	return DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+}
+
+static void
+fake_closed(void *ctx, const struct control_peer *peer)
+{
+	struct fake *f = ctx;
+	int i;
+
+	for (i = 0; i < FAKE_SUBS; i++)
+		if (f->subs[i].used && f->subs[i].conn == peer->conn_id)
+			sub_release(&f->subs[i]);
+}
+
+static const struct control_ops fake_ops = {
+	.streams = fake_streams,
+	.status = fake_status,
+	.stats = fake_stats,
+	.subscribe = fake_subscribe,
+	.unsubscribe = fake_unsubscribe,
+	.conn_closed = fake_closed,
+};
+
+/* Fill buffer b as batch seq: odd batches miss slot seq % ppb (zeros). */
+static void
+fake_fill(struct fake_sub *f, uint32_t b, uint64_t seq, uint32_t *flags,
+	  uint32_t *received)
+{
+	uint8_t *t = f->tensor + (size_t)b * FAKE_STRIDE;
+	uint32_t s, e, miss = (seq & 1) ? (uint32_t)(seq % FAKE_PPB) :
+	    UINT32_MAX;
+
+	f->bitmap[b] = 0;
+	for (s = 0; s < FAKE_PPB; s++) {
+		if (s == miss) {
+			memset(t + (size_t)s * FAKE_SLOT, 0, FAKE_SLOT);
+			continue;
+		}
+		for (e = 0; e < FAKE_ELEMS; e++)
+			cvt_write(CFG_DTYPE_FP32, pattern(s, e),
+			    t + (size_t)s * FAKE_SLOT, e);
+		f->bitmap[b] |= 1ull << s;
+	}
+	*received = miss == UINT32_MAX ? FAKE_PPB : FAKE_PPB - 1;
+	*flags = miss == UINT32_MAX ? DAQIRI_F_COMPLETE :
+	    DAQIRI_F_TIMEOUT | DAQIRI_F_HAS_GAPS;
+}
+
+/* Each subscriber gets one tensor per tick, numbered per subscriber,
+ * into a free buffer of its own region. */
+static void
+fake_tick(struct fake *f)
+{
+	struct daqiri_desc d;
+	uint32_t b, idx;
+	int i, r;
+
+	for (i = 0; i < FAKE_SUBS; i++) {
+		struct fake_sub *u = &f->subs[i];
+
+		if (!u->used)
+			continue;
+		while ((r = daqiri_rel_pop(&u->ring, &idx)) == 1)
+			if (idx < FAKE_NBUFS && u->held[idx])
+				u->held[idx] = false;
+		if (r < 0 || f->mode == FAKE_IDLE)
+			continue;
+		if (f->mode == FAKE_CLOSE_SUB && u->published == FAKE_DIE_AFTER) {
+			control_sub_closed(f->ctl, u->conn, u->id,
+			    DAQIRI_ST_BAD_REQUEST, "closed by the test");
+			u->published++;
+			continue;
+		}
+		if (f->mode == FAKE_CLOSE_SUB && u->published > FAKE_DIE_AFTER)
+			continue;
+		for (b = 0; b < FAKE_NBUFS && u->held[b]; b++)
+			;
+		if (b == FAKE_NBUFS)
+			continue;
+		memset(&d, 0, sizeof(d));
+		d.buf_index = b;
+		d.seq = u->published;
+		d.batch_id = d.seq + 1000;
+		fake_fill(u, b, d.seq, &d.flags, &d.packets_received);
+		d.packets_expected = FAKE_PPB;
+		d.bytes = FAKE_PPB * FAKE_SLOT;
+		d.publish_ns = 1;
+		if (daqiri_comp_push(&u->ring, &d) == 0) {
+			uint64_t one = 1;
+
+			u->held[b] = true;
+			u->published++;
+			f->seq++;
+			if (write(u->efd, &one, sizeof(one)) < 0)
+				continue;
+		}
+		if (f->mode == FAKE_DIE && u->published == FAKE_DIE_AFTER)
+			_exit(0);
+	}
+}
+
+static void __attribute__((noreturn))
+fake_serve(const char *path, enum fake_mode mode)
+{
+	struct fake f;
+	struct pollfd p;
+	int r;
+
+	memset(&f, 0, sizeof(f));
+	f.mode = mode;
+	r = control_init(&f.ctl, path, 0666, "", "", 4, &fake_ops, &f);
+	if (r < 0)
+		_exit(22);
+	signal(SIGPIPE, SIG_IGN);
+	p.fd = control_fd(f.ctl);
+	p.events = POLLIN;
+	for (;;) {
+		if (poll(&p, 1, FAKE_TICK_MS) > 0)
+			control_handle(f.ctl, p.fd, EPOLLIN);
+		fake_tick(&f);
+		if (getppid() == 1)
+			break;
+	}
+	control_fini(f.ctl);
+	_exit(0);
+}
+
+/* ---- test fixture */
+
+static char dir[64], sock_path[108];
+static pid_t server = -1;
+
+static void
+start_server(enum fake_mode mode)
+{
+	struct stat st;
+	int i;
+
+	snprintf(dir, sizeof(dir), "/tmp/check_client.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock_path, sizeof(sock_path), "%s/d.sock", dir);
+	server = fork();
+	ck_assert_int_ge(server, 0);
+	if (server == 0)
+		fake_serve(sock_path, mode);
+	for (i = 0; i < 500 && stat(sock_path, &st) != 0; i++)
+		usleep(2000);
+	ck_assert_int_eq(stat(sock_path, &st), 0);
+}
+
+static void
+stop_server(void)
+{
+	int st;
+
+	if (server > 0) {
+		kill(server, SIGKILL);
+		waitpid(server, &st, 0);
+		server = -1;
+	}
+	unlink(sock_path);
+	rmdir(dir);
+}
+
+static uint64_t
+ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Check one tensor against the pattern, the bitmap and the fill. */
+static void
+check_tensor(const struct daqiri_tensor *t)
+{
+	uint8_t want[FAKE_SLOT];
+	const uint8_t *p = t->data;
+	uint32_t s, e, miss = (t->seq & 1) ? (uint32_t)(t->seq % FAKE_PPB) :
+	    UINT32_MAX;
+
+	ck_assert_uint_eq(t->batch_id, t->seq + 1000);
+	ck_assert_uint_eq(t->bytes, FAKE_PPB * FAKE_SLOT);
+	ck_assert_int_eq(t->ndim, 2);
+	ck_assert_uint_eq(t->shape[0], FAKE_PPB);
+	ck_assert_uint_eq(t->shape[1], FAKE_ELEMS);
+	ck_assert_int_eq(t->dtype, DAQIRI_DTYPE_FP32);
+	ck_assert_str_eq(t->dtype_name, "fp32");
+	ck_assert_int_eq(t->device, -1);
+	ck_assert_ptr_null(t->event);
+	ck_assert_ptr_null(t->lengths);
+	ck_assert_uint_eq(t->bitmap_bits, FAKE_PPB);
+	ck_assert_uint_eq(t->packets_received,
+	    miss == UINT32_MAX ? FAKE_PPB : FAKE_PPB - 1);
+	ck_assert_uint_eq(!!(t->flags & DAQIRI_TENSOR_HAS_GAPS),
+	    miss != UINT32_MAX);
+	for (s = 0; s < FAKE_PPB; s++) {
+		int present = (t->bitmap[s / 64] >> (s % 64)) & 1;
+
+		ck_assert_int_eq(present, s != miss);
+		if (present)
+			for (e = 0; e < FAKE_ELEMS; e++)
+				cvt_write(CFG_DTYPE_FP32, pattern(s, e), want,
+				    e);
+		else
+			memset(want, 0, sizeof(want));
+		ck_assert_mem_eq(p + (size_t)s * FAKE_SLOT, want, FAKE_SLOT);
+	}
+}
+
+START_TEST(test_connect_errors)
+{
+	struct daqiri *d = (struct daqiri *)1;
+
+	ck_assert_int_eq(daqiri_connect("/nonexistent/daqiri.sock", &d),
+	    -ENOENT);
+	ck_assert_ptr_null(d);
+	ck_assert_int_eq(daqiri_connect(NULL, NULL), -EINVAL);
+	setenv(DAQIRI_SOCKET_ENV, "/nonexistent/env.sock", 1);
+	ck_assert_int_eq(daqiri_connect(NULL, &d), -ENOENT);
+	unsetenv(DAQIRI_SOCKET_ENV);
+	daqiri_disconnect(NULL);
+	ck_assert_int_eq(daqiri_unsubscribe(NULL), 0);
+}
+END_TEST
+
+/* A daemon that speaks another protocol version. */
+START_TEST(test_version_mismatch)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct daqiri *d;
+	char buf[1024];
+	int l, c, st;
+	pid_t pid;
+	const char *rep = "{\"type\":\"reply\",\"re\":\"hello\",\"status\":"
+	    "\"version_mismatch\",\"error\":{\"code\":\"version_mismatch\","
+	    "\"message\":\"protocol version 1, this side speaks 2\"}}";
+
+	snprintf(dir, sizeof(dir), "/tmp/check_client.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/v.sock", dir);
+	l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	pid = fork();
+	if (pid == 0) {
+		c = accept(l, NULL, NULL);
+		if (c < 0 || recv(c, buf, sizeof(buf), 0) <= 0 ||
+		    send(c, rep, strlen(rep), 0) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	ck_assert_int_eq(daqiri_connect(sa.sun_path, &d),
+	    -EPROTONOSUPPORT);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	close(l);
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_requests)
+{
+	struct daqiri *d;
+	char *r = NULL;
+	int i;
+
+	start_server(FAKE_IDLE);
+	setenv(DAQIRI_SOCKET_ENV, sock_path, 1);
+	ck_assert_int_eq(daqiri_connect(NULL, &d), 0);
+	ck_assert_int_ge(daqiri_fd(d), 0);
+	ck_assert_int_eq(daqiri_streams(d, &r), 0);
+	ck_assert_ptr_nonnull(strstr(r, "\"sim/r0\""));
+	free(r);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"status\"}", &r), 0);
+	ck_assert_ptr_nonnull(strstr(r, "\"running\""));
+	free(r);
+	/* the daemon's error comes back with the reply text and message */
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"flow_list\"}", &r),
+	    -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(r, "not_supported"));
+	free(r);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"jump\"}", &r),
+	    -EINVAL);
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "jump"));
+	free(r);
+	ck_assert_int_eq(daqiri_request(d, "not json", &r), -EINVAL);
+	free(r);
+	/* types with their own API are refused locally */
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"hello\","
+	    "\"version\":1}", &r), -EINVAL);
+	ck_assert_ptr_null(r);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"subscribe\","
+	    "\"stream\":\"sim/r0\"}", &r), -EINVAL);
+	/* many in a row stay in step */
+	for (i = 0; i < 200; i++) {
+		ck_assert_int_eq(daqiri_request(d, "{\"type\":\"stats\"}", &r),
+		    0);
+		free(r);
+	}
+	daqiri_disconnect(d);
+	unsetenv(DAQIRI_SOCKET_ENV);
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_subscribe_errors)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s = (struct daqiri_sub *)1;
+	struct daqiri_sub_opts o = { .size = sizeof(o) };
+
+	start_server(FAKE_IDLE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, "sim/none", NULL, &s), -ENOENT);
+	ck_assert_ptr_null(s);
+	ck_assert_str_eq(daqiri_last_error(d), "no stream \"sim/none\"");
+	ck_assert_int_eq(daqiri_subscribe(d, "bad name", NULL, &s), -EINVAL);
+	o.mode = DAQIRI_SUB_SHARED;
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), -EINVAL);
+	o.mode = DAQIRI_SUB_BROADCAST;
+	o.depth = 3;
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), -ERANGE);
+	o.size = 4;
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), -EINVAL);
+	/* still usable after all that */
+	o.size = sizeof(o);
+	o.depth = 0;
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
+static void
+receive_n(struct daqiri_sub *s, int n, bool busy)
+{
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	uint64_t expect = UINT64_MAX;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(daqiri_next(s, &t, 2000), 1);
+		if (expect != UINT64_MAX)
+			ck_assert_uint_eq(t.seq, expect);
+		expect = t.seq + 1;
+		check_tensor(&t);
+		ck_assert_int_eq(daqiri_release(s, &t), 0);
+		/* twice is refused */
+		ck_assert_int_eq(daqiri_release(s, &t), -EINVAL);
+	}
+	(void)busy;
+}
+
+START_TEST(test_receive)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct daqiri_stream_info info = { .size = sizeof(info) };
+	struct daqiri_sub_opts o = { .size = sizeof(o), .depth = 16,
+	    .max_held = 2 };
+	char *r;
+
+	start_server(FAKE_NORMAL);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	ck_assert_int_eq(daqiri_sub_info(s, &info), 0);
+	ck_assert_str_eq(info.name, FAKE_STREAM);
+	ck_assert_uint_eq(info.ppb, FAKE_PPB);
+	ck_assert_uint_eq(info.elems_per_slot, FAKE_ELEMS);
+	ck_assert_int_eq(info.dtype, DAQIRI_DTYPE_FP32);
+	ck_assert_int_eq(info.fill, DAQIRI_FILL_ZERO);
+	ck_assert_uint_eq(info.ring_depth, 16);
+	ck_assert_uint_eq(info.max_held, 2);
+	ck_assert_int_eq(info.mem_kind, DAQIRI_MEM_HOST);
+	ck_assert_int_ge(daqiri_sub_fd(s), 0);
+	receive_n(s, 300, false);
+	/* requests still work with a subscription going */
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"status\"}", &r), 0);
+	ck_assert_ptr_nonnull(strstr(r, "\"subscriptions\":1"));
+	free(r);
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"status\"}", &r), 0);
+	ck_assert_ptr_nonnull(strstr(r, "\"subscriptions\":0"));
+	free(r);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_busy_poll_and_epoll)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s, *s2;
+	struct daqiri_sub_opts o = { .size = sizeof(o),
+	    .flags = DAQIRI_SUB_BUSY_POLL };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	int ep, got = 0, r;
+
+	start_server(FAKE_NORMAL);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	receive_n(s, 100, true);
+	/* a second subscription on the same connection, driven by the
+	 * caller's own epoll on the eventfd */
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s2), 0);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, daqiri_sub_fd(s2), &ev),
+	    0);
+	while (got < 50) {
+		ck_assert_int_eq(epoll_wait(ep, &out, 1, 2000), 1);
+		while ((r = daqiri_next(s2, &t, 0)) == 1) {
+			check_tensor(&t);
+			ck_assert_int_eq(daqiri_release(s2, &t), 0);
+			got++;
+		}
+		ck_assert_int_eq(r, 0);
+		/* keep the first one drained too */
+		while (daqiri_next(s, &t, 0) == 1)
+			daqiri_release(s, &t);
+	}
+	close(ep);
+	ck_assert_int_eq(daqiri_unsubscribe(s2), 0);
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_timeout)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct daqiri_sub_opts o = { .size = sizeof(o),
+	    .flags = DAQIRI_SUB_BUSY_POLL };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	uint64_t t0, dt;
+
+	start_server(FAKE_IDLE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s), 0);
+	ck_assert_int_eq(daqiri_next(s, &t, 0), 0);
+	t0 = ms_now();
+	ck_assert_int_eq(daqiri_next(s, &t, 150), 0);
+	dt = ms_now() - t0;
+	ck_assert_uint_ge(dt, 149);
+	ck_assert_uint_lt(dt, 600);
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	t0 = ms_now();
+	ck_assert_int_eq(daqiri_next(s, &t, 100), 0);
+	dt = ms_now() - t0;
+	ck_assert_uint_ge(dt, 99);
+	ck_assert_uint_lt(dt, 600);
+	daqiri_unsubscribe(s);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
+static void
+death_case(uint32_t flags)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct daqiri_sub_opts o = { .size = sizeof(o), .flags = flags };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	char *r = NULL;
+	uint64_t t0;
+	int n = 0, rc;
+
+	start_server(FAKE_DIE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	/* what was published before the daemon died is delivered, then
+	 * -ENOTCONN, long before the 10 s timeout */
+	t0 = ms_now();
+	while ((rc = daqiri_next(s, &t, 10000)) == 1) {
+		check_tensor(&t);
+		daqiri_release(s, &t);
+		n++;
+	}
+	ck_assert_int_eq(rc, -ENOTCONN);
+	ck_assert_int_eq(n, FAKE_DIE_AFTER);
+	ck_assert_uint_lt(ms_now() - t0, 3000);
+	ck_assert_int_eq(daqiri_next(s, &t, 10000), -ENOTCONN);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"status\"}", &r),
+	    -ENOTCONN);
+	ck_assert_int_eq(daqiri_unsubscribe(s), -ENOTCONN);
+	daqiri_disconnect(d);
+	stop_server();
+}
+
+START_TEST(test_daemon_death)
+{
+	death_case(0);
+}
+END_TEST
+
+START_TEST(test_daemon_death_busy)
+{
+	death_case(DAQIRI_SUB_BUSY_POLL);
+}
+END_TEST
+
+START_TEST(test_sub_closed)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	int n = 0, rc;
+
+	start_server(FAKE_CLOSE_SUB);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s), 0);
+	while ((rc = daqiri_next(s, &t, 3000)) == 1) {
+		daqiri_release(s, &t);
+		n++;
+	}
+	ck_assert_int_eq(rc, -ESHUTDOWN);
+	ck_assert_int_eq(n, FAKE_DIE_AFTER);
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "closed by the "
+	    "test"));
+	daqiri_unsubscribe(s);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
+static sigjmp_buf segv_jmp;
+
+static void
+on_segv(int sig)
+{
+	siglongjmp(segv_jmp, sig);
+}
+
+START_TEST(test_read_only_and_small_struct)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	struct {
+		struct daqiri_tensor t;
+		uint8_t guard[64];
+	} small;
+	volatile int wrote = 0;
+
+	start_server(FAKE_NORMAL);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s), 0);
+	ck_assert_int_eq(daqiri_next(s, &t, 2000), 1);
+	/* tensor memory is mapped read-only */
+	signal(SIGSEGV, on_segv);
+	if (sigsetjmp(segv_jmp, 1) == 0) {
+		*(volatile uint8_t *)t.data = 1;
+		wrote = 1;
+	}
+	signal(SIGSEGV, SIG_DFL);
+	ck_assert_int_eq(wrote, 0);
+	ck_assert_int_eq(daqiri_release(s, &t), 0);
+	/* an older, smaller struct is filled only up to its size */
+	memset(&small, 0xEE, sizeof(small));
+	small.t.size = offsetof(struct daqiri_tensor, seq);
+	ck_assert_int_eq(daqiri_next(s, &small.t, 2000), 1);
+	ck_assert_ptr_nonnull(small.t.data);
+	ck_assert_uint_eq(((uint8_t *)&small.t)[offsetof(struct daqiri_tensor,
+	    seq)], 0xEE);
+	small.t.size = 2;
+	ck_assert_int_eq(daqiri_next(s, &small.t, 0), -EINVAL);
+	daqiri_unsubscribe(s);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_too_many_connections)
+{
+	struct daqiri *d[5];
+	int i;
+
+	start_server(FAKE_IDLE);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(daqiri_connect(sock_path, &d[i]), 0);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d[4]), -EUSERS);
+	daqiri_disconnect(d[0]);
+	usleep(50000);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d[0]), 0);
+	for (i = 0; i < 4; i++)
+		daqiri_disconnect(d[i]);
+	stop_server();
+}
+END_TEST
+
+/* Consumer death: the daemon sees the hang-up and frees the subscription
+ * (conn_closed), visible to the next client. */
+START_TEST(test_consumer_death)
+{
+	struct daqiri *d, *d2;
+	struct daqiri_sub *s;
+	char *r;
+	pid_t pid;
+	int st;
+
+	start_server(FAKE_NORMAL);
+	pid = fork();
+	if (pid == 0) {
+		if (daqiri_connect(sock_path, &d) != 0 ||
+		    daqiri_subscribe(d, FAKE_STREAM, NULL, &s) != 0)
+			_exit(1);
+		_exit(0);	/* no unsubscribe, no disconnect */
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	usleep(50000);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d2), 0);
+	ck_assert_int_eq(daqiri_request(d2, "{\"type\":\"status\"}", &r), 0);
+	ck_assert_ptr_nonnull(strstr(r, "\"subscriptions\":0"));
+	free(r);
+	daqiri_disconnect(d2);
+	stop_server();
+}
+END_TEST
+
+static Suite *
+client_suite(void)
+{
+	Suite *s = suite_create("client");
+	TCase *tc = tcase_create("client");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_connect_errors);
+	tcase_add_test(tc, test_version_mismatch);
+	tcase_add_test(tc, test_requests);
+	tcase_add_test(tc, test_subscribe_errors);
+	tcase_add_test(tc, test_receive);
+	tcase_add_test(tc, test_busy_poll_and_epoll);
+	tcase_add_test(tc, test_timeout);
+	tcase_add_test(tc, test_daemon_death);
+	tcase_add_test(tc, test_daemon_death_busy);
+	tcase_add_test(tc, test_sub_closed);
+	tcase_add_test(tc, test_read_only_and_small_struct);
+	tcase_add_test(tc, test_too_many_connections);
+	tcase_add_test(tc, test_consumer_death);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(int argc, char **argv)
+{
+	SRunner *sr;
+	int failed;
+
+	if (argc >= 3 && strcmp(argv[1], "--serve") == 0)
+		fake_serve(argv[2], argc >= 4 && strcmp(argv[3], "idle") == 0 ?
+		    FAKE_IDLE : FAKE_NORMAL);
+	signal(SIGPIPE, SIG_IGN);
+	sr = srunner_create(client_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
