@@ -32,6 +32,10 @@ struct daqiri_desc {
 	uint64_t publish_ns;		/* when the daemon published it */
 };
 
+#ifdef __cplusplus
+static_assert(sizeof(struct daqiri_desc) == 64, "descriptor is one cache line");
+#else
 _Static_assert(sizeof(struct daqiri_desc) == 64, "descriptor is one cache line");
+#endif
 
 #endif
