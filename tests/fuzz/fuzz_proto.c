@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libFuzzer target for what the daemon and the client read from the
+ * other side: the message decoder and validator, the subscribe-reply
+ * metadata, and the ring operations on a hostile ring image. Built from
+ * the proto sources alone (libc and cJSON).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "ring.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Re-encode what decoded and decode it again: it must still pass. */
+static void
+roundtrip(const struct daqiri_msg *m)
+{
+	struct daqiri_msg m2;
+	struct daqiri_err err;
+	char *buf;
+	cJSON *o = NULL;
+	int n;
+
+	switch (m->type) {
+	case DAQIRI_MSG_SUBSCRIBE:
+		o = daqiri_msg_new(m->type);
+		if (o != NULL && daqiri_sub_req_encode(&m->u.sub, o) < 0)
+			abort();
+		break;
+	case DAQIRI_MSG_FLOW_LIST:
+	case DAQIRI_MSG_FLOW_ADD:
+	case DAQIRI_MSG_FLOW_DEL:
+		o = daqiri_msg_new(m->type);
+		if (o != NULL && daqiri_flow_req_encode(m->type, &m->u.flow,
+		    o) < 0)
+			abort();
+		break;
+	case DAQIRI_MSG_REPLY:
+		o = daqiri_reply_new(m->u.reply.re, m->has_id ? m->id : -1,
+		    m->u.reply.status, m->u.reply.message);
+		break;
+	default:
+		return;
+	}
+	if (o == NULL)
+		return;
+	buf = malloc(DAQIRI_MSG_SIZE_MAX + 1);
+	n = buf != NULL ? daqiri_msg_print(o, buf, DAQIRI_MSG_SIZE_MAX + 1) :
+	    -1;
+	cJSON_Delete(o);
+	if (n >= 0) {
+		if (daqiri_msg_decode(buf, (size_t)n, &m2, &err) != 0)
+			abort();
+		if (m2.type != m->type)
+			abort();
+		if (m->type == DAQIRI_MSG_SUBSCRIBE &&
+		    memcmp(&m2.u.sub, &m->u.sub, sizeof(m->u.sub)) != 0)
+			abort();
+		if (m->type != DAQIRI_MSG_REPLY && m->type !=
+		    DAQIRI_MSG_SUBSCRIBE && memcmp(&m2.u.flow, &m->u.flow,
+		    sizeof(m->u.flow)) != 0)
+			abort();
+		daqiri_msg_free(&m2);
+	}
+	free(buf);
+}
+
+/* The input as a ring image, with a daemon handle made before the
+ * "consumer" scribbled over the shared part. */
+static void
+ring_ops(const uint8_t *data, size_t size)
+{
+	static _Alignas(64) uint8_t mem[8192];
+	struct daqiri_ring d, c;
+	struct daqiri_desc desc;
+	uint32_t idx;
+	size_t i;
+	int k;
+
+	if (daqiri_ring_init(&d, mem, sizeof(mem), 8, 4) != 0)
+		abort();
+	memcpy(mem, data, size < sizeof(mem) ? size : sizeof(mem));
+	memset(&desc, 0x5a, sizeof(desc));
+	for (k = 0; k < 20; k++) {
+		if (daqiri_comp_push(&d, &desc) < -200)
+			abort();
+		if (daqiri_rel_pop(&d, &idx) < -200)
+			abort();
+		if (daqiri_comp_pending(&d) > d.depth)
+			abort();
+	}
+	/* The consumer side on the image as it is. */
+	if (daqiri_ring_attach(&c, mem, sizeof(mem)) == 0) {
+		for (i = 0; i < 20; i++) {
+			if (daqiri_comp_pop(&c, &desc) < 0)
+				break;
+			daqiri_rel_push(&c, (uint32_t)i);
+		}
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct daqiri_sub_info info;
+	struct daqiri_msg m;
+	struct daqiri_err err;
+
+	if (daqiri_msg_decode((const char *)data, size, &m, &err) == 0) {
+		if (m.type == DAQIRI_MSG_REPLY &&
+		    daqiri_sub_info_decode(m.json, &info, &err) == 0) {
+			cJSON *o = cJSON_CreateObject();
+
+			if (daqiri_sub_info_check(&info, &err) != 0)
+				abort();
+			if (o != NULL && daqiri_sub_info_encode(&info, o) == -EINVAL)
+				abort();
+			cJSON_Delete(o);
+		}
+		roundtrip(&m);
+		daqiri_msg_free(&m);
+	} else {
+		if (err.status == DAQIRI_ST_OK || m.json != NULL)
+			abort();
+	}
+	ring_ops(data, size);
+	return 0;
+}
