@@ -38,6 +38,7 @@
 #define CFG_MAP_KEYS_MAX	24		/* known keys of one map */
 #define CFG_QUOTE_MAX		40		/* user text shown in messages */
 #define CFG_SUGGEST_LEN_MAX	64		/* longer keys get no suggestion */
+#define CFG_FLOW_DEPTH_MAX	64		/* nested [ and { */
 
 /* ---------------------------------------------------------------------
  * Names of the enums, as spelt in YAML.
@@ -872,7 +873,10 @@ map_open(struct pctx *x, struct map *m, yaml_node_t *n, const char *label,
 				err(x, k, "merge keys ('<<') are not supported");
 				continue;
 			}
-			near = closest(sval(k), slen(k), names, (size_t)ndefs);
+			/* a message past the kept ones needs no hint */
+			near = x->d->ndiags < CFG_MAX_DIAGS ?
+			    closest(sval(k), slen(k), names, (size_t)ndefs) :
+			    NULL;
 			if (near != NULL) {
 				err(x, k, "unknown key '%s' in %s; did you mean "
 				    "'%s'?", quote(sval(k), slen(k), q), what,
@@ -2862,6 +2866,28 @@ binary_offset(const unsigned char *s, size_t len, const char **why)
 	return len;
 }
 
+/*
+ * libyaml's scanner costs O(depth) per token in nested flow collections,
+ * so "[[[[..." would take quadratic time. No config nests deeper than a
+ * few levels: find where brackets (counted anywhere, quoted or not, which
+ * only overestimates) first go deeper than the limit; len = nowhere.
+ */
+static size_t
+flow_depth_offset(const char *s, size_t len)
+{
+	int depth = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '[' || s[i] == '{') {
+			if (++depth > CFG_FLOW_DEPTH_MAX)
+				return i;
+		} else if ((s[i] == ']' || s[i] == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return len;
+}
+
 int
 cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
 	  struct cfg_diags *d)
@@ -2886,6 +2912,22 @@ cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
 	if (bad < len) {
 		diag_add(d, CFG_SEV_ERROR, whole, "not a text file (%s at "
 			 "offset %zu)", why, bad);
+		return -1;
+	}
+	bad = flow_depth_offset(text, len);
+	if (bad < len) {
+		struct cfg_pos p = { 1, 1 };
+
+		for (size_t i = 0; i < bad; i++) {
+			if (text[i] == '\n') {
+				p.line++;
+				p.col = 1;
+			} else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+				p.col++;
+			}
+		}
+		diag_add(d, CFG_SEV_ERROR, p, "brackets nested more than %d "
+			 "levels deep", CFG_FLOW_DEPTH_MAX);
 		return -1;
 	}
 	if (!yaml_parser_initialize(&parser)) {

@@ -914,6 +914,34 @@ START_TEST(test_second_document)
 }
 END_TEST
 
+/* Deep flow nesting is refused up front (libyaml is quadratic in it). */
+START_TEST(test_deep_nesting)
+{
+	struct cfg *c = new_cfg();
+	struct cfg_diags *d = new_diags();
+	size_t n = 100000;
+	char *t = malloc(2 * n + 16);
+
+	ck_assert_ptr_nonnull(t);
+	memcpy(t, "x:\n  y: ", 8);
+	memset(t + 8, '[', n);
+	ck_assert_int_eq(cfg_parse(t, n + 8, "t.yaml", c, d), -1);
+	ck_assert_int_eq(d->ndiags, 1);
+	ck_assert_int_eq(d->diags[0].pos.line, 2);
+	ck_assert_int_eq(d->diags[0].pos.col, 6 + 64);	/* the 65th [ */
+	ck_assert_str_eq(d->diags[0].msg,
+			 "brackets nested more than 64 levels deep");
+	/* 64 levels are fine for the scanner (and wrong for the schema) */
+	memset(t + 8 + 64, ']', 64);
+	ck_assert_int_eq(cfg_parse(t, 8 + 128, "t.yaml", c, d), -1);
+	ck_assert_str_eq(d->diags[0].msg, "no daqiri configuration here: "
+			 "expected 'daqiri: {cfg: ...}' at the top level");
+	free(t);
+	free(c);
+	free(d);
+}
+END_TEST
+
 START_TEST(test_not_daqiri)
 {
 	struct cfg *c = new_cfg();
@@ -1365,6 +1393,7 @@ config_suite(void)
 	tcase_add_test(tc, test_load_errors);
 	tcase_add_test(tc, test_second_document);
 	tcase_add_test(tc, test_not_daqiri);
+	tcase_add_test(tc, test_deep_nesting);
 	tcase_add_test(tc, test_all_reported_in_order);
 	tcase_add_test(tc, test_many_errors);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,73 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Run libFuzzer targets for $FUZZ_SECONDS seconds each (default 60) on a
+# seed corpus copied into a temporary directory: fuzz_config is seeded with
+# the golden configs and the shipped ones, fuzz_proto with
+# tests/fuzz/corpus_proto/ when it exists; tests/fuzz/<target>.dict is
+# used when present. Any crash, leak or timeout fails the run; its input is
+# kept as $BUILD/fuzz/<target>-<kind>-... for a look. The generated corpus
+# is thrown away.
+#
+# Usage: FUZZ_SECONDS=60 sh tests/fuzz/run.sh build/fuzz/fuzz_config ...
+
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+seconds=${FUZZ_SECONDS:-60}
+build=${BUILD:-build}
+case $build in
+/*) ;;
+*) build=$top/$build ;;
+esac
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/daqiri-fuzz.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+if [ $# -eq 0 ]; then
+	echo "usage: $0 TARGET..." >&2
+	exit 2
+fi
+
+rc=0
+for target in "$@"; do
+	name=$(basename "$target")
+	corpus=$tmp/$name.corpus
+	arts=$tmp/$name.artifacts
+	mkdir -p "$corpus" "$arts"
+	case $name in
+	fuzz_config)
+		for f in "$top"/tests/config/*.yaml "$top"/etc/*.yaml \
+		    "$top"/etc/examples/*.yaml; do
+			[ -f "$f" ] && cp "$f" "$corpus/"
+		done
+		;;
+	fuzz_proto)
+		if [ -d "$top/tests/fuzz/corpus_proto" ]; then
+			cp "$top"/tests/fuzz/corpus_proto/* "$corpus/" 2>/dev/null
+		fi
+		;;
+	esac
+	dict=
+	if [ -f "$top/tests/fuzz/$name.dict" ]; then
+		dict=-dict=$top/tests/fuzz/$name.dict
+	fi
+	echo "== $name: ${seconds}s, $(ls "$corpus" | wc -l) seeds"
+	"$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+	    -detect_leaks=1 -print_final_stats=1 -artifact_prefix="$arts/" \
+	    ${dict:+"$dict"} "$corpus" >"$tmp/$name.log" 2>&1
+	st=$?
+	grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE' \
+	    "$tmp/$name.log"
+	if [ $st -ne 0 ] || [ -n "$(ls "$arts")" ]; then
+		echo "FAIL $name (exit $st)"
+		tail -n 40 "$tmp/$name.log"
+		mkdir -p "$build/fuzz"
+		for a in "$arts"/*; do
+			[ -f "$a" ] && cp "$a" "$build/fuzz/$name-$(basename "$a")" &&
+			    echo "  input kept: $build/fuzz/$name-$(basename "$a")"
+		done
+		rc=1
+	else
+		echo "ok $name"
+	fi
+done
+exit $rc
