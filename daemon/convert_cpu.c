@@ -13,8 +13,10 @@
 #include "convert.h"
 #include "convert_cpu.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+/* CVT_NO_SIMD builds the portable scalar-only variant (as on non-x86). */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(CVT_NO_SIMD)
 #define CVT_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -39,18 +41,6 @@ struct cvt_impl {
 	void (*zero_nt)(uint8_t *dst, size_t n);
 	cvt_kernel k[KI_MAX][KO_MAX];
 };
-
-/* int4 nibble -> fp16 / bf16 bits, split in low and high bytes for
- * pshufb (nibbles 8..15 are -8..-1); checked against convert.h by the
- * tests through every byte value. */
-#define T16(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p) \
-	{ a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p }
-static const uint16_t cvt_i4_f16[16] = T16(0x0000, 0x3C00, 0x4000, 0x4200,
-    0x4400, 0x4500, 0x4600, 0x4700, 0xC800, 0xC700, 0xC600, 0xC500, 0xC400,
-    0xC200, 0xC000, 0xBC00);
-static const uint16_t cvt_i4_bf16[16] = T16(0x0000, 0x3F80, 0x4000, 0x4040,
-    0x4080, 0x40A0, 0x40C0, 0x40E0, 0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080,
-    0xC040, 0xC000, 0xBF80);
 
 static uint64_t cvt_nt_threshold = CVT_NT_THRESHOLD_DEFAULT;
 
@@ -111,6 +101,18 @@ in_offset(enum cfg_dtype in, size_t e)
 /* Byte-swap masks for big-endian 16- and 32-bit elements. */
 #define BSWAP16_MASK 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14
 #define BSWAP32_MASK 3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12
+
+/* int4 nibble -> fp16 / bf16 bits, split in low and high bytes for
+ * pshufb (nibbles 8..15 are -8..-1); checked against convert.h by the
+ * tests through every byte value. */
+#define T16(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p) \
+	{ a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p }
+static const uint16_t cvt_i4_f16[16] = T16(0x0000, 0x3C00, 0x4000, 0x4200,
+    0x4400, 0x4500, 0x4600, 0x4700, 0xC800, 0xC700, 0xC600, 0xC500, 0xC400,
+    0xC200, 0xC000, 0xBC00);
+static const uint16_t cvt_i4_bf16[16] = T16(0x0000, 0x3F80, 0x4000, 0x4040,
+    0x4080, 0x40A0, 0x40C0, 0x40E0, 0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080,
+    0xC040, 0xC000, 0xBF80);
 
 /* ---- AVX2 + F16C ---- */
 
@@ -650,9 +652,13 @@ impl_supported(const struct cvt_impl *im)
 {
 #ifdef CVT_X86
 	__builtin_cpu_init();
+	unsigned a, b, c, d;
+
 	if (im == &cvt_impl_avx2)
+		/* F16C by cpuid: not every compiler's builtin knows it (the
+		 * builtin's avx2 also checks that the OS saves ymm state) */
 		return __builtin_cpu_supports("avx2") &&
-		    __builtin_cpu_supports("f16c");
+		    __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 	if (im == &cvt_impl_sse41)
 		return __builtin_cpu_supports("sse4.1");
 #endif

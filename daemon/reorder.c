@@ -607,6 +607,7 @@ cpu_place(void *state, const struct reorder_buf *buf, uint32_t slot,
 static int
 cpu_commit(void *state)
 {
+	(void)state;
 	cvt_fence();
 	return 0;
 }
