@@ -112,7 +112,7 @@ struct reorder_plan {
 	uint64_t head_pos;		/* oldest open position (nopen > 0) */
 	uint32_t nopen;
 	uint64_t next_seq;		/* seq of the next published tensor */
-	uint8_t *bounce;		/* in_bytes, for payloads split in two */
+	uint8_t *bounce;		/* in_bytes: a payload split in two */
 };
 
 static int

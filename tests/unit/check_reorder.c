@@ -504,7 +504,7 @@ START_TEST(test_create_rejects_bad_configs)
 	BAD(r.seq.bit_width = 33);
 	BAD(r.seq.bit_width = 3);			/* ppb > 2^seq_bits */
 	BAD(r.payload_bytes = 0);
-	BAD(r.slot_bytes = 8);				/* not what it derives */
+	BAD(r.slot_bytes = 8);			/* not what it derives */
 	BAD(r.window = 65);
 	BAD(r.method = CFG_METHOD_MAX);
 	BAD(r.method = CFG_METHOD_SEQ_BATCH_NUMBER; r.batch.bit_width = 0);
@@ -1955,8 +1955,9 @@ run_stream(uint64_t seed)
 				    (unsigned long long)m->c.placed, m->npubs);
 		}
 		if (getenv("REORDER_VERBOSE") != NULL) {
-			const uint64_t *a = (const uint64_t *)reorder_counters(p);
-			const uint64_t *b = (const uint64_t *)&m->c;
+			const uint64_t *a, *b = (const uint64_t *)&m->c;
+
+			a = (const uint64_t *)reorder_counters(p);
 
 			fprintf(stderr, " burst of %d now %llu; plan/model:", n,
 			    (unsigned long long)now);
