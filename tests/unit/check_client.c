@@ -4,8 +4,8 @@
  * runs the real control server (daemon/control.c) with callbacks that
  * make a real memfd tensor region, bitmap sidecar, ring and eventfd and
  * publish tensors in the simulator's pattern. `check_client --serve PATH
- * [MODE]` runs that fake daemon alone (for trying daqirictl and
- * daqiri-consume by hand).
+ * [idle|corrupt|die]` runs that fake daemon alone (for trying daqirictl
+ * and daqiri-consume by hand).
  */
 #include <check.h>
 #include <errno.h>
@@ -46,6 +46,7 @@ enum fake_mode {
 	FAKE_IDLE,		/* publish nothing */
 	FAKE_DIE,		/* exit after FAKE_DIE_AFTER tensors */
 	FAKE_CLOSE_SUB,		/* end the subscription after that many */
+	FAKE_CORRUPT,		/* like NORMAL, one wrong element in every 10th */
 };
 #define FAKE_DIE_AFTER	5
 
@@ -321,9 +322,18 @@ fake_tick(struct fake *f)
 		d.seq = u->published;
 		d.batch_id = d.seq + 1000;
 		fake_fill(u, b, d.seq, &d.flags, &d.packets_received);
+		if (f->mode == FAKE_CORRUPT && d.seq % 10 == 9)
+			u->tensor[(size_t)b * FAKE_STRIDE + 4 * FAKE_SLOT + 8] ^=
+			    0x40;
 		d.packets_expected = FAKE_PPB;
 		d.bytes = FAKE_PPB * FAKE_SLOT;
-		d.publish_ns = 1;
+		{
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			d.publish_ns = (uint64_t)ts.tv_sec * 1000000000ull +
+			    (uint64_t)ts.tv_nsec;
+		}
 		if (daqiri_comp_push(&u->ring, &d) == 0) {
 			uint64_t one = 1;
 
@@ -338,8 +348,9 @@ fake_tick(struct fake *f)
 	}
 }
 
+/* Serve until killed (or, for a test's child, until the test is gone). */
 static void __attribute__((noreturn))
-fake_serve(const char *path, enum fake_mode mode)
+fake_serve(const char *path, enum fake_mode mode, bool watch_parent)
 {
 	struct fake f;
 	struct pollfd p;
@@ -357,7 +368,7 @@ fake_serve(const char *path, enum fake_mode mode)
 		if (poll(&p, 1, FAKE_TICK_MS) > 0)
 			control_handle(f.ctl, p.fd, EPOLLIN);
 		fake_tick(&f);
-		if (getppid() == 1)
+		if (watch_parent && getppid() == 1)
 			break;
 	}
 	control_fini(f.ctl);
@@ -381,7 +392,7 @@ start_server(enum fake_mode mode)
 	server = fork();
 	ck_assert_int_ge(server, 0);
 	if (server == 0)
-		fake_serve(sock_path, mode);
+		fake_serve(sock_path, mode, true);
 	for (i = 0; i < 500 && stat(sock_path, &st) != 0; i++)
 		usleep(2000);
 	ck_assert_int_eq(stat(sock_path, &st), 0);
@@ -895,8 +906,10 @@ main(int argc, char **argv)
 	int failed;
 
 	if (argc >= 3 && strcmp(argv[1], "--serve") == 0)
-		fake_serve(argv[2], argc >= 4 && strcmp(argv[3], "idle") == 0 ?
-		    FAKE_IDLE : FAKE_NORMAL);
+		fake_serve(argv[2], argc < 4 ? FAKE_NORMAL :
+		    strcmp(argv[3], "idle") == 0 ? FAKE_IDLE :
+		    strcmp(argv[3], "corrupt") == 0 ? FAKE_CORRUPT :
+		    strcmp(argv[3], "die") == 0 ? FAKE_DIE : FAKE_NORMAL, false);
 	signal(SIGPIPE, SIG_IGN);
 	sr = srunner_create(client_suite());
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * daqiri-consume: subscribe to a stream and receive its tensors; print,
+ * verify them against the simulator's pattern, save them as NumPy .npy
+ * files. The reference consumer, and the end of the chain in the demo
+ * and the system tests.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef DAQIRI_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "convert.h"
+#include "daqiri_client.h"
+
+/* How often a waiting consumer looks at its signal flag. */
+#define CONSUME_WAIT_MS		250
+#define CONSUME_ERRORS_SHOWN	10	/* verification errors printed */
+#define NPY_ALIGN		64
+
+/* The public dtype enum is the config's, value for value (control.c
+ * asserts the daemon side; this is the consumer side). */
+_Static_assert((int)DAQIRI_DTYPE_RAW == (int)CFG_DTYPE_NONE &&
+    (int)DAQIRI_DTYPE_FP16 == (int)CFG_DTYPE_FP16 &&
+    (int)DAQIRI_DTYPE_BF16 == (int)CFG_DTYPE_BF16 &&
+    (int)DAQIRI_DTYPE_FP64 == (int)CFG_DTYPE_FP64 &&
+    (int)DAQIRI_DTYPE_MAX == (int)CFG_DTYPE_MAX, "dtype enums agree");
+_Static_assert((int)DAQIRI_FILL_NAN == (int)CFG_FILL_NAN &&
+    (int)DAQIRI_FILL_KEEP == (int)CFG_FILL_KEEP, "fill enums agree");
+
+struct opts {
+	const char *sock;
+	const char *stream;
+	const char *save_dir;
+	const char *group;
+	unsigned long long count;	/* 0 = until interrupted */
+	long timeout_s;			/* 0 = wait forever */
+	bool verify, busy, quiet;
+};
+
+struct summary {
+	uint64_t tensors, complete, partial, missing_slots;
+	uint64_t verified, errors, seq_gaps, saved;
+	uint64_t first_seq, last_seq;
+	double lat_sum_us, lat_max_us;
+};
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void __attribute__((noreturn))
+usage(FILE *fp, int code)
+{
+	fprintf(fp, "usage: daqiri-consume [-s SOCKET] [--verify] [--save DIR] "
+	    "[--count N]\n"
+	    "                      [--busy-poll] [--quiet] [--group NAME] "
+	    "[--timeout SEC] STREAM\n\n"
+	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
+	    "  --verify             check every element against the "
+	    "simulator pattern\n"
+	    "  --save DIR           write each tensor as DIR/<stream>-<seq>.npy\n"
+	    "  --count N            stop after N tensors\n"
+	    "  --busy-poll          spin on the ring instead of sleeping\n"
+	    "  --quiet              no line per tensor, only the summary\n"
+	    "  --group NAME         shared subscription in group NAME\n"
+	    "  --timeout SEC        stop when no tensor came for SEC seconds\n",
+	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
+	exit(code);
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void
+flags_str(uint32_t f, char *buf, size_t cap)
+{
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} names[] = {
+		{ DAQIRI_TENSOR_COMPLETE, "COMPLETE" },
+		{ DAQIRI_TENSOR_TIMEOUT, "TIMEOUT" },
+		{ DAQIRI_TENSOR_EVICTED, "EVICTED" },
+		{ DAQIRI_TENSOR_HAS_GAPS, "HAS_GAPS" },
+		{ DAQIRI_TENSOR_RESYNC, "RESYNC" },
+		{ DAQIRI_TENSOR_FLUSH, "FLUSH" },
+	};
+	size_t i, n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (f & names[i].bit)
+			n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0,
+			    "%s%s", n ? "|" : "", names[i].name);
+	if (n == 0)
+		snprintf(buf, cap, "-");
+}
+
+/* The simulator's pattern (REFERENCE.md), exact in every output type. */
+static int32_t
+pattern(uint64_t slot, uint64_t e)
+{
+	return (int32_t)((3 * slot + e) % 15) - 7;
+}
+
+static bool
+slot_present(const struct daqiri_tensor *t, uint64_t s)
+{
+	return (t->bitmap[s / 64] >> (s % 64)) & 1;
+}
+
+/*
+ * Check a tensor in host memory: every element of a present slot against
+ * the pattern converted to the output type, every missing slot against
+ * the fill. Elements of a reorder stream without conversion are taken as
+ * int8 samples.
+ */
+static void
+verify(const struct daqiri_tensor *t, const struct daqiri_stream_info *in,
+       const uint8_t *data, uint8_t *expect, struct summary *sm)
+{
+	enum cfg_dtype out = (enum cfg_dtype)t->dtype;
+	uint64_t s, e, bad;
+	uint32_t es = t->elem_bytes;
+	const uint8_t *slot;
+
+	for (s = 0; s < t->shape[0]; s++) {
+		slot = data + s * t->slot_bytes;
+		if (!slot_present(t, s)) {
+			if (in->fill == DAQIRI_FILL_KEEP)
+				continue;
+			cvt_fill_slot(out, (enum cfg_fill)in->fill, expect,
+			    t->slot_bytes);
+			if (memcmp(slot, expect, t->slot_bytes) != 0) {
+				if (sm->errors < CONSUME_ERRORS_SHOWN)
+					fprintf(stderr, "seq %llu: missing slot "
+					    "%llu is not %s-filled\n",
+					    (unsigned long long)t->seq,
+					    (unsigned long long)s,
+					    daqiri_fill_name(in->fill));
+				sm->errors++;
+			}
+			continue;
+		}
+		for (e = 0; e < t->shape[1]; e++)
+			cvt_write(out, pattern(s, e), expect, (uint32_t)e);
+		if (memcmp(slot, expect, t->slot_bytes) == 0) {
+			sm->verified += t->shape[1];
+			continue;
+		}
+		for (e = 0, bad = 0; e < t->shape[1]; e++) {
+			if (memcmp(slot + e * es, expect + e * es, es) == 0) {
+				sm->verified++;
+				continue;
+			}
+			if (sm->errors + bad < CONSUME_ERRORS_SHOWN)
+				fprintf(stderr, "seq %llu slot %llu element "
+				    "%llu: wrong value (expected %d as %s)\n",
+				    (unsigned long long)t->seq,
+				    (unsigned long long)s,
+				    (unsigned long long)e, pattern(s, e),
+				    t->dtype_name);
+			bad++;
+		}
+		sm->errors += bad;
+	}
+}
+
+static const char *
+npy_descr(enum daqiri_dtype t)
+{
+	switch (t) {
+	case DAQIRI_DTYPE_INT8:		return "|i1";
+	case DAQIRI_DTYPE_INT16:	return "<i2";
+	case DAQIRI_DTYPE_INT32:	return "<i4";
+	case DAQIRI_DTYPE_FP16:		return "<f2";
+	case DAQIRI_DTYPE_BF16:		return "<u2";	/* bf16 bits: NumPy has none */
+	case DAQIRI_DTYPE_FP32:		return "<f4";
+	case DAQIRI_DTYPE_FP64:		return "<f8";
+	default:			return "|u1";
+	}
+}
+
+/* NumPy format 1.0: magic, version, header length, a dict padded with
+ * spaces to a multiple of 64 bytes ending in '\n', then the data. */
+static int
+save_npy(const char *dir, const struct daqiri_tensor *t, const char *stream,
+	 const uint8_t *data)
+{
+	char path[PATH_MAX], name[160], hdr[256];
+	unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0 };
+	size_t i, hl, total;
+	FILE *fp;
+	int ok;
+
+	snprintf(name, sizeof(name), "%s", stream);
+	for (i = 0; name[i] != '\0'; i++)
+		if (name[i] == '/')
+			name[i] = '_';
+	snprintf(path, sizeof(path), "%s/%s-%012llu.npy", dir, name,
+	    (unsigned long long)t->seq);
+	hl = (size_t)snprintf(hdr, sizeof(hdr), "{'descr': '%s', "
+	    "'fortran_order': False, 'shape': (%llu, %llu), }",
+	    npy_descr(t->dtype), (unsigned long long)t->shape[0],
+	    (unsigned long long)t->shape[1]);
+	total = (sizeof(pre) + hl + 1 + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
+	while (sizeof(pre) + hl < total - 1)
+		hdr[hl++] = ' ';
+	hdr[hl++] = '\n';
+	pre[8] = (unsigned char)(hl & 0xff);
+	pre[9] = (unsigned char)(hl >> 8);
+	fp = fopen(path, "we");
+	if (fp == NULL) {
+		fprintf(stderr, "daqiri-consume: %s: %s\n", path,
+		    strerror(errno));
+		return -1;
+	}
+	ok = fwrite(pre, sizeof(pre), 1, fp) == 1 &&
+	    fwrite(hdr, hl, 1, fp) == 1 &&
+	    fwrite(data, t->bytes, 1, fp) == 1;
+	if (fclose(fp) != 0 || !ok) {
+		fprintf(stderr, "daqiri-consume: writing %s: %s\n", path,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Host bytes of a tensor: the mapping itself, or a copy of device
+ * memory after its event. */
+static const uint8_t *
+host_view(const struct daqiri_tensor *t, uint8_t *copy)
+{
+	if (t->device < 0)
+		return t->data;
+#ifdef DAQIRI_HAVE_CUDA
+	if ((t->event != NULL &&
+	    cudaEventSynchronize((cudaEvent_t)t->event) != cudaSuccess) ||
+	    cudaMemcpy(copy, t->data, t->bytes, cudaMemcpyDeviceToHost) !=
+	    cudaSuccess) {
+		cudaGetLastError();
+		return NULL;
+	}
+	return copy;
+#else
+	(void)copy;
+	return NULL;
+#endif
+}
+
+static void
+print_summary(const struct summary *sm, const struct opts *o)
+{
+	fprintf(stderr, "daqiri-consume: %s: tensors %llu, complete %llu, "
+	    "partial %llu, missing slots %llu, seq gaps %llu",
+	    o->stream, (unsigned long long)sm->tensors,
+	    (unsigned long long)sm->complete, (unsigned long long)sm->partial,
+	    (unsigned long long)sm->missing_slots,
+	    (unsigned long long)sm->seq_gaps);
+	if (o->verify)
+		fprintf(stderr, ", verified elements %llu, errors %llu",
+		    (unsigned long long)sm->verified,
+		    (unsigned long long)sm->errors);
+	if (o->save_dir != NULL)
+		fprintf(stderr, ", saved %llu", (unsigned long long)sm->saved);
+	if (sm->tensors > 0)
+		fprintf(stderr, ", latency avg %.1f us max %.1f us",
+		    sm->lat_sum_us / (double)sm->tensors, sm->lat_max_us);
+	fputc('\n', stderr);
+}
+
+static void
+parse_args(int argc, char **argv, struct opts *o)
+{
+	enum { O_VERIFY = 256, O_SAVE, O_COUNT, O_BUSY, O_QUIET, O_GROUP,
+	    O_TIMEOUT };
+	static const struct option lo[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "verify", no_argument, NULL, O_VERIFY },
+		{ "save", required_argument, NULL, O_SAVE },
+		{ "count", required_argument, NULL, O_COUNT },
+		{ "busy-poll", no_argument, NULL, O_BUSY },
+		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "group", required_argument, NULL, O_GROUP },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "s:h", lo, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			o->sock = optarg;
+			break;
+		case O_VERIFY:
+			o->verify = true;
+			break;
+		case O_SAVE:
+			o->save_dir = optarg;
+			break;
+		case O_COUNT:
+			errno = 0;
+			o->count = strtoull(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || optarg[0] == '-' ||
+			    o->count == 0) {
+				fprintf(stderr, "daqiri-consume: --count: \"%s\" "
+				    "is not a positive number\n", optarg);
+				exit(2);
+			}
+			break;
+		case O_BUSY:
+			o->busy = true;
+			break;
+		case O_QUIET:
+			o->quiet = true;
+			break;
+		case O_GROUP:
+			o->group = optarg;
+			break;
+		case O_TIMEOUT:
+			o->timeout_s = strtol(optarg, &end, 10);
+			if (*end != '\0' || o->timeout_s <= 0 ||
+			    o->timeout_s > 86400) {
+				fprintf(stderr, "daqiri-consume: --timeout: "
+				    "\"%s\" is not 1..86400 seconds\n", optarg);
+				exit(2);
+			}
+			break;
+		case 'h':
+			usage(stdout, 0);
+		default:
+			usage(stderr, 2);
+		}
+	}
+	if (optind != argc - 1)
+		usage(stderr, 2);
+	o->stream = argv[optind];
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = { .sock = NULL };
+	struct summary sm;
+	struct daqiri *d = NULL;
+	struct daqiri_sub *sub = NULL;
+	struct daqiri_sub_opts so = { .size = sizeof(so) };
+	struct daqiri_stream_info in = { .size = sizeof(in) };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	struct sigaction sa;
+	uint8_t *expect = NULL, *copy = NULL;
+	const uint8_t *data;
+	uint64_t idle_since, lat, s;
+	char fl[80];
+	int r, rc = 0;
+	bool have_seq = false;
+
+	memset(&sm, 0, sizeof(sm));
+	parse_args(argc, argv, &o);
+	if (o.save_dir != NULL) {
+		struct stat st;
+
+		if (stat(o.save_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "daqiri-consume: --save: \"%s\" is not a "
+			    "directory\n", o.save_dir);
+			return 2;
+		}
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;	/* no SA_RESTART: waits end with EINTR */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	r = daqiri_connect(o.sock, &d);
+	if (r < 0) {
+		fprintf(stderr, "daqiri-consume: cannot connect to the daemon "
+		    "(%s): %s\n", o.sock != NULL ? o.sock :
+		    getenv(DAQIRI_SOCKET_ENV) != NULL ?
+		    getenv(DAQIRI_SOCKET_ENV) : DAQIRI_DEFAULT_SOCKET,
+		    r == -EPROTONOSUPPORT ? "it speaks another protocol "
+		    "version" : strerror(-r));
+		return 1;
+	}
+	so.flags = o.busy ? DAQIRI_SUB_BUSY_POLL : 0;
+	if (o.group != NULL) {
+		so.mode = DAQIRI_SUB_SHARED;
+		so.group = o.group;
+	}
+	r = daqiri_subscribe(d, o.stream, &so, &sub);
+	if (r < 0) {
+		fprintf(stderr, "daqiri-consume: subscribe \"%s\": %s\n",
+		    o.stream, daqiri_last_error(d)[0] != '\0' ?
+		    daqiri_last_error(d) : strerror(-r));
+		daqiri_disconnect(d);
+		return 1;
+	}
+	daqiri_sub_info(sub, &in);
+	if (!o.quiet)
+		fprintf(stderr, "daqiri-consume: %s: %u x %llu %s (%llu bytes "
+		    "per slot), %u buffers, %s memory, ring %u\n", in.name,
+		    in.ppb, (unsigned long long)in.elems_per_slot,
+		    in.dtype_name, (unsigned long long)in.slot_bytes, in.nbufs,
+		    daqiri_mem_kind_name(in.mem_kind), in.ring_depth);
+	if (o.verify && in.kind == DAQIRI_STREAM_RAW) {
+		fprintf(stderr, "daqiri-consume: %s is a raw queue stream: "
+		    "packets are not verified\n", in.name);
+		o.verify = false;
+	}
+	expect = malloc(in.slot_bytes);
+	if (in.device >= 0)
+		copy = malloc(in.tensor_bytes);
+	if (expect == NULL || (in.device >= 0 && copy == NULL)) {
+		fprintf(stderr, "daqiri-consume: out of memory\n");
+		return 1;
+	}
+
+	idle_since = now_ns();
+	while (!stop && (o.count == 0 || sm.tensors < o.count)) {
+		r = daqiri_next(sub, &t, CONSUME_WAIT_MS);
+		if (r == 0 || r == -EINTR) {
+			if (o.timeout_s > 0 && now_ns() - idle_since >
+			    (uint64_t)o.timeout_s * 1000000000ull) {
+				fprintf(stderr, "daqiri-consume: no tensor for "
+				    "%ld s\n", o.timeout_s);
+				if (o.count != 0)
+					rc = 1;
+				break;
+			}
+			continue;
+		}
+		if (r < 0) {
+			if (r == -ENOTCONN)
+				fprintf(stderr, "daqiri-consume: the daemon went "
+				    "away (control connection closed)\n");
+			else if (r == -ESHUTDOWN)
+				fprintf(stderr, "daqiri-consume: the daemon ended "
+				    "the subscription: %s\n",
+				    daqiri_last_error(d));
+			else
+				fprintf(stderr, "daqiri-consume: receiving: %s\n",
+				    strerror(-r));
+			rc = 1;
+			break;
+		}
+		idle_since = now_ns();
+		/* publish_ns is the daemon's CLOCK_MONOTONIC, like ours. */
+		lat = t.publish_ns != 0 && idle_since > t.publish_ns ?
+		    idle_since - t.publish_ns : 0;
+		sm.lat_sum_us += (double)lat / 1e3;
+		if ((double)lat / 1e3 > sm.lat_max_us)
+			sm.lat_max_us = (double)lat / 1e3;
+		if (have_seq && t.seq != sm.last_seq + 1)
+			sm.seq_gaps += t.seq > sm.last_seq ?
+			    t.seq - sm.last_seq - 1 : 1;
+		if (!have_seq)
+			sm.first_seq = t.seq;
+		have_seq = true;
+		sm.last_seq = t.seq;
+		sm.tensors++;
+		if (t.flags & DAQIRI_TENSOR_COMPLETE)
+			sm.complete++;
+		else
+			sm.partial++;
+		for (s = 0; s < t.shape[0]; s++)
+			if (!slot_present(&t, s))
+				sm.missing_slots++;
+		if (!o.quiet) {
+			flags_str(t.flags, fl, sizeof(fl));
+			printf("seq %llu batch %llu flags %s received %u/%u "
+			    "latency %.1f us\n", (unsigned long long)t.seq,
+			    (unsigned long long)t.batch_id, fl,
+			    t.packets_received, t.packets_expected,
+			    (double)lat / 1e3);
+		}
+		if (o.verify || o.save_dir != NULL) {
+			data = host_view(&t, copy);
+			if (data == NULL) {
+				fprintf(stderr, "daqiri-consume: seq %llu: "
+				    "cannot read device memory\n",
+				    (unsigned long long)t.seq);
+				sm.errors++;
+			} else {
+				if (o.verify)
+					verify(&t, &in, data, expect, &sm);
+				if (o.save_dir != NULL) {
+					if (save_npy(o.save_dir, &t, in.name,
+					    data) < 0)
+						sm.errors++;
+					else
+						sm.saved++;
+				}
+			}
+		}
+		r = daqiri_release(sub, &t);
+		if (r < 0) {
+			fprintf(stderr, "daqiri-consume: release: %s\n",
+			    strerror(-r));
+			rc = 1;
+			break;
+		}
+	}
+	fflush(stdout);
+	print_summary(&sm, &o);
+	if (sm.errors > 0)
+		rc = 1;
+	free(expect);
+	free(copy);
+	daqiri_unsubscribe(sub);
+	daqiri_disconnect(d);
+	return rc;
+}

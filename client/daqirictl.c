@@ -1,0 +1,955 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * daqirictl: the operator's tool. One command table drives parsing,
+ * dispatch and the usage text; every command is one request through
+ * libdaqiri-client, used exactly as any consumer would use it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "daqiri_client.h"
+
+#define CTL_TABLE_MAX_COLS	8	/* wider arrays print as blocks */
+#define CTL_TOP_INTERVAL_MS	1000
+#define CTL_TOP_MAX_ROWS	64
+#define CTL_NAME_MAX		128
+
+struct ctl {
+	struct daqiri *d;
+	bool json;
+};
+
+struct command {
+	const char *name;		/* one or two words */
+	int min_args;
+	int max_args;
+	int (*handler)(struct ctl *c, int argc, char **argv);
+	const char *args;		/* for usage */
+	const char *help;
+};
+
+static int cmd_simple(struct ctl *c, int argc, char **argv);
+static int cmd_flow_list(struct ctl *c, int argc, char **argv);
+static int cmd_flow_add(struct ctl *c, int argc, char **argv);
+static int cmd_flow_del(struct ctl *c, int argc, char **argv);
+static int cmd_top(struct ctl *c, int argc, char **argv);
+static int cmd_metrics(struct ctl *c, int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "status", 0, 0, cmd_simple, "", "daemon state and totals" },
+	{ "streams", 0, 0, cmd_simple, "", "streams and their tensor geometry" },
+	{ "consumers", 0, 0, cmd_simple, "", "subscriptions and their counters" },
+	{ "stats", 0, 0, cmd_simple, "",
+	    "counters of interfaces, streams and the control socket" },
+	{ "flow list", 0, 1, cmd_flow_list, "[IFACE]", "flow rules" },
+	{ "flow add", 3, 9, cmd_flow_add,
+	    "IFACE FLOW_ID QUEUE[,QUEUE...] [name=N] [udp_src=P[-P]] "
+	    "[udp_dst=P[-P]] [ipv4_src=A] [ipv4_dst=A] [ipv4_len=N]",
+	    "add a flow rule (root or admin group)" },
+	{ "flow del", 2, 2, cmd_flow_del, "IFACE FLOW_ID",
+	    "remove a flow rule (root or admin group)" },
+	{ "top", 0, 1, cmd_top, "[COUNT]",
+	    "live rates, refreshed every second (q or Ctrl-C quits)" },
+	{ "metrics", 0, 0, cmd_metrics, "",
+	    "stats in Prometheus text format" },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void __attribute__((noreturn))
+usage(FILE *fp, int code)
+{
+	size_t i;
+
+	fprintf(fp, "usage: daqirictl [-s SOCKET] [-j] COMMAND [ARGS]\n\n"
+	    "  -s SOCKET  control socket (default $%s or %s)\n"
+	    "  -j         print the daemon's JSON as it is\n\ncommands:\n",
+	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(fp, "  %s%s%s\n      %s\n", commands[i].name,
+		    commands[i].args[0] != '\0' ? " " : "", commands[i].args,
+		    commands[i].help);
+	fprintf(fp, "\nCommand words may be shortened while they stay "
+	    "unambiguous.\n");
+	exit(code);
+}
+
+/* Word w (0 or 1) of a command name into buf; "" when absent. */
+static const char *
+name_word(const char *name, int w, char *buf, size_t cap)
+{
+	const char *sp = strchr(name, ' ');
+
+	if (w == 0)
+		snprintf(buf, cap, "%.*s", (int)(sp != NULL ?
+		    (size_t)(sp - name) : strlen(name)), name);
+	else
+		snprintf(buf, cap, "%s", sp != NULL ? sp + 1 : "");
+	return buf;
+}
+
+/*
+ * Match word against word w of the names in commands[] (restricted to
+ * first word `first` when w is 1): an exact word wins, else a unique
+ * prefix. Returns the matched word in out, or prints the choices and
+ * returns -1.
+ */
+static int
+match_word(const char *word, int w, const char *first, char *out,
+	   size_t cap)
+{
+	char cand[32], f[32], list[256] = "", hits[256] = "";
+	size_t i, n = strlen(word);
+	int nhit = 0;
+
+	for (i = 0; i < NCOMMANDS; i++) {
+		if (w == 1 && strcmp(name_word(commands[i].name, 0, f,
+		    sizeof(f)), first) != 0)
+			continue;
+		name_word(commands[i].name, w, cand, sizeof(cand));
+		if (i > 0 && w == 0 && strcmp(cand, name_word(
+		    commands[i - 1].name, 0, f, sizeof(f))) == 0)
+			continue;	/* each first word once */
+		snprintf(list + strlen(list), sizeof(list) - strlen(list),
+		    "%s%s", list[0] ? ", " : "", cand);
+		if (strcmp(cand, word) == 0) {
+			snprintf(out, cap, "%s", cand);
+			return 0;
+		}
+		if (strncmp(cand, word, n) == 0) {
+			snprintf(hits + strlen(hits), sizeof(hits) -
+			    strlen(hits), "%s%s", hits[0] ? ", " : "", cand);
+			snprintf(out, cap, "%s", cand);
+			nhit++;
+		}
+	}
+	if (nhit == 1)
+		return 0;
+	if (nhit == 0)
+		fprintf(stderr, "daqirictl: unknown command \"%s%s%s\"; valid: "
+		    "%s\n", w == 1 ? first : "", w == 1 ? " " : "", word, list);
+	else
+		fprintf(stderr, "daqirictl: ambiguous command \"%s%s%s\": %s\n",
+		    w == 1 ? first : "", w == 1 ? " " : "", word, hits);
+	return -1;
+}
+
+/* The command named by argv[0] (and argv[1] for two-word names), or NULL
+ * after telling why; *used = words consumed. */
+static const struct command *
+find_command(int argc, char **argv, int *used)
+{
+	char w0[32], w1[32], f[32];
+	size_t i;
+
+	if (match_word(argv[0], 0, NULL, w0, sizeof(w0)) < 0)
+		return NULL;
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, w0) == 0) {
+			*used = 1;
+			return &commands[i];
+		}
+	if (argc < 2) {
+		char list[256] = "";
+
+		for (i = 0; i < NCOMMANDS; i++)
+			if (strcmp(name_word(commands[i].name, 0, f,
+			    sizeof(f)), w0) == 0)
+				snprintf(list + strlen(list), sizeof(list) -
+				    strlen(list), "%s%s", list[0] ? ", " : "",
+				    name_word(commands[i].name, 1, w1,
+				    sizeof(w1)));
+		fprintf(stderr, "daqirictl: \"%s\" needs one of: %s\n", w0,
+		    list);
+		return NULL;
+	}
+	if (match_word(argv[1], 1, w0, w1, sizeof(w1)) < 0)
+		return NULL;
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(name_word(commands[i].name, 0, f, sizeof(f)),
+		    w0) == 0 && strcmp(name_word(commands[i].name, 1, f,
+		    sizeof(f)), w1) == 0) {
+			*used = 2;
+			return &commands[i];
+		}
+	return NULL;
+}
+
+/* ---- printing */
+
+static void
+print_scalar(FILE *fp, const cJSON *v)
+{
+	if (cJSON_IsString(v))
+		fputs(v->valuestring, fp);
+	else if (cJSON_IsBool(v))
+		fputs(cJSON_IsTrue(v) ? "yes" : "no", fp);
+	else if (cJSON_IsNull(v))
+		fputs("-", fp);
+	else if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+	    fabs(v->valuedouble) < 1e18)
+		fprintf(fp, "%.0f", v->valuedouble);
+	else if (cJSON_IsNumber(v))
+		fprintf(fp, "%.3f", v->valuedouble);
+}
+
+static bool
+is_scalar(const cJSON *v)
+{
+	return !cJSON_IsObject(v) && !cJSON_IsArray(v);
+}
+
+static int
+scalar_width(const cJSON *v)
+{
+	char buf[64];
+	FILE *fp = fmemopen(buf, sizeof(buf), "w");
+	long n;
+
+	if (fp == NULL)
+		return 8;
+	print_scalar(fp, v);
+	n = ftell(fp);
+	fclose(fp);
+	return (int)n;
+}
+
+static void print_object(const cJSON *o, int indent);
+
+/* An array of flat objects as a table, anything else as blocks. */
+static void
+print_array(const cJSON *a, int indent)
+{
+	const char *cols[CTL_TABLE_MAX_COLS];
+	int width[CTL_TABLE_MAX_COLS];
+	const cJSON *e, *f;
+	bool table = cJSON_GetArraySize(a) > 0;
+	int ncols = 0, i;
+
+	cJSON_ArrayForEach(e, a) {
+		if (!cJSON_IsObject(e)) {
+			table = false;
+			break;
+		}
+		cJSON_ArrayForEach(f, e) {
+			if (!is_scalar(f)) {
+				table = false;
+				break;
+			}
+			for (i = 0; i < ncols; i++)
+				if (strcmp(cols[i], f->string) == 0)
+					break;
+			if (i == ncols) {
+				if (ncols == CTL_TABLE_MAX_COLS) {
+					table = false;
+					break;
+				}
+				cols[ncols] = f->string;
+				width[ncols++] = (int)strlen(f->string);
+			}
+		}
+		if (!table)
+			break;
+	}
+	if (!table) {
+		cJSON_ArrayForEach(e, a) {
+			if (cJSON_IsObject(e)) {
+				/* "- " then the object, indented under it */
+				printf("%*s-\n", indent, "");
+				print_object(e, indent + 2);
+			} else {
+				printf("%*s- ", indent, "");
+				print_scalar(stdout, e);
+				putchar('\n');
+			}
+		}
+		return;
+	}
+	cJSON_ArrayForEach(e, a)
+		for (i = 0; i < ncols; i++) {
+			f = cJSON_GetObjectItemCaseSensitive(e, cols[i]);
+			if (f != NULL && scalar_width(f) > width[i])
+				width[i] = scalar_width(f);
+		}
+	printf("%*s", indent, "");
+	for (i = 0; i < ncols; i++) {
+		const char *c;
+
+		for (c = cols[i]; *c != '\0'; c++)
+			putchar(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+		printf("%*s", i + 1 < ncols ? width[i] - (int)strlen(cols[i]) +
+		    2 : 0, "");
+	}
+	putchar('\n');
+	cJSON_ArrayForEach(e, a) {
+		printf("%*s", indent, "");
+		for (i = 0; i < ncols; i++) {
+			f = cJSON_GetObjectItemCaseSensitive(e, cols[i]);
+			if (f != NULL)
+				print_scalar(stdout, f);
+			else
+				putchar('-');
+			if (i + 1 < ncols)
+				printf("%*s", width[i] - (f != NULL ?
+				    scalar_width(f) : 1) + 2, "");
+		}
+		putchar('\n');
+	}
+}
+
+static void
+print_object(const cJSON *o, int indent)
+{
+	const cJSON *c, *e;
+
+	cJSON_ArrayForEach(c, o) {
+		if (cJSON_IsObject(c)) {
+			printf("%*s%s:\n", indent, "", c->string);
+			print_object(c, indent + 2);
+		} else if (cJSON_IsArray(c)) {
+			bool flat = true;
+
+			cJSON_ArrayForEach(e, c)
+				if (!is_scalar(e))
+					flat = false;
+			if (flat) {
+				printf("%*s%s:", indent, "", c->string);
+				cJSON_ArrayForEach(e, c) {
+					putchar(' ');
+					print_scalar(stdout, e);
+				}
+				putchar('\n');
+			} else {
+				printf("%*s%s:\n", indent, "", c->string);
+				print_array(c, indent + 2);
+			}
+		} else {
+			printf("%*s%s: ", indent, "", c->string);
+			print_scalar(stdout, c);
+			putchar('\n');
+		}
+	}
+}
+
+/* The reply without its envelope. */
+static void
+strip_envelope(cJSON *o)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "type");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "re");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "status");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "id");
+}
+
+/* Send req (consumed), print or return the reply. */
+static int
+request(struct ctl *c, cJSON *req, const char *what, cJSON **out)
+{
+	char *text = req != NULL ? cJSON_PrintUnformatted(req) : NULL;
+	char *reply = NULL;
+	cJSON *o;
+	int r;
+
+	cJSON_Delete(req);
+	if (text == NULL) {
+		fprintf(stderr, "daqirictl: out of memory\n");
+		return 1;
+	}
+	r = daqiri_request(c->d, text, &reply);
+	free(text);
+	if (r < 0 && reply == NULL) {
+		fprintf(stderr, "daqirictl: %s: %s\n", what,
+		    r == -ENOTCONN ? "the daemon closed the connection" :
+		    strerror(-r));
+		return 1;
+	}
+	if (c->json && out == NULL) {
+		printf("%s\n", reply);
+		free(reply);
+		return r < 0 ? 1 : 0;
+	}
+	if (r < 0) {
+		const char *msg = daqiri_last_error(c->d), *st = "error";
+		const cJSON *v;
+
+		o = cJSON_Parse(reply);
+		v = o != NULL ? cJSON_GetObjectItem(o, "status") : NULL;
+		if (cJSON_IsString(v))
+			st = v->valuestring;
+		if (msg[0] == '\0')
+			msg = strerror(-r);
+		if (strcmp(msg, st) == 0)
+			fprintf(stderr, "daqirictl: %s: %s\n", what, msg);
+		else
+			fprintf(stderr, "daqirictl: %s: %s (%s)\n", what, msg,
+			    st);
+		cJSON_Delete(o);
+		free(reply);
+		return 1;
+	}
+	o = cJSON_Parse(reply);
+	free(reply);
+	if (o == NULL) {
+		fprintf(stderr, "daqirictl: %s: unreadable reply\n", what);
+		return 1;
+	}
+	strip_envelope(o);
+	if (out != NULL) {
+		*out = o;
+		return 0;
+	}
+	print_object(o, 0);
+	cJSON_Delete(o);
+	return 0;
+}
+
+static cJSON *
+new_req(const char *type)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o != NULL && cJSON_AddStringToObject(o, "type", type) == NULL) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- commands */
+
+static const struct command *current;
+
+static int
+cmd_simple(struct ctl *c, int argc, char **argv)
+{
+	return request(c, new_req(current->name), current->name, NULL);
+}
+
+static int
+cmd_flow_list(struct ctl *c, int argc, char **argv)
+{
+	cJSON *o = new_req("flow_list");
+
+	if (argc > 0 && o != NULL)
+		cJSON_AddStringToObject(o, "interface", argv[0]);
+	return request(c, o, "flow list", NULL);
+}
+
+static bool
+all_digits(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* A number when it is one, else the text: the daemon validates. */
+static void
+add_word(cJSON *o, const char *key, const char *v)
+{
+	if (all_digits(v) && strlen(v) < 16)
+		cJSON_AddNumberToObject(o, key, strtod(v, NULL));
+	else
+		cJSON_AddStringToObject(o, key, v);
+}
+
+static int
+cmd_flow_add(struct ctl *c, int argc, char **argv)
+{
+	static const char *const match_keys[] = { "udp_src", "udp_dst",
+	    "ipv4_src", "ipv4_dst", "ipv4_len", NULL };
+	cJSON *o = new_req("flow_add"), *q, *m = NULL;
+	char *list, *tok, *save = NULL;
+	int i, k;
+
+	if (o == NULL)
+		return 1;
+	cJSON_AddStringToObject(o, "interface", argv[0]);
+	add_word(o, "flow_id", argv[1]);
+	q = cJSON_AddArrayToObject(o, "queue");
+	list = strdup(argv[2]);
+	for (tok = strtok_r(list, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		if (!all_digits(tok)) {
+			fprintf(stderr, "daqirictl: flow add: queue \"%s\" is "
+			    "not a queue id\n", tok);
+			free(list);
+			cJSON_Delete(o);
+			return 2;
+		}
+		cJSON_AddItemToArray(q, cJSON_CreateNumber(strtod(tok, NULL)));
+	}
+	free(list);
+	for (i = 3; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (eq == NULL)
+			goto bad;
+		*eq = '\0';
+		if (strcmp(argv[i], "name") == 0) {
+			cJSON_AddStringToObject(o, "name", eq + 1);
+			continue;
+		}
+		for (k = 0; match_keys[k] != NULL; k++)
+			if (strcmp(match_keys[k], argv[i]) == 0)
+				break;
+		if (match_keys[k] == NULL)
+			goto bad;
+		if (m == NULL)
+			m = cJSON_AddObjectToObject(o, "match");
+		add_word(m, argv[i], eq + 1);
+	}
+	return request(c, o, "flow add", NULL);
+bad:
+	fprintf(stderr, "daqirictl: flow add: \"%s\" is not KEY=VALUE with KEY "
+	    "one of name, udp_src, udp_dst, ipv4_src, ipv4_dst, ipv4_len\n",
+	    argv[i]);
+	cJSON_Delete(o);
+	return 2;
+}
+
+static int
+cmd_flow_del(struct ctl *c, int argc, char **argv)
+{
+	cJSON *o = new_req("flow_del");
+
+	if (o == NULL)
+		return 1;
+	cJSON_AddStringToObject(o, "interface", argv[0]);
+	add_word(o, "flow_id", argv[1]);
+	return request(c, o, "flow del", NULL);
+}
+
+/* ---- metrics: stats flattened into Prometheus text format */
+
+/* Level values that are not counters. */
+static bool
+is_gauge(const char *name)
+{
+	static const char *const g[] = { "current", "held", "depth", "free",
+	    "open", "uptime", "subscribers", "subscriptions", "consumers",
+	    "nbufs", "pending", "max_", "window", NULL };
+	int i;
+
+	for (i = 0; g[i] != NULL; i++)
+		if (strstr(name, g[i]) != NULL)
+			return true;
+	return false;
+}
+
+static void
+metric_name(char *dst, size_t cap, const char *prefix, const char *key)
+{
+	size_t n;
+	char *p;
+
+	n = (size_t)snprintf(dst, cap, "%s_%s", prefix, key);
+	if (n >= cap)
+		n = cap - 1;
+	for (p = dst; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_' || *p == ':'))
+			*p = '_';
+}
+
+/* Label value escaped per the text format. */
+static void
+add_label(char *labels, size_t cap, const char *key, const char *v)
+{
+	size_t n = strlen(labels);
+	const char *s;
+
+	n += (size_t)snprintf(labels + n, n < cap ? cap - n : 0, "%s%s=\"",
+	    n > 0 ? "," : "", key);
+	for (s = v; *s != '\0' && n + 3 < cap; s++) {
+		if (*s == '"' || *s == '\\' || *s == '\n')
+			labels[n++] = '\\';
+		labels[n++] = *s == '\n' ? 'n' : *s;
+	}
+	if (n + 2 < cap) {
+		labels[n++] = '"';
+		labels[n] = '\0';
+	}
+}
+
+struct sample {
+	char name[192];
+	char labels[512];
+	double value;
+	bool gauge;
+	size_t order;
+};
+
+struct samples {
+	struct sample *v;
+	size_t n, cap;
+};
+
+static void
+add_sample(struct samples *ss, const char *name, const char *labels,
+	   double value, bool gauge)
+{
+	struct sample *x;
+
+	if (ss->n == ss->cap) {
+		size_t cap = ss->cap ? ss->cap * 2 : 64;
+
+		x = realloc(ss->v, cap * sizeof(*x));
+		if (x == NULL)
+			return;
+		ss->v = x;
+		ss->cap = cap;
+	}
+	x = &ss->v[ss->n];
+	snprintf(x->name, sizeof(x->name), "%s%s", name, gauge ? "" :
+	    "_total");
+	snprintf(x->labels, sizeof(x->labels), "%s", labels);
+	x->value = value;
+	x->gauge = gauge;
+	x->order = ss->n++;
+}
+
+/* Flatten: numbers become samples named by their path, array elements
+ * are labelled by their "name" (or "stream", or "id"). */
+static void
+collect_metrics(struct samples *ss, const cJSON *o, const char *prefix,
+		const char *labels)
+{
+	char name[192], lab[512], singular[64];
+	const cJSON *c, *e, *id;
+	size_t n;
+
+	cJSON_ArrayForEach(c, o) {
+		if (c->string == NULL)
+			continue;
+		metric_name(name, sizeof(name), prefix, c->string);
+		if (cJSON_IsNumber(c)) {
+			add_sample(ss, name, labels, c->valuedouble,
+			    is_gauge(c->string));
+		} else if (cJSON_IsBool(c)) {
+			add_sample(ss, name, labels, cJSON_IsTrue(c), true);
+		} else if (cJSON_IsObject(c)) {
+			collect_metrics(ss, c, name, labels);
+		} else if (cJSON_IsArray(c)) {
+			snprintf(singular, sizeof(singular), "%s", c->string);
+			n = strlen(singular);
+			if (n > 1 && singular[n - 1] == 's')
+				singular[n - 1] = '\0';
+			cJSON_ArrayForEach(e, c) {
+				if (!cJSON_IsObject(e))
+					continue;
+				snprintf(lab, sizeof(lab), "%s", labels);
+				id = cJSON_GetObjectItemCaseSensitive(e, "name");
+				if (!cJSON_IsString(id))
+					id = cJSON_GetObjectItemCaseSensitive(e,
+					    "stream");
+				if (cJSON_IsString(id)) {
+					add_label(lab, sizeof(lab), singular,
+					    id->valuestring);
+				} else {
+					id = cJSON_GetObjectItemCaseSensitive(e,
+					    "id");
+					if (cJSON_IsNumber(id)) {
+						char num[32];
+
+						snprintf(num, sizeof(num),
+						    "%.0f", id->valuedouble);
+						add_label(lab, sizeof(lab),
+						    singular, num);
+					}
+				}
+				collect_metrics(ss, e, name, lab);
+			}
+		}
+	}
+}
+
+/* Families must be contiguous, in first-seen order. */
+static int
+sample_cmp(const void *a, const void *b)
+{
+	const struct sample *x = a, *y = b;
+	int r = strcmp(x->name, y->name);
+
+	if (r != 0)
+		return r;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int
+cmd_metrics(struct ctl *c, int argc, char **argv)
+{
+	struct samples ss = { .v = NULL };
+	cJSON *o = NULL;
+	bool json = c->json;
+	size_t i;
+	int r;
+
+	c->json = false;
+	r = request(c, new_req("stats"), "metrics", &o);
+	c->json = json;
+	if (r != 0)
+		return r;
+	collect_metrics(&ss, o, "daqiri", "");
+	cJSON_Delete(o);
+	if (ss.n > 0)
+		qsort(ss.v, ss.n, sizeof(ss.v[0]), sample_cmp);
+	for (i = 0; i < ss.n; i++) {
+		const struct sample *x = &ss.v[i];
+
+		if (i == 0 || strcmp(x->name, ss.v[i - 1].name) != 0)
+			printf("# TYPE %s %s\n", x->name,
+			    x->gauge ? "gauge" : "counter");
+		printf("%s%s%s%s %.17g\n", x->name, x->labels[0] ? "{" : "",
+		    x->labels, x->labels[0] ? "}" : "", x->value);
+	}
+	free(ss.v);
+	return 0;
+}
+
+/* ---- top */
+
+static volatile sig_atomic_t top_stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	top_stop = 1;
+}
+
+/* A number at a dotted path ("reorder.packets_in"), 0 when absent. */
+static double
+num_at(const cJSON *o, const char *path)
+{
+	char key[64];
+	const char *dot;
+
+	while (o != NULL && (dot = strchr(path, '.')) != NULL) {
+		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
+		o = cJSON_GetObjectItemCaseSensitive(o, key);
+		path = dot + 1;
+	}
+	o = o != NULL ? cJSON_GetObjectItemCaseSensitive(o, path) : NULL;
+	return cJSON_IsNumber(o) ? o->valuedouble : 0;
+}
+
+struct top_row {
+	char name[CTL_NAME_MAX + 4];
+	double in, pub;
+};
+
+static double
+prev_of(const struct top_row *rows, int n, const char *name, bool pub)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(rows[i].name, name) == 0)
+			return pub ? rows[i].pub : rows[i].in;
+	return -1;
+}
+
+static double
+rate(double now, double before, double dt)
+{
+	return before < 0 || dt <= 0 || now < before ? 0 : (now - before) / dt;
+}
+
+static void
+top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
+	 bool tty)
+{
+	struct top_row cur[CTL_TOP_MAX_ROWS];
+	const cJSON *a, *e, *nm;
+	char tbuf[32];
+	time_t now = time(NULL);
+	int n = 0;
+
+	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", localtime(&now));
+	if (tty)
+		fputs("\033[H\033[2J", stdout);
+	else
+		puts("----");
+	printf("daqiri top  %s%s\n\n", tbuf, tty ? "  (q quits)" : "");
+	printf("%-20s %12s %14s %10s %10s\n", "INTERFACE", "RX/s", "RX",
+	    "UNMATCHED", "DROPS");
+	a = cJSON_GetObjectItemCaseSensitive(st, "interfaces");
+	cJSON_ArrayForEach(e, a) {
+		char key[CTL_NAME_MAX + 4];
+		double rx = num_at(e, "rx_packets");
+
+		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+		snprintf(key, sizeof(key), "if:%s", cJSON_IsString(nm) ?
+		    nm->valuestring : "?");
+		printf("%-20.20s %12.0f %14.0f %10.0f %10.0f\n", key + 3,
+		    rate(rx, prev_of(rows, *nrows, key, false), dt), rx,
+		    num_at(e, "unmatched"), num_at(e, "kernel_drops"));
+		if (n < CTL_TOP_MAX_ROWS) {
+			snprintf(cur[n].name, sizeof(cur[n].name), "%s", key);
+			cur[n].in = rx;
+			cur[n++].pub = 0;
+		}
+	}
+	printf("\n%-20s %12s %10s %9s %8s %8s %8s %8s %8s %9s\n", "STREAM",
+	    "PKTS/s", "TENSORS/s", "COMPLETE", "TIMEOUT", "EVICTED", "DUP+LATE",
+	    "MALFORM", "NOBUF", "OVERRUNS");
+	a = cJSON_GetObjectItemCaseSensitive(st, "streams");
+	cJSON_ArrayForEach(e, a) {
+		const char *name;
+		double in = num_at(e, "reorder.packets_in") +
+		    num_at(e, "raw.packets_in");
+		double pub = num_at(e, "handoff.published");
+
+		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+		name = cJSON_IsString(nm) ? nm->valuestring : "?";
+		printf("%-20.20s %12.0f %10.1f %9.0f %8.0f %8.0f %8.0f %8.0f "
+		    "%8.0f %9.0f\n", name,
+		    rate(in, prev_of(rows, *nrows, name, false), dt),
+		    rate(pub, prev_of(rows, *nrows, name, true), dt),
+		    num_at(e, "reorder.batches_complete"),
+		    num_at(e, "reorder.batches_timeout"),
+		    num_at(e, "reorder.batches_evicted"),
+		    num_at(e, "reorder.duplicate") + num_at(e, "reorder.late"),
+		    num_at(e, "reorder.malformed"),
+		    num_at(e, "reorder.no_buffer_packets"),
+		    num_at(e, "handoff.overruns"));
+		if (n < CTL_TOP_MAX_ROWS) {
+			snprintf(cur[n].name, sizeof(cur[n].name), "%s", name);
+			cur[n].in = in;
+			cur[n++].pub = pub;
+		}
+	}
+	memcpy(rows, cur, sizeof(cur[0]) * (size_t)n);
+	*nrows = n;
+	fflush(stdout);
+}
+
+static int
+cmd_top(struct ctl *c, int argc, char **argv)
+{
+	struct top_row rows[CTL_TOP_MAX_ROWS];
+	struct termios saved, raw;
+	struct sigaction sa;
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+	struct timespec t0, t1;
+	bool tty_in = isatty(STDIN_FILENO), tty_out = isatty(STDOUT_FILENO);
+	long count = 0, i;
+	int nrows = 0, r = 0;
+	double dt = 0;
+	char ch;
+	cJSON *o;
+
+	if (argc > 0) {
+		char *end;
+
+		count = strtol(argv[0], &end, 10);
+		if (*end != '\0' || count < 0) {
+			fprintf(stderr, "daqirictl: top: COUNT must be a "
+			    "number\n");
+			return 2;
+		}
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (tty_in && tcgetattr(STDIN_FILENO, &saved) == 0) {
+		raw = saved;
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		raw.c_cc[VMIN] = 0;
+		raw.c_cc[VTIME] = 0;
+		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	} else {
+		tty_in = false;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; !top_stop && (count == 0 || i < count); i++) {
+		o = NULL;
+		r = request(c, new_req("stats"), "top", &o);
+		if (r != 0)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		dt = (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		t0 = t1;
+		top_draw(o, rows, &nrows, i == 0 ? 0 : dt, tty_out);
+		cJSON_Delete(o);
+		if (count != 0 && i + 1 == count)
+			break;
+		if (poll(&p, tty_in ? 1 : 0, CTL_TOP_INTERVAL_MS) > 0 &&
+		    read(STDIN_FILENO, &ch, 1) == 1 && (ch == 'q' || ch == 'Q'))
+			break;
+	}
+	if (tty_in)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	return r;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *sock = NULL;
+	struct ctl c = { .d = NULL };
+	const struct command *cmd;
+	int ch, used = 0, r, nargs;
+
+	while ((ch = getopt(argc, argv, "+s:jh")) != -1) {
+		switch (ch) {
+		case 's':
+			sock = optarg;
+			break;
+		case 'j':
+			c.json = true;
+			break;
+		case 'h':
+			usage(stdout, 0);
+		default:
+			usage(stderr, 2);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage(stderr, 2);
+	cmd = find_command(argc, argv, &used);
+	if (cmd == NULL)
+		return 2;
+	nargs = argc - used;
+	if (nargs < cmd->min_args || nargs > cmd->max_args) {
+		fprintf(stderr, "usage: daqirictl [-s SOCKET] [-j] %s%s%s\n",
+		    cmd->name, cmd->args[0] ? " " : "", cmd->args);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	r = daqiri_connect(sock, &c.d);
+	if (r < 0) {
+		if (sock == NULL)
+			sock = getenv(DAQIRI_SOCKET_ENV);
+		if (sock == NULL || sock[0] == '\0')
+			sock = DAQIRI_DEFAULT_SOCKET;
+		fprintf(stderr, "daqirictl: cannot connect to %s: %s\n", sock,
+		    r == -EPROTONOSUPPORT ? "the daemon speaks another "
+		    "protocol version" : r == -EUSERS ? "too many connections" :
+		    strerror(-r));
+		return 1;
+	}
+	current = cmd;
+	r = cmd->handler(&c, nargs, argv + used);
+	daqiri_disconnect(c.d);
+	return r;
+}
