@@ -54,7 +54,8 @@ struct reorder_pkt {
 struct reorder_buf {
 	uint32_t index;			/* the owner's buffer index */
 	void *data;			/* ppb x slot_bytes (host or device) */
-	uint64_t *bitmap;		/* ppb bits, host memory, owner's sidecar */
+	uint64_t *bitmap;		/* ppb bits, host memory, owner's sidecar;
+					 * slot s = bit s % 64 of word s / 64 */
 };
 
 /*
@@ -124,10 +125,13 @@ void reorder_destroy(struct reorder_plan *p);
 void reorder_burst(struct reorder_plan *p, const struct reorder_pkt *pkts,
 		   unsigned n, uint64_t now_ns);
 
-/* Publish every open batch whose deadline is <= now_ns (TIMEOUT). */
+/* Publish every open batch whose deadline is <= now_ns (TIMEOUT), in batch
+ * order: an expired batch waits behind an older one that has not expired.
+ * The rules in full are at the top of reorder.c. */
 void reorder_poll(struct reorder_plan *p, uint64_t now_ns);
 
-/* Nearest deadline of an open batch, or UINT64_MAX when none is open. */
+/* Deadline of the oldest open batch (the only one a deadline can
+ * publish), or UINT64_MAX when none is open. */
 uint64_t reorder_next_deadline(const struct reorder_plan *p);
 
 /* Publish everything open now (stream stop), flagged FLUSH. */
