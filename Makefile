@@ -253,6 +253,8 @@ install: all
 	install -m 0644 $(BUILD)/daqiri-client.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	test -e $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml || \
 	  install -m 0644 etc/daqirid.yaml $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml
+	install -d $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples
+	install -m 0644 etc/examples/*.yaml $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples/
 	install -m 0644 systemd/daqirid.service $(DESTDIR)$(SYSTEMDUNITDIR)/
 	install -m 0644 systemd/daqiri.sysusers $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf
 	install -m 0644 systemd/daqiri.tmpfiles $(DESTDIR)$(TMPFILESDIR)/daqiri.conf
@@ -269,6 +271,7 @@ uninstall:
 	  $(DESTDIR)$(TMPFILESDIR)/daqiri.conf $(DESTDIR)$(MANDIR)/man3/libdaqiri-client.3 \
 	  $(DESTDIR)$(MANDIR)/man5/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man8/daqirid.8 \
 	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/daqiri
 
 clean:
 	rm -rf $(BUILD)

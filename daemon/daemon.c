@@ -144,7 +144,7 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 		nstreams += d->ifs[i].nstreams;
 		nqueues += d->ifs[i].nworkers;
 	}
-	if (cJSON_AddStringToObject(reply, "version", DAQIRI_VERSION) == NULL ||
+	if (cJSON_AddStringToObject(reply, "daemon_version", DAQIRI_VERSION) == NULL ||
 	    cJSON_AddStringToObject(reply, "state",
 		d->stop ? "stopping" : "running") == NULL ||
 	    cJSON_AddNumberToObject(reply, "pid", getpid()) == NULL ||
