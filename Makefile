@@ -207,6 +207,7 @@ FUZZ_SECONDS ?= 60
 # Each target names the sources it exercises: FUZZ_SRC_<target>.
 FUZZ_SRC_fuzz_config := daemon/config.c $(BUILD)/obj/default_config.c
 FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
+.SECONDARY:
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_SRC_$$*)
 	@mkdir -p $(dir $@)

@@ -68,9 +68,11 @@ static const char *const dtype_names[] = {
 };
 static const char *const endian_names[] = { "host", "network" };
 static const char *const fill_names[] = { "zero", "nan", "keep" };
+static const char *const rx_mode_names[] = { "blocking", "busy_poll" };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 _Static_assert(NELEM(stream_type_names) == CFG_STREAM_MAX, "stream names");
+_Static_assert(NELEM(rx_mode_names) == CFG_RX_MODE_MAX, "rx mode names");
 _Static_assert(NELEM(engine_names) == CFG_ENGINE_MAX, "engine names");
 _Static_assert(NELEM(log_level_names) == CFG_LOG_MAX, "log level names");
 _Static_assert(NELEM(loopback_names) == CFG_LOOPBACK_MAX, "loopback names");
@@ -1120,6 +1122,7 @@ static const struct keydef daemon_keys[] = {
 	{ "max_consumers", KEY_OK, NULL },
 	{ "stats_interval_ms", KEY_OK, NULL },
 	{ "metrics_listen", KEY_OK, NULL },
+	{ "rx_mode", KEY_OK, NULL },
 };
 
 /* A file mode in octal with a leading 0 (0660) or 0o (0o660). */
@@ -1199,6 +1202,12 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 	if ((v = mval(&m, "stats_interval_ms")) != NULL)
 		get_u32(x, "stats_interval_ms", v, CFG_STATS_MS_MIN,
 			CFG_STATS_MS_MAX, &dm->stats_interval_ms);
+	if ((v = mval(&m, "rx_mode")) != NULL) {
+		int k;
+
+		if (get_enum(x, "rx_mode", v, KEYS(rx_mode_names), &k))
+			dm->rx_mode = (enum cfg_rx_mode)k;
+	}
 	v = mval(&m, "metrics_listen");
 	if (v != NULL && get_str(x, "metrics_listen", v, dm->metrics_listen,
 				 sizeof(dm->metrics_listen)) &&
@@ -3307,6 +3316,7 @@ cfg_print(const struct cfg *c, FILE *fp)
 	fprintf(fp, "    max_consumers: %u\n", dm->max_consumers);
 	fprintf(fp, "    stats_interval_ms: %u\n", dm->stats_interval_ms);
 	print_kv_str(fp, 4, "metrics_listen", dm->metrics_listen);
+	fprintf(fp, "    rx_mode: %s\n", rx_mode_names[dm->rx_mode]);
 	return ferror(fp) ? -1 : 0;
 }
 
@@ -3487,5 +3497,6 @@ cfg_equal(const struct cfg *a, const struct cfg *b)
 	EQ(daemon.max_consumers);
 	EQ(daemon.stats_interval_ms);
 	STREQ(daemon.metrics_listen);
+	EQ(daemon.rx_mode);
 	return 1;
 }

@@ -67,6 +67,8 @@ enum cfg_dtype {
 };
 enum cfg_endian { CFG_ENDIAN_HOST, CFG_ENDIAN_NETWORK, CFG_ENDIAN_MAX };
 enum cfg_fill { CFG_FILL_ZERO, CFG_FILL_NAN, CFG_FILL_KEEP, CFG_FILL_MAX };
+/* How RX workers wait for packets (daemon.rx_mode). */
+enum cfg_rx_mode { CFG_RX_BLOCKING, CFG_RX_BUSY_POLL, CFG_RX_MODE_MAX };
 
 struct cfg_region {
 	char name[CFG_NAME_MAX];
@@ -203,6 +205,7 @@ struct cfg_daemon {
 	uint32_t max_consumers;
 	uint32_t stats_interval_ms;
 	char metrics_listen[CFG_NAME_MAX];	/* "" = off */
+	enum cfg_rx_mode rx_mode;		/* default blocking */
 };
 
 struct cfg {

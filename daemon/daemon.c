@@ -505,6 +505,7 @@ static int
 interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 {
 	const struct cfg *c = d->cfg;
+	struct engine_opts opts = { .rx_mode = ENGINE_RX_BLOCKING };
 	char err[ERRLEN] = "";
 	int rc;
 
@@ -526,7 +527,9 @@ interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 		log_warn("interface '%s': flow table", ifc->name);
 		return -1;
 	}
-	rc = f->ops->init(&f->eng, c, ifc, d->regions, NULL, err, sizeof(err));
+	opts.rx_mode = c->daemon.rx_mode == CFG_RX_BUSY_POLL ?
+	    ENGINE_RX_BUSY_POLL : ENGINE_RX_BLOCKING;
+	rc = f->ops->init(&f->eng, c, ifc, d->regions, &opts, err, sizeof(err));
 	if (rc != 0) {
 		log_warnx("%s", err[0] != '\0' ? err : strerror(-rc));
 		return -1;
@@ -757,6 +760,10 @@ daemon_run(const struct cfg *c, const char *socket_path,
 
 	if (check_region_owners(c) != 0)
 		goto out;
+	if (c->daemon.metrics_listen[0] != '\0')
+		log_warnx("daemon.metrics_listen '%s': the HTTP metrics endpoint "
+		    "is not built into this daqirid; 'daqirictl metrics' prints "
+		    "the same Prometheus text", c->daemon.metrics_listen);
 	if (mem_regions_create(c, d->regions, err, sizeof(err)) != 0) {
 		log_warnx("%s", err);
 		goto out;
