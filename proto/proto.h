@@ -185,7 +185,7 @@ struct daqiri_msg {
 		} unsub;
 		struct daqiri_flow_req flow;
 		struct {
-			enum daqiri_msg_type re;	/* what it answers */
+			enum daqiri_msg_type re;	/* what it answers; MAX: unknown */
 			enum daqiri_status status;
 			char message[DAQIRI_ERR_MSG_MAX];	/* error.message or "" */
 		} reply;
@@ -252,8 +252,9 @@ void daqiri_msg_free(struct daqiri_msg *m);
  * allocation failure.
  * daqiri_msg_new: {"type": name}; hello adds "version".
  * daqiri_reply_new: {"type":"reply","re":name,"status":...,"id"? ,
- *   "error":{"code","message"}?}; req_id < 0 = no id; message NULL on
- *   failure uses the status name.
+ *   "error":{"code","message"}?}; re DAQIRI_MSG_MAX = no "re" (the
+ *   request's type was not readable); req_id < 0 = no id; message NULL
+ *   on failure uses the status name.
  * daqiri_sub_fd_new / daqiri_event_new: the daemon's numbered fd message
  *   and the sub_closed event.
  */
