@@ -501,6 +501,9 @@ open_device(struct daqiri_sub *s, int fd)
 		return -EPROTO;
 	}
 	if (cudaSetDevice(s->info.device) != cudaSuccess) {
+		snprintf(s->d->err, sizeof(s->d->err), "CUDA: cannot use GPU "
+		    "%d: %s", s->info.device,
+		    cudaGetErrorString(cudaGetLastError()));
 		r = -ENODEV;
 		goto out;
 	}
@@ -510,6 +513,9 @@ open_device(struct daqiri_sub *s, int fd)
 		memcpy(&mh, h, sizeof(mh));
 		if (cudaIpcOpenMemHandle(&s->dev_base, mh,
 		    cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+			snprintf(s->d->err, sizeof(s->d->err), "CUDA: cannot "
+			    "open the stream's memory handle: %s",
+			    cudaGetErrorString(cudaGetLastError()));
 			s->dev_base = NULL;
 			r = -ENODEV;
 			goto out;
@@ -522,6 +528,9 @@ open_device(struct daqiri_sub *s, int fd)
 		memcpy(&eh, h + DAQIRI_IPC_HANDLE_BYTES * (1 + (size_t)i),
 		    sizeof(eh));
 		if (cudaIpcOpenEventHandle(&ev, eh) != cudaSuccess) {
+			snprintf(s->d->err, sizeof(s->d->err), "CUDA: cannot "
+			    "open the event handle of buffer %u: %s", i,
+			    cudaGetErrorString(cudaGetLastError()));
 			r = -ENODEV;
 			goto out;
 		}
@@ -751,8 +760,13 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 	}
 #endif
 	if (r < 0) {
+		char why[sizeof(d->err)];
+
+		/* Undo the daemon's side; the message says why we failed. */
+		memcpy(why, d->err, sizeof(why));
 		if (!d->dead)
 			unsubscribe_id(d, s->info.sub_id);
+		memcpy(d->err, why, sizeof(why));
 		sub_free(s);
 		return r;
 	}

@@ -33,6 +33,7 @@
 #include "ring.h"
 
 #define FAKE_STREAM	"sim/r0"
+#define FAKE_GPU_STREAM	"sim/gpu"	/* device memory: IPC handles (zeros) */
 #define FAKE_NBUFS	8u
 #define FAKE_PPB	16u
 #define FAKE_ELEMS	8u		/* fp32 elements per slot */
@@ -153,7 +154,9 @@ fake_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	uint32_t depth;
 	int i, r;
 
-	if (strcmp(req->stream, FAKE_STREAM) != 0)
+	bool dev = strcmp(req->stream, FAKE_GPU_STREAM) == 0;
+
+	if (strcmp(req->stream, FAKE_STREAM) != 0 && !dev)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
 		    "no stream \"%s\"", req->stream);
 	for (i = 0; i < FAKE_SUBS; i++)
@@ -217,7 +220,23 @@ fake_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	info->fds[1] = DAQIRI_FD_BITMAP;
 	info->fds[2] = DAQIRI_FD_RING;
 	info->fds[3] = DAQIRI_FD_EVENTFD;
-	fds->fd[0] = control_reopen_ro(u->tensor_fd);
+	if (dev) {
+		/* A handle file of the right size; no GPU behind it. */
+		int h = memfd_create("fake-ipc", MFD_CLOEXEC);
+
+		if (h < 0 || ftruncate(h, (off_t)DAQIRI_IPC_FILE_BYTES(
+		    FAKE_NBUFS)) < 0)
+			return -errno;
+		snprintf(info->stream, sizeof(info->stream), "%s",
+		    FAKE_GPU_STREAM);
+		info->mem_kind = DAQIRI_MEM_DEVICE;
+		info->device = 0;
+		info->fds[0] = DAQIRI_FD_IPC;
+		fds->fd[0] = control_reopen_ro(h);
+		close(h);
+	} else {
+		fds->fd[0] = control_reopen_ro(u->tensor_fd);
+	}
 	fds->fd[1] = control_reopen_ro(u->bitmap_fd);
 	fds->fd[2] = fcntl(u->ring_fd, F_DUPFD_CLOEXEC, 0);
 	fds->fd[3] = fcntl(u->efd, F_DUPFD_CLOEXEC, 0);
@@ -875,6 +894,39 @@ START_TEST(test_consumer_death)
 }
 END_TEST
 
+/* A device stream where CUDA cannot open the handles (no GPU, or a
+ * library without CUDA): a clean error, the daemon's subscription is
+ * undone, the connection stays usable. */
+START_TEST(test_device_stream_unavailable)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s = (struct daqiri_sub *)1;
+	char *r;
+	int rc;
+
+	start_server(FAKE_IDLE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	rc = daqiri_subscribe(d, FAKE_GPU_STREAM, NULL, &s);
+#ifdef DAQIRI_HAVE_CUDA
+	/* With a usable GPU the zero handles are still invalid. */
+	ck_assert_int_eq(rc, -ENODEV);
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "CUDA"));
+#else
+	ck_assert_int_eq(rc, -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "CUDA"));
+#endif
+	ck_assert_ptr_null(s);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"status\"}", &r), 0);
+	ck_assert_ptr_nonnull(strstr(r, "\"subscriptions\":0"));
+	free(r);
+	/* and a host stream still works on the same connection */
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s), 0);
+	daqiri_unsubscribe(s);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
 static Suite *
 client_suite(void)
 {
@@ -895,6 +947,7 @@ client_suite(void)
 	tcase_add_test(tc, test_read_only_and_small_struct);
 	tcase_add_test(tc, test_too_many_connections);
 	tcase_add_test(tc, test_consumer_death);
+	tcase_add_test(tc, test_device_stream_unavailable);
 	suite_add_tcase(s, tc);
 	return s;
 }
