@@ -101,3 +101,80 @@ read_reorder() {
 sim_field() {
 	sed -n 's/^sim .*\b'"$1"'=\([0-9.]*\).*/\1/p' "$T/sim.out" | tail -1
 }
+
+# ---- added for tests 02-08 ----------------------------------------------
+
+STREAM=sensor0/sensor_tensor
+
+# sstat JQ-EXPR: one value from the stats of $STREAM.
+sstat() {
+	ctl -j stats | jq -r --arg s "$STREAM" ".streams[] | select(.name == \$s) | $1"
+}
+
+# read_stream: counters of $STREAM and of interface 0 as shell variables:
+# r_<reorder counter>, h_<handoff counter>, i_<interface counter>.
+read_stream() {
+	eval "$(ctl -j stats | jq -r --arg s "$STREAM" '
+		(.streams[] | select(.name == $s) |
+		 (.reorder | to_entries[] | "r_\(.key)=\(.value)"),
+		 (.handoff | to_entries[] | "h_\(.key)=\(.value)")),
+		(.interfaces[0] | to_entries[] | select(.value | type == "number") |
+		 "i_\(.key)=\(.value)")')"
+}
+
+# consumer PID FIELD: a field of that process's subscription ("" if none).
+consumer() {
+	ctl -j consumers | jq -r --argjson p "$1" \
+		"[.consumers[] | select(.pid == \$p)][0] // {} | .$2 // empty"
+}
+
+# wait_consumers JQ-CONDITION [seconds]: until `consumers` satisfies it.
+wait_consumers() {
+	i=0
+	lim=$(( ${2:-10} * 20 ))
+	while [ "$(ctl -j consumers | jq -r "$1")" != "true" ]; do
+		i=$((i + 1)); [ $i -lt $lim ] || fail "timed out waiting for: $1"
+		sleep 0.05
+	done
+}
+
+# wait_line FILE REGEX [seconds]: until a line of FILE matches.
+wait_line() {
+	i=0
+	lim=$(( ${3:-10} * 20 ))
+	while ! grep -q -E "$2" "$1" 2>/dev/null; do
+		i=$((i + 1)); [ $i -lt $lim ] || fail "timed out waiting for '$2' in $1"
+		sleep 0.05
+	done
+}
+
+# wait_gone PID [seconds]: until a process we started has exited; its
+# exit status in $GONE_RC.
+wait_gone() {
+	i=0
+	lim=$(( ${2:-10} * 20 ))
+	while kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; do
+		i=$((i + 1)); [ $i -lt $lim ] || fail "process $1 did not exit"
+		sleep 0.05
+	done
+	GONE_RC=0
+	wait "$1" || GONE_RC=$?
+}
+
+# run_sim ARGS...: the simulator on the test config, output in $T/sim.out.
+run_sim() {
+	"$BUILD/daqiri-sim" -c "$T/daqirid.yaml" "$@" > "$T/sim.out" ||
+		fail "daqiri-sim $* failed"
+	note "$(grep '^sim sent=' "$T/sim.out")"
+}
+
+# kv FILE NAME: NAME=value from the last line of FILE that has it.
+kv() {
+	sed -n 's/.*\b'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1
+}
+
+# expect_eq WHAT GOT WANT
+expect_eq() {
+	[ "$2" = "$3" ] || fail "$1: got $2, want $3"
+	echo "   ok  $1 = $3"
+}

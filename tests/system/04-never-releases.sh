@@ -1,0 +1,64 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# A consumer that never releases: it gets max_held tensors, then misses
+# every later one (its overruns grow by exactly the tensors published),
+# while a second consumer sees every tensor and the stream never runs out
+# of buffers.
+. tests/system/lib.sh
+
+NBUFS=32
+start_daemon
+bg "$BUILD/tests/good-consumer" -s "$SOCK" --max-held 16 "$STREAM" > "$T/good.out"
+GOOD=$LAST_PID
+wait_line "$T/good.out" '^subscribed'
+# max_held left to the daemon: a quarter of the buffers
+bg "$BUILD/tests/bad-consumer" -s "$SOCK" --hold "$STREAM" > "$T/hold.out"
+HOLD=$LAST_PID
+wait_line "$T/hold.out" '^subscribed'
+MAXH=$(kv "$T/hold.out" max_held)
+expect_eq "the holder's max_held (daemon default nbufs/4)" "$MAXH" $((NBUFS / 4))
+
+settle() {
+	wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.published == $1 and .handoff.open_bufs == 0" 10
+	wait_consumers "[.consumers[] | select(.pid == $GOOD)][0] | .released == $1"
+}
+
+check() {
+	pub=$1
+	expect_eq "published" "$(sstat .handoff.published)" "$pub"
+	expect_eq "holder delivered" "$(consumer "$HOLD" delivered)" "$MAXH"
+	expect_eq "holder held" "$(consumer "$HOLD" held)" "$MAXH"
+	expect_eq "holder released" "$(consumer "$HOLD" released)" 0
+	expect_eq "holder overruns = published - max_held" "$(consumer "$HOLD" overruns)" $((pub - MAXH))
+	expect_eq "good consumer delivered" "$(consumer "$GOOD" delivered)" "$pub"
+	expect_eq "good consumer overruns" "$(consumer "$GOOD" overruns)" 0
+	expect_eq "stream overruns (sum)" "$(sstat .handoff.overruns)" $((pub - MAXH))
+	expect_eq "tensors nobody took" "$(sstat .handoff.unseen)" 0
+	expect_eq "buffers held (the holder's)" "$(sstat .handoff.held_bufs)" "$MAXH"
+	expect_eq "no_buffer_packets" "$(sstat .reorder.no_buffer_packets)" 0
+}
+
+note "30 batches, shuffled and lossy"
+run_sim --batches 30 --seed 3 --shuffle 64 --loss 0.005 --rate 10kpps --quiet
+settle 30
+check 30
+d1=$(sim_field dropped)
+note "30 more: the holder's overruns keep growing"
+run_sim --batches 30 --seed 4 --shuffle 64 --loss 0.005 --rate 10kpps --quiet
+# (a new run restarts the sequence: one resync, no tensor lost)
+settle 60
+check 60
+expect_eq "missing slots = sim dropped (both runs)" "$(sstat .reorder.missing_slots)" $((d1 + $(sim_field dropped)))
+
+kill -TERM "$HOLD"
+wait_gone "$HOLD"
+expect_eq "holder popped" "$(kv "$T/hold.out" got)" "$MAXH"
+kill -TERM "$GOOD"
+wait_gone "$GOOD"
+expect_eq "good consumer exit" "$GONE_RC" 0
+expect_eq "good consumer got" "$(kv "$T/good.out" got)" 60
+expect_eq "good consumer missed seqs" "$(kv "$T/good.out" missed)" 0
+expect_eq "missing slots seen = reorder missing_slots" "$(kv "$T/good.out" missing_slots)" "$(sstat .reorder.missing_slots)"
+wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.free_bufs == $NBUFS"
+stop_daemon
+echo "ok"
