@@ -256,7 +256,7 @@ install: all
 	  install -m 0644 etc/daqirid.yaml $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples
 	install -m 0644 etc/examples/*.yaml $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples/
-	install -m 0644 systemd/daqirid.service $(DESTDIR)$(SYSTEMDUNITDIR)/
+	install -m 0644 systemd/daqirid.service systemd/daqirid.socket $(DESTDIR)$(SYSTEMDUNITDIR)/
 	install -m 0644 systemd/daqiri.sysusers $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf
 	install -m 0644 systemd/daqiri.tmpfiles $(DESTDIR)$(TMPFILESDIR)/daqiri.conf
 	install -m 0644 client/libdaqiri-client.3 $(DESTDIR)$(MANDIR)/man3/
@@ -268,7 +268,8 @@ uninstall:
 	  $(DESTDIR)$(BINDIR)/daqiri-consume $(DESTDIR)$(BINDIR)/daqiri-sim \
 	  $(DESTDIR)$(LIBDIR)/libdaqiri-client.* $(DESTDIR)$(INCLUDEDIR)/daqiri_client.h \
 	  $(DESTDIR)$(PKGCONFIGDIR)/daqiri-client.pc \
-	  $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.service $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf \
+	  $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.service $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.socket \
+	  $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf \
 	  $(DESTDIR)$(TMPFILESDIR)/daqiri.conf $(DESTDIR)$(MANDIR)/man3/libdaqiri-client.3 \
 	  $(DESTDIR)$(MANDIR)/man5/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man8/daqirid.8 \
 	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -600,6 +601,34 @@ make_socket_dir(const char *path)
 		log_info("made the control socket's directory %s", dir);
 }
 
+/*
+ * The control socket: the one systemd passes (daqirid.socket, socket
+ * activation) or our own at socket_path.
+ */
+static int
+control_up(struct daemon *d)
+{
+	const struct cfg *c = d->cfg;
+	int n = sd_listen_fds(1);
+
+	if (n == 1 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1,
+	    NULL, 0) > 0) {
+		log_info("control socket passed by systemd");
+		d->socket_path = "(systemd socket)";
+		return control_init_fd(&d->ctl, SD_LISTEN_FDS_START,
+		    c->daemon.admin_group, c->daemon.max_consumers,
+		    &daemon_control_ops, d);
+	}
+	if (n > 0)
+		log_warnx("systemd passed %d socket(s), expected one "
+		    "SOCK_SEQPACKET listener; making our own at %s", n,
+		    d->socket_path);
+	make_socket_dir(d->socket_path);
+	return control_init(&d->ctl, d->socket_path, c->daemon.socket_mode,
+	    c->daemon.socket_group, c->daemon.admin_group,
+	    c->daemon.max_consumers, &daemon_control_ops, d);
+}
+
 static int
 loop_setup(struct daemon *d)
 {
@@ -764,6 +793,11 @@ daemon_run(const struct cfg *c, const char *socket_path,
 		log_warnx("daemon.metrics_listen '%s': the HTTP metrics endpoint "
 		    "is not built into this daqirid; 'daqirictl metrics' prints "
 		    "the same Prometheus text", c->daemon.metrics_listen);
+	/* The control socket first: a second daqirid on the same path is
+	 * told so before it touches ports and memory. Nothing is served
+	 * until the loop runs. */
+	if (control_up(d) != 0)
+		goto out;
 	if (mem_regions_create(c, d->regions, err, sizeof(err)) != 0) {
 		log_warnx("%s", err);
 		goto out;
@@ -774,11 +808,6 @@ daemon_run(const struct cfg *c, const char *socket_path,
 		if (interface_up(d, &d->ifs[i], &c->interfaces[i]) != 0)
 			goto out;
 	}
-	make_socket_dir(socket_path);
-	if (control_init(&d->ctl, socket_path, c->daemon.socket_mode,
-	    c->daemon.socket_group, c->daemon.admin_group,
-	    c->daemon.max_consumers, &daemon_control_ops, d) != 0)
-		goto out;
 	if (loop_setup(d) != 0) {
 		log_warn("main loop setup");
 		goto out;
@@ -800,9 +829,9 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	if (sd_watchdog_enabled(0, &d->wd_usec) <= 0)
 		d->wd_usec = 0;
 	log_info("daqirid %s running: %d interface(s), control socket %s",
-	    DAQIRI_VERSION, d->nifs, socket_path);
+	    DAQIRI_VERSION, d->nifs, d->socket_path);
 	sd_notifyf(0, "READY=1\nSTATUS=receiving; control socket %s\nMAINPID=%d",
-	    socket_path, (int)getpid());
+	    d->socket_path, (int)getpid());
 	d->last_status_ns = mono_ns();
 	run_loop(d);
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
