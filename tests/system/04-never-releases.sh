@@ -3,7 +3,8 @@
 # A consumer that never releases: it gets max_held tensors, then misses
 # every later one (its overruns grow by exactly the tensors published),
 # while a second consumer sees every tensor and the stream never runs out
-# of buffers.
+# of buffers. In a shared group, such a member stops being picked and the
+# other member takes every remaining tensor.
 . tests/system/lib.sh
 
 NBUFS=32
@@ -59,6 +60,32 @@ expect_eq "good consumer exit" "$GONE_RC" 0
 expect_eq "good consumer got" "$(kv "$T/good.out" got)" 60
 expect_eq "good consumer missed seqs" "$(kv "$T/good.out" missed)" 0
 expect_eq "missing slots seen = reorder missing_slots" "$(kv "$T/good.out" missing_slots)" "$(sstat .reorder.missing_slots)"
+wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.free_bufs == $NBUFS"
+wait_consumers '.consumers | length == 0' 5
+
+note "shared group: a member that never releases; the other takes the rest"
+bg "$BUILD/tests/bad-consumer" -s "$SOCK" --group g --hold "$STREAM" > "$T/ghold.out"
+GHOLD=$LAST_PID
+bg "$BUILD/tests/good-consumer" -s "$SOCK" --group g --max-held 16 "$STREAM" > "$T/ggood.out"
+GGOOD=$LAST_PID
+wait_line "$T/ghold.out" '^subscribed'
+wait_line "$T/ggood.out" '^subscribed'
+unseen0=$(sstat .handoff.unseen)
+run_sim --batches 30 --rate 10kpps --quiet
+wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.published == 90 and .handoff.open_bufs == 0"
+wait_consumers "[.consumers[] | select(.pid == $GGOOD)][0] | .released == .delivered and .delivered == $((30 - MAXH))"
+expect_eq "holding member delivered" "$(consumer "$GHOLD" delivered)" "$MAXH"
+expect_eq "holding member overruns" "$(consumer "$GHOLD" overruns)" 0
+expect_eq "other member delivered (each tensor to one member)" "$(consumer "$GGOOD" delivered)" $((30 - MAXH))
+expect_eq "other member overruns" "$(consumer "$GGOOD" overruns)" 0
+expect_eq "tensors nobody took" "$(sstat .handoff.unseen)" "$unseen0"
+expect_eq "buffers held (the holding member's)" "$(sstat .handoff.held_bufs)" "$MAXH"
+kill -TERM "$GGOOD" "$GHOLD"
+wait_gone "$GGOOD"
+expect_eq "other member exit" "$GONE_RC" 0
+expect_eq "other member got" "$(kv "$T/ggood.out" got)" $((30 - MAXH))
+wait_gone "$GHOLD"
+expect_eq "holding member popped" "$(kv "$T/ghold.out" got)" "$MAXH"
 wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.free_bufs == $NBUFS"
 stop_daemon
 echo "ok"

@@ -20,7 +20,7 @@
 #include "daqiri_client.h"
 #include "ring.h"
 
-#define BC_SLICE_MS		100	/* daqiri_next waits, to see signals */
+#define BC_SLICE_MS		100	/* daqiri_next waits (signals) */
 #define BC_FIRST_WAIT_MS	20000	/* for the first tensor */
 #define BC_CUTOFF_WAIT_MS	10000	/* for the daemon to cut us off */
 #define BC_MAPS_LINE		512
@@ -58,7 +58,7 @@ static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr, "usage: bad-consumer [-s SOCKET] [--max-held N] "
-	    "--hold STREAM\n"
+	    "[--group G] --hold STREAM\n"
 	    "       bad-consumer [-s SOCKET] --garbage "
 	    "range|notheld|double|positions|comp STREAM\n");
 	exit(1);
@@ -219,7 +219,8 @@ do_garbage(struct daqiri *d, struct daqiri_sub *sub, const char *kind)
 			return 0;
 		}
 		if (r < 0 && r != -EINTR) {
-			printf("garbage %s: unexpected %s\n", kind, end_name(r));
+			printf("garbage %s: unexpected %s\n", kind,
+			    end_name(r));
 			return 1;
 		}
 	}
@@ -232,6 +233,7 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "max-held", required_argument, NULL, 'm' },
+		{ "group", required_argument, NULL, 'G' },
 		{ "hold", no_argument, NULL, 'H' },
 		{ "garbage", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
@@ -251,6 +253,10 @@ main(int argc, char **argv)
 			break;
 		case 'm':
 			o.max_held = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'G':
+			o.mode = DAQIRI_SUB_SHARED;
+			o.group = optarg;
 			break;
 		case 'H':
 			hold = 1;

@@ -28,9 +28,9 @@
 #define CG_MSG_MAX		65536	/* the protocol's limit */
 #define CG_BUF			(2 * CG_MSG_MAX)
 #define CG_REPLY_WAIT_MS	3000	/* the daemon answers at once */
-#define CG_PER_CONN		40	/* messages before a fresh connection */
-#define CG_BURST		8	/* messages sent before reading replies */
-#define CG_DEEP			5000	/* nesting of the deep JSON */
+#define CG_PER_CONN		40	/* messages per connection */
+#define CG_BURST		8	/* sent before reading the replies */
+#define CG_DEEP			5000	/* nesting of deep JSON */
 #define CG_SNDBUF		(1 << 20)
 #define CG_STREAM		"sensor0/sensor_tensor"
 
@@ -42,7 +42,7 @@ struct cg_msg {
 	char *buf;
 	size_t len;
 	bool with_fd;
-	bool closes;			/* the daemon must close after replying */
+	bool closes;			/* the daemon closes after it */
 	enum expect expect;
 	enum need need;
 	const char *what;		/* category, for messages */
@@ -57,7 +57,7 @@ struct cg {
 	/* results */
 	unsigned sent, replied, closed, ok, nonok, wrong, unanswered;
 	unsigned fd_sent, fd_leaks, conns, version_closes;
-	unsigned daemon_msgs;		/* messages the daemon reads as requests */
+	unsigned daemon_msgs;		/* requests the daemon reads */
 	unsigned status_count[32];
 	char status_name[32][32];
 	int nstatus;
@@ -192,7 +192,8 @@ count_status(struct cg *g, const char *st)
 	if (i == g->nstatus) {
 		if (g->nstatus == 32)
 			return;
-		snprintf(g->status_name[i], sizeof(g->status_name[i]), "%s", st);
+		snprintf(g->status_name[i], sizeof(g->status_name[i]), "%s",
+		    st);
 		g->nstatus++;
 	}
 	g->status_count[i]++;
@@ -254,8 +255,8 @@ cg_hello(struct cg *g)
 		die("send hello");
 	g->daemon_msgs++;
 	if (cg_reply(g, &st, "hello") != 1 || strcmp(st, "ok") != 0) {
-		fprintf(stderr, "ctl-garbage: a proper hello was refused (%s)\n",
-		    st != NULL ? st : "no reply");
+		fprintf(stderr, "ctl-garbage: a proper hello was refused "
+		    "(%s)\n", st != NULL ? st : "no reply");
 		exit(1);
 	}
 	free(st);
@@ -301,7 +302,8 @@ static const char *const valid_requests[] = {
 
 static const char *const word_pool[] = {
 	"helo", "Hello", "STATUS", "status ", "subscribe2", "reply", "event",
-	"sub_fd", "", "flow", "flow_lists", "stat", "consumer", "\\u00e9t\\u00e9",
+	"sub_fd", "", "flow", "flow_lists", "stat", "consumer",
+	"\\u00e9t\\u00e9",
 	"top", "metrics", "shutdown", "exec",
 };
 
@@ -602,7 +604,8 @@ gen(struct cg *g, enum cat c, struct cg_msg *m)
 		break;
 	case CAT_VALID: {
 		static const char *const v[] = {
-			"{\"type\":\"status\"}", "{\"type\":\"stats\",\"id\":9}",
+			"{\"type\":\"status\"}",
+			"{\"type\":\"stats\",\"id\":9}",
 			"{\"type\":\"streams\"}", "{\"type\":\"consumers\"}",
 			"{\"type\":\"flow_list\"}",
 		};
@@ -830,7 +833,7 @@ main(int argc, char **argv)
 			continue;
 		}
 		if (g.unanswered > 3)
-			break;	/* the daemon is stuck: no point going on */
+			break;	/* the daemon is stuck */
 		gen(&g, c, &m);
 		cg_one(&g, &m);
 		free(m.buf);

@@ -18,8 +18,8 @@
 
 #include "daqiri_client.h"
 
-#define GC_BUSY_SLICE_MS	100	/* busy-poll waits in slices to see signals */
-#define GC_EXIT_BAD		3	/* a tensor broke a descriptor rule */
+#define GC_BUSY_SLICE_MS	100	/* busy-poll wait slices */
+#define GC_EXIT_BAD		3	/* a tensor broke a rule */
 
 static volatile sig_atomic_t gc_stop;
 
@@ -56,7 +56,7 @@ static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr, "usage: good-consumer [-s SOCKET] [--max-held N] "
-	    "[--depth N] [--busy-poll] STREAM\n");
+	    "[--group G] [--depth N] [--busy-poll] STREAM\n");
 	exit(1);
 }
 
@@ -109,6 +109,7 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "max-held", required_argument, NULL, 'm' },
+		{ "group", required_argument, NULL, 'G' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "busy-poll", no_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
@@ -130,6 +131,10 @@ main(int argc, char **argv)
 		case 'm':
 			o.max_held = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'G':
+			o.mode = DAQIRI_SUB_SHARED;
+			o.group = optarg;
+			break;
 		case 'd':
 			o.depth = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
@@ -144,7 +149,7 @@ main(int argc, char **argv)
 		usage();
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = gc_on_signal;	/* no SA_RESTART: poll returns EINTR */
+	sa.sa_handler = gc_on_signal;	/* no SA_RESTART: EINTR */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 
