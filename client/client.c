@@ -63,6 +63,7 @@ struct daqiri_sub {
 struct daqiri {
 	int fd;
 	bool dead;
+	bool have_reason;		/* err holds a sub_closed reason */
 	uint32_t next_id;
 	uint64_t conn_id;
 	struct daqiri_sub *subs;
@@ -85,13 +86,17 @@ static void
 set_err(struct daqiri *d, const char *msg)
 {
 	snprintf(d->err, sizeof(d->err), "%s", msg);
+	d->have_reason = false;
 }
 
+/* The connection is gone. A reason the daemon gave first (a sub_closed
+ * event) is kept: it says more than the hang-up. */
 static void
 mark_dead(struct daqiri *d)
 {
 	d->dead = true;
-	set_err(d, "the daemon closed the connection");
+	if (!d->have_reason)
+		set_err(d, "the daemon closed the connection");
 }
 
 static struct daqiri_sub *
@@ -118,6 +123,7 @@ handle_unsolicited(struct daqiri *d, const struct daqiri_msg *m)
 			s->closed = true;
 		snprintf(d->err, sizeof(d->err), "subscription %u ended: %s",
 		    m->u.event.sub_id, m->u.event.message);
+		d->have_reason = true;
 	}
 }
 
@@ -892,9 +898,12 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 		    now - last_check >= CLIENT_SPIN_CHECK_NS) {
 			last_check = now;
 			if (pump(s->d) < 0) {
-				/* Whatever was published stays readable. */
+				/* Whatever was published stays readable; a
+				 * subscription the daemon ended before it
+				 * hung up says so. */
 				r = try_pop(s, t);
-				return r != 0 ? r : -ENOTCONN;
+				return r != 0 ? r : s->closed ? -ESHUTDOWN :
+				    -ENOTCONN;
 			}
 			if (s->closed)
 				continue;
