@@ -391,14 +391,144 @@ op_flow_list(void *ctx, const char *iface, cJSON *reply, struct daqiri_err *err)
 	return 0;
 }
 
-static int
-op_flow_change(void *ctx, const struct daqiri_flow_req *req,
-	       const struct control_peer *peer, cJSON *reply,
-	       struct daqiri_err *err)
+static struct dif *
+find_interface(struct daemon *d, const char *name)
 {
-	return daqiri_err_set(err, DAQIRI_ST_NOT_SUPPORTED,
-	    "flows are fixed by the configuration while daqirid runs; edit "
-	    "it and restart"), DAQIRI_ST_NOT_SUPPORTED;
+	for (int i = 0; i < d->nifs; i++)
+		if (strcmp(d->ifs[i].ifc->name, name) == 0)
+			return &d->ifs[i];
+	return NULL;
+}
+
+/* Give every worker of f a copy of table t; then t becomes f's table. */
+static int
+flows_install(struct dif *f, struct flow_table *t, struct daqiri_err *err)
+{
+	for (int q = 0; q < f->nworkers; q++) {
+		int rc = worker_set_flows(f->workers[q], t);
+
+		if (rc == -EBUSY) {
+			/* Workers already switched keep the new table, which is
+			 * what the next attempt installs too. */
+			flow_table_free(t);
+			return daqiri_err_set(err, DAQIRI_ST_BUSY, "interface "
+			    "'%s' is still taking the previous flow change; try "
+			    "again", f->ifc->name), DAQIRI_ST_BUSY;
+		}
+		if (rc != 0) {
+			flow_table_free(t);
+			return rc;
+		}
+	}
+	flow_table_free(f->flows);
+	f->flows = t;
+	return 0;
+}
+
+static int
+op_flow_add(void *ctx, const struct daqiri_flow_req *req,
+	    const struct control_peer *peer, cJSON *reply,
+	    struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct dif *f = find_interface(d, req->iface);
+	struct cfg_flow cf;
+	struct flow_table *t;
+	cJSON *o;
+	int rc;
+
+	if (f == NULL || f->flows == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
+		    "no interface '%s' with rx queues", req->iface),
+		    DAQIRI_ST_NO_SUCH_INTERFACE;
+	if (flow_table_find(f->flows, req->id) >= 0)
+		return daqiri_err_set(err, DAQIRI_ST_EXISTS, "interface '%s' "
+		    "has a flow %u already", req->iface, req->id),
+		    DAQIRI_ST_EXISTS;
+	if (req->nqueues < 1 || req->nqueues > CFG_MAX_QUEUE_IDS)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "a flow targets 1 to %d queues", CFG_MAX_QUEUE_IDS),
+		    DAQIRI_ST_OUT_OF_RANGE;
+	memset(&cf, 0, sizeof(cf));
+	snprintf(cf.name, sizeof(cf.name), "%s", req->name);
+	cf.id = req->id;
+	cf.nqueue_ids = req->nqueues;
+	for (int i = 0; i < req->nqueues; i++) {
+		bool found = false;
+
+		for (int q = 0; q < f->ifc->rx.nqueues; q++)
+			found |= f->ifc->rx.queues[q].id == req->queues[i];
+		if (!found)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "interface '%s' has no rx queue %u", req->iface,
+			    req->queues[i]), DAQIRI_ST_BAD_FIELD;
+		cf.queue_ids[i] = req->queues[i];
+	}
+	cf.match.has_udp_src = req->has_udp_src;
+	cf.match.udp_src_lo = req->udp_src_lo;
+	cf.match.udp_src_hi = req->udp_src_hi;
+	cf.match.has_udp_dst = req->has_udp_dst;
+	cf.match.udp_dst_lo = req->udp_dst_lo;
+	cf.match.udp_dst_hi = req->udp_dst_hi;
+	cf.match.has_ipv4_len = req->has_ipv4_len;
+	cf.match.ipv4_len = req->ipv4_len;
+	cf.match.has_ipv4_src = req->has_ipv4_src;
+	cf.match.ipv4_src = req->ipv4_src;
+	cf.match.has_ipv4_dst = req->has_ipv4_dst;
+	cf.match.ipv4_dst = req->ipv4_dst;
+	cf.has_match = req->has_udp_src || req->has_udp_dst ||
+	    req->has_ipv4_len || req->has_ipv4_src || req->has_ipv4_dst;
+
+	t = flow_table_clone(f->flows, 1);
+	if (t == NULL)
+		return -ENOMEM;
+	rc = flow_table_add(t, &cf);
+	if (rc != 0) {
+		flow_table_free(t);
+		return daqiri_err_set(err, rc == -ENOSPC ?
+		    DAQIRI_ST_NO_RESOURCES : DAQIRI_ST_EXISTS, "flow %u: %s",
+		    req->id, strerror(-rc)), rc == -ENOSPC ?
+		    DAQIRI_ST_NO_RESOURCES : DAQIRI_ST_EXISTS;
+	}
+	rc = flows_install(f, t, err);
+	if (rc != 0)
+		return rc;
+	log_info("flow %u added on '%s' by pid %d (uid %u)", req->id,
+	    req->iface, (int)peer->pid, (unsigned)peer->uid);
+	o = cJSON_AddObjectToObject(reply, "flow");
+	if (o == NULL)
+		return -ENOMEM;
+	return flow_json(&f->flows->rules[f->flows->nrules - 1], o);
+}
+
+static int
+op_flow_del(void *ctx, const struct daqiri_flow_req *req,
+	    const struct control_peer *peer, cJSON *reply,
+	    struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct dif *f = find_interface(d, req->iface);
+	struct flow_table *t;
+	int rc;
+
+	if (f == NULL || f->flows == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
+		    "no interface '%s' with rx queues", req->iface),
+		    DAQIRI_ST_NO_SUCH_INTERFACE;
+	if (flow_table_find(f->flows, req->id) < 0)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_FLOW, "interface "
+		    "'%s' has no flow %u", req->iface, req->id),
+		    DAQIRI_ST_NO_SUCH_FLOW;
+	t = flow_table_clone(f->flows, 0);
+	if (t == NULL)
+		return -ENOMEM;
+	(void)flow_table_del(t, req->id);
+	rc = flows_install(f, t, err);
+	if (rc != 0)
+		return rc;
+	log_info("flow %u deleted on '%s' by pid %d (uid %u)", req->id,
+	    req->iface, (int)peer->pid, (unsigned)peer->uid);
+	return 0;
 }
 
 static const struct control_ops daemon_control_ops = {
@@ -410,8 +540,8 @@ static const struct control_ops daemon_control_ops = {
 	.unsubscribe = op_unsubscribe,
 	.conn_closed = op_conn_closed,
 	.flow_list = op_flow_list,
-	.flow_add = op_flow_change,
-	.flow_del = op_flow_change,
+	.flow_add = op_flow_add,
+	.flow_del = op_flow_del,
 };
 
 /* A worker cut a subscriber off (it corrupted its ring): tell it why and
@@ -696,6 +826,9 @@ on_tick(struct daemon *d)
 	(void)!read(d->tfd, &expirations, sizeof(expirations));
 	FOR_EACH_STREAM(d, s)
 		stream_reap(s, sub_broken, d);
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].nworkers; q++)
+			worker_reap(d->ifs[i].workers[q]);
 	if (d->wd_usec != 0 && now - d->last_wd_ns >= d->wd_usec * 1000 / 2) {
 		sd_notify(0, "WATCHDOG=1");
 		d->last_wd_ns = now;

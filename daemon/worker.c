@@ -31,14 +31,27 @@ struct wstream {
 	struct reorder_pkt pkts[ENGINE_MAX_BURST];
 };
 
+/* A new flow table and its routes, handed to the worker; the old pair
+ * comes back in the same struct for the main thread to free. */
+struct flow_change {
+	struct flow_table *flows;
+	int *rule_stream;
+};
+
 struct worker {
 	char name[CFG_NAME_MAX * 2 + 2];
 	int core;
 	uint32_t batch;
 	struct engine *eng;
 	struct engine_rxq *q;
-	const struct flow_table *flows;
+	struct flow_table *flows;	/* the worker's own copy */
 	int *rule_stream;		/* per flow rule: ws index or ROUTE_* */
+	const struct cfg_reorder *scfg[WORKER_MAX_STREAMS];
+	int nscfg;
+	int local[WORKER_MAX_STREAMS];	/* stream index -> ws index or -1 */
+	/* Flow table changes (main -> worker -> main). */
+	_Atomic(struct flow_change *) pending;
+	_Atomic(struct flow_change *) retired;
 	int default_route;		/* for FLOW_ROUTE_DEFAULT */
 	int nws;
 	struct wstream *ws;		/* reorder streams, then the raw one */
@@ -119,6 +132,26 @@ route(struct worker *w, unsigned n)
 	w->ctr.rx_packets += n;
 }
 
+/* Between bursts: take a new flow table, hand back the old one. */
+static void
+take_flow_change(struct worker *w)
+{
+	struct flow_change *fc;
+	struct flow_table *t;
+	int *r;
+
+	fc = atomic_exchange_explicit(&w->pending, NULL, memory_order_acquire);
+	if (fc == NULL)
+		return;
+	t = w->flows;
+	r = w->rule_stream;
+	w->flows = fc->flows;
+	w->rule_stream = fc->rule_stream;
+	fc->flows = t;
+	fc->rule_stream = r;
+	atomic_store_explicit(&w->retired, fc, memory_order_release);
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -140,6 +173,9 @@ worker_main(void *arg)
 		timeout = deadline > now ? (int64_t)(deadline - now) : 0;
 		n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
 		now = mono_ns();
+		/* A flow change posted before this burst arrived applies to
+		 * it: daqirictl's reply comes after the post. */
+		take_flow_change(w);
 		if (n > 0) {
 			w->ctr.bursts++;
 			route(w, (unsigned)n);
@@ -200,6 +236,73 @@ owner_queue(const struct cfg_interface *ifc, const struct cfg_reorder *r)
 	return -1;
 }
 
+/* Routes of every rule of t for this worker. */
+static int *
+make_routes(const struct worker *w, const struct flow_table *t)
+{
+	int *rs = calloc(t->nrules > 0 ? t->nrules : 1, sizeof(int));
+
+	if (rs == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < t->nrules; i++) {
+		int j = stream_of_flow(w->scfg, w->nscfg, t->rules[i].id);
+
+		rs[i] = j < 0 ? w->default_route :
+		    w->local[j] >= 0 ? w->local[j] : ROUTE_MISROUTED;
+	}
+	return rs;
+}
+
+int
+worker_set_flows(struct worker *w, const struct flow_table *t)
+{
+	struct flow_change *fc, *old;
+
+	if (atomic_load_explicit(&w->pending, memory_order_acquire) != NULL)
+		return -EBUSY;
+	/* The previous change's leftovers, if the worker returned them. */
+	old = atomic_exchange_explicit(&w->retired, NULL, memory_order_acquire);
+	if (old != NULL) {
+		flow_table_free(old->flows);
+		free(old->rule_stream);
+		free(old);
+	}
+	fc = calloc(1, sizeof(*fc));
+	if (fc == NULL)
+		return -ENOMEM;
+	fc->flows = flow_table_clone(t, 0);
+	fc->rule_stream = fc->flows != NULL ? make_routes(w, fc->flows) : NULL;
+	if (fc->flows == NULL || fc->rule_stream == NULL) {
+		flow_table_free(fc->flows);
+		free(fc->rule_stream);
+		free(fc);
+		return -ENOMEM;
+	}
+	if (!w->started) {
+		/* Not running: swap here. */
+		atomic_store_explicit(&w->pending, fc, memory_order_relaxed);
+		take_flow_change(w);
+		return 0;
+	}
+	atomic_store_explicit(&w->pending, fc, memory_order_release);
+	if (w->wake_fd >= 0)
+		(void)!write(w->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+	return 0;
+}
+
+void
+worker_reap(struct worker *w)
+{
+	struct flow_change *old;
+
+	old = atomic_exchange_explicit(&w->retired, NULL, memory_order_acquire);
+	if (old != NULL) {
+		flow_table_free(old->flows);
+		free(old->rule_stream);
+		free(old);
+	}
+}
+
 int
 worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	      struct engine *eng, const struct flow_table *flows,
@@ -208,7 +311,6 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	      struct stream *raw, char *err, size_t errlen)
 {
 	const struct cfg_queue *cq = &ifc->rx.queues[qi];
-	int local[WORKER_MAX_STREAMS];
 	struct worker *w;
 
 	*out = NULL;
@@ -221,31 +323,31 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	    cq->batch_size : ENGINE_MAX_BURST;
 	w->eng = eng;
 	w->q = eng->ops->rxq(eng, qi);
-	w->flows = flows;
+	w->flows = flow_table_clone(flows, 0);
 	w->wake_fd = -1;
-	if (w->q == NULL) {
-		snprintf(err, errlen, "queue '%s': the engine has no such queue",
-		    w->name);
-		free(w);
-		return -EINVAL;
+	if (w->q == NULL || w->flows == NULL) {
+		snprintf(err, errlen, "queue '%s': %s", w->name, w->q == NULL ?
+		    "the engine has no such queue" : "out of memory");
+		worker_destroy(w);
+		return w->q == NULL ? -EINVAL : -ENOMEM;
 	}
 
 	/* The streams this queue owns. */
-	for (int j = 0; j < nstreams && j < WORKER_MAX_STREAMS; j++) {
-		local[j] = -1;
+	w->nscfg = nstreams < WORKER_MAX_STREAMS ? nstreams : WORKER_MAX_STREAMS;
+	for (int j = 0; j < w->nscfg; j++) {
+		w->scfg[j] = stream_cfg[j];
+		w->local[j] = -1;
 		if (owner_queue(ifc, stream_cfg[j]) == (int64_t)cq->id)
-			local[j] = w->nws++;
+			w->local[j] = w->nws++;
 	}
 	w->ws = calloc((size_t)w->nws + 1, sizeof(*w->ws));
-	w->rule_stream = calloc(flows->nrules > 0 ? flows->nrules : 1,
-	    sizeof(int));
-	if (w->ws == NULL || w->rule_stream == NULL) {
+	if (w->ws == NULL) {
 		worker_destroy(w);
 		return -ENOMEM;
 	}
-	for (int j = 0; j < nstreams && j < WORKER_MAX_STREAMS; j++)
-		if (local[j] >= 0)
-			w->ws[local[j]].s = streams[j];
+	for (int j = 0; j < w->nscfg; j++)
+		if (w->local[j] >= 0)
+			w->ws[w->local[j]].s = streams[j];
 	/* Frames no reorder config takes go to the raw stream of the queue
 	 * that received them (the socket engine spreads datagrams over its
 	 * queues by hash, not by flow). */
@@ -254,11 +356,10 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 		w->ws[w->nws].s = raw;
 		w->default_route = w->nws++;
 	}
-	for (uint32_t i = 0; i < flows->nrules; i++) {
-		int j = stream_of_flow(stream_cfg, nstreams, flows->rules[i].id);
-
-		w->rule_stream[i] = j < 0 ? w->default_route :
-		    local[j] >= 0 ? local[j] : ROUTE_MISROUTED;
+	w->rule_stream = make_routes(w, w->flows);
+	if (w->rule_stream == NULL) {
+		worker_destroy(w);
+		return -ENOMEM;
 	}
 
 	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -324,6 +425,13 @@ worker_destroy(struct worker *w)
 	worker_stop(w);
 	if (w->wake_fd >= 0)
 		close(w->wake_fd);
+	worker_reap(w);
+	if (w->pending != NULL) {
+		flow_table_free(w->pending->flows);
+		free(w->pending->rule_stream);
+		free(w->pending);
+	}
+	flow_table_free(w->flows);
 	free(w->rule_stream);
 	free(w->ws);
 	free(w);

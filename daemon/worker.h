@@ -38,7 +38,8 @@ struct worker_counters {
 struct worker;
 
 /*
- * Make the worker of rx queue qi of interface ifc. streams[] are the
+ * Make the worker of rx queue qi of interface ifc, with a copy of the flow
+ * table flows. streams[] are the
  * streams of this interface, stream_cfg[i] their reorder configs; the
  * worker feeds those whose first flow targets its queue. raw is the
  * queue's raw stream (frames of flows without a reorder config, and
@@ -50,6 +51,15 @@ int worker_create(struct worker **out, const struct cfg_interface *ifc,
 		  struct stream *const *streams,
 		  const struct cfg_reorder *const *stream_cfg, int nstreams,
 		  struct stream *raw, char *err, size_t errlen);
+/*
+ * Hand the worker a new flow table (copied; the caller keeps t). It takes
+ * it between two bursts. -EBUSY while the previous change is not taken
+ * yet, -ENOMEM. Main thread only.
+ */
+int worker_set_flows(struct worker *w, const struct flow_table *t);
+/* Free the tables the worker has let go of (main thread, periodically). */
+void worker_reap(struct worker *w);
+
 /* Start the thread (pinned to the queue's cpu_core when it exists). */
 int worker_start(struct worker *w);
 /* Ask it to stop, flush its streams and join it. NULL-safe. */
