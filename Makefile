@@ -146,7 +146,7 @@ $(LIBCLIENT_SO): $(CLIENT_OBJ) $(PROTO_OBJ)
 	$(Q)$(CC) -shared -Wl,-soname,libdaqiri-client.so.0 $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 $(BUILD)/daqiri-client.pc: client/daqiri-client.pc.in
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' \
 	  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 $(BUILD)/daqirid: $(call obj,$(DAEMON_MAIN)) $(LIBCORE)
@@ -244,7 +244,8 @@ install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
 	  $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(SYSCONFDIR)/daqiri \
 	  $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
-	  $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
+	  $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(BUILD)/daqirid $(DESTDIR)$(SBINDIR)/daqirid
 	install -m 0755 $(BUILD)/daqirictl $(BUILD)/daqiri-consume $(BUILD)/daqiri-sim $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(LIBCLIENT_A) $(DESTDIR)$(LIBDIR)/
@@ -259,6 +260,7 @@ install: all
 	install -m 0644 systemd/daqirid.service systemd/daqirid.socket $(DESTDIR)$(SYSTEMDUNITDIR)/
 	install -m 0644 systemd/daqiri.sysusers $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf
 	install -m 0644 systemd/daqiri.tmpfiles $(DESTDIR)$(TMPFILESDIR)/daqiri.conf
+	install -m 0644 scripts/daqiri-sim.1 client/daqiri-consume.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 client/libdaqiri-client.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 daemon/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 daemon/daqirid.8 client/daqirictl.8 $(DESTDIR)$(MANDIR)/man8/
@@ -271,6 +273,7 @@ uninstall:
 	  $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.service $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.socket \
 	  $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf \
 	  $(DESTDIR)$(TMPFILESDIR)/daqiri.conf $(DESTDIR)$(MANDIR)/man3/libdaqiri-client.3 \
+	  $(DESTDIR)$(MANDIR)/man1/daqiri-sim.1 $(DESTDIR)$(MANDIR)/man1/daqiri-consume.1 \
 	  $(DESTDIR)$(MANDIR)/man5/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man8/daqirid.8 \
 	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/daqiri
