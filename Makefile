@@ -78,7 +78,7 @@ endif
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -MMD -MP -pthread -fPIC $(WARN) $(CFLAGS) \
 	-DDAQIRI_VERSION=\"$(VERSION)\" -Iproto -Idaemon -Iclient \
 	$(YAML_CFLAGS) $(SD_CFLAGS) $(CJSON_CFLAGS) $(CUDA_CFLAGS)
-NVCC_FLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -DDAQIRI_HAVE_CUDA=1 \
+NVCC_FLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -DDAQIRI_HAVE_CUDA=1 -MMD -MP \
 	-Iproto -Idaemon
 
 # Sources by process boundary. A new file in a directory is picked up.

@@ -73,15 +73,6 @@ struct daqiri {
 	char wbuf[DAQIRI_MSG_SIZE_MAX + 1];
 };
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void
 set_err(struct daqiri *d, const char *msg)
 {
@@ -219,12 +210,12 @@ send_obj(struct daqiri *d, cJSON *obj)
 static int
 wait_reply(struct daqiri *d, struct daqiri_msg *m)
 {
-	uint64_t deadline = now_ns() + CLIENT_REPLY_TIMEOUT_MS * 1000000ull;
+	uint64_t deadline = daqiri_mono_ns() + CLIENT_REPLY_TIMEOUT_MS * 1000000ull;
 	uint64_t t;
 	int r;
 
 	for (;;) {
-		t = now_ns();
+		t = daqiri_mono_ns();
 		if (t >= deadline)
 			return -ETIMEDOUT;
 		r = recv_one(d, m, NULL, (int)((deadline - t) / 1000000ull) + 1);
@@ -886,14 +877,14 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 	    t->size < offsetof(struct daqiri_tensor, data) + sizeof(void *))
 		return -EINVAL;
 	if (timeout_ms > 0)
-		deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+		deadline = daqiri_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
 		r = try_pop(s, t);
 		if (r != 0)
 			return r;
 		if (s->closed)
 			return -ESHUTDOWN;
-		now = (s->flags & DAQIRI_SUB_BUSY_POLL) ? now_ns() : 0;
+		now = (s->flags & DAQIRI_SUB_BUSY_POLL) ? daqiri_mono_ns() : 0;
 		if (!(s->flags & DAQIRI_SUB_BUSY_POLL) || timeout_ms == 0 ||
 		    now - last_check >= CLIENT_SPIN_CHECK_NS) {
 			last_check = now;
@@ -917,7 +908,7 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 		}
 		wait = -1;
 		if (timeout_ms > 0) {
-			now = now_ns();
+			now = daqiri_mono_ns();
 			if (now >= deadline)
 				return 0;
 			wait = (int)((deadline - now + 999999) / 1000000);

@@ -24,6 +24,7 @@
 
 #include "convert.h"
 #include "daqiri_client.h"
+#include "desc.h"
 
 /* How often a waiting consumer looks at its signal flag. */
 #define CONSUME_WAIT_MS		250
@@ -84,15 +85,6 @@ usage(FILE *fp, int code)
 	    "  --timeout SEC        stop when no tensor came for SEC seconds\n",
 	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
 	exit(code);
-}
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void
@@ -484,11 +476,11 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-	idle_since = now_ns();
+	idle_since = daqiri_mono_ns();
 	while (!stop && (o.count == 0 || sm.tensors < o.count)) {
 		r = daqiri_next(sub, &t, CONSUME_WAIT_MS);
 		if (r == 0 || r == -EINTR) {
-			if (o.timeout_s > 0 && now_ns() - idle_since >
+			if (o.timeout_s > 0 && daqiri_mono_ns() - idle_since >
 			    (uint64_t)o.timeout_s * 1000000000ull) {
 				fprintf(stderr, "daqiri-consume: no tensor for "
 				    "%ld s\n", o.timeout_s);
@@ -512,7 +504,7 @@ main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		idle_since = now_ns();
+		idle_since = daqiri_mono_ns();
 		/* publish_ns is the daemon's CLOCK_MONOTONIC, like ours. */
 		lat = t.publish_ns != 0 && idle_since > t.publish_ns ?
 		    idle_since - t.publish_ns : 0;

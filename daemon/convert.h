@@ -300,6 +300,32 @@ cvt_slot_scalar(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
 }
 
 /*
+ * The canonical quiet NaN of output type out, little-endian in the low
+ * *size bytes; 0 with *size 1 for a type with no NaN.
+ */
+CVT_HD uint64_t
+cvt_nan_pattern(enum cfg_dtype out, uint32_t *size)
+{
+	switch (out) {
+	case CFG_DTYPE_FP16:
+		*size = 2;
+		return CVT_NAN_F16;
+	case CFG_DTYPE_BF16:
+		*size = 2;
+		return CVT_NAN_BF16;
+	case CFG_DTYPE_FP32:
+		*size = 4;
+		return CVT_NAN_F32;
+	case CFG_DTYPE_FP64:
+		*size = 8;
+		return CVT_NAN_F64;
+	default:
+		*size = 1;
+		return 0;
+	}
+}
+
+/*
  * Fill nbytes of a missing slot: zero: zeros; nan: the output type's
  * canonical quiet NaN in every element (zeros for a type with no NaN);
  * keep: nothing.
@@ -313,28 +339,8 @@ cvt_fill_slot(enum cfg_dtype out, enum cfg_fill fill, uint8_t *dst,
 
 	if (fill == CFG_FILL_KEEP)
 		return;
-	if (fill == CFG_FILL_NAN) {
-		switch (out) {
-		case CFG_DTYPE_FP16:
-			pat = CVT_NAN_F16;
-			sz = 2;
-			break;
-		case CFG_DTYPE_BF16:
-			pat = CVT_NAN_BF16;
-			sz = 2;
-			break;
-		case CFG_DTYPE_FP32:
-			pat = CVT_NAN_F32;
-			sz = 4;
-			break;
-		case CFG_DTYPE_FP64:
-			pat = CVT_NAN_F64;
-			sz = 8;
-			break;
-		default:
-			break;
-		}
-	}
+	if (fill == CFG_FILL_NAN)
+		pat = cvt_nan_pattern(out, &sz);
 	for (i = 0; i < nbytes; i++)
 		dst[i] = (uint8_t)(pat >> (8 * (i % sz)));
 }

@@ -67,15 +67,6 @@ struct daemon {
 	bool stop;
 };
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Reorder streams first, then the raw stream of every rx queue. */
 static struct stream *
 stream_at(struct dif *f, int j)
@@ -150,7 +141,7 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 		d->stop ? "stopping" : "running") == NULL ||
 	    cJSON_AddNumberToObject(reply, "pid", getpid()) == NULL ||
 	    cJSON_AddNumberToObject(reply, "uptime_s",
-		(double)(mono_ns() - d->start_ns) / 1e9) == NULL ||
+		(double)(daqiri_mono_ns() - d->start_ns) / 1e9) == NULL ||
 	    cJSON_AddStringToObject(reply, "config", d->config_file != NULL ?
 		d->config_file : "<built-in default>") == NULL ||
 	    cJSON_AddStringToObject(reply, "socket", d->socket_path) == NULL ||
@@ -820,7 +811,7 @@ notify_status(struct daemon *d)
 static void
 on_tick(struct daemon *d)
 {
-	uint64_t expirations, now = mono_ns();
+	uint64_t expirations, now = daqiri_mono_ns();
 	struct stream *s;
 
 	(void)!read(d->tfd, &expirations, sizeof(expirations));
@@ -917,7 +908,7 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	d->config_file = config_file;
 	d->socket_path = socket_path;
 	d->epfd = d->sigfd = d->tfd = -1;
-	d->start_ns = mono_ns();
+	d->start_ns = daqiri_mono_ns();
 	log_init(c->log_level, getenv("JOURNAL_STREAM") != NULL);
 
 	if (check_region_owners(c) != 0)
@@ -965,7 +956,7 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	    DAQIRI_VERSION, d->nifs, d->socket_path);
 	sd_notifyf(0, "READY=1\nSTATUS=receiving; control socket %s\nMAINPID=%d",
 	    d->socket_path, (int)getpid());
-	d->last_status_ns = mono_ns();
+	d->last_status_ns = daqiri_mono_ns();
 	run_loop(d);
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
 	rc = 0;

@@ -311,28 +311,8 @@ rc_fill(uint8_t *dst, const struct rc_kparams &p, uint32_t tid,
 
 	if (p.fill == CFG_FILL_KEEP)
 		return;
-	if (p.fill == CFG_FILL_NAN) {
-		switch (p.out) {
-		case CFG_DTYPE_FP16:
-			pat = CVT_NAN_F16;
-			sz = 2;
-			break;
-		case CFG_DTYPE_BF16:
-			pat = CVT_NAN_BF16;
-			sz = 2;
-			break;
-		case CFG_DTYPE_FP32:
-			pat = CVT_NAN_F32;
-			sz = 4;
-			break;
-		case CFG_DTYPE_FP64:
-			pat = CVT_NAN_F64;
-			sz = 8;
-			break;
-		default:
-			break;
-		}
-	}
+	if (p.fill == CFG_FILL_NAN)
+		pat = cvt_nan_pattern(p.out, &sz);
 	if (((uintptr_t)dst & 15) == 0) {
 		uint32_t w[4];
 

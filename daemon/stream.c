@@ -124,15 +124,6 @@ struct stream {
 	struct stream_counters snap_sc;
 };
 
-static uint64_t
-now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint32_t
 round_pow2(uint32_t v)
 {
@@ -263,7 +254,7 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	uint32_t i = buf->index;
 	uint32_t refs = 0;
 
-	d.publish_ns = now_mono_ns();
+	d.publish_ns = daqiri_mono_ns();
 	s->nlent--;
 	s->state[i] = BUF_PUBLISHED;
 	s->ctr.published++;

@@ -68,15 +68,6 @@ struct worker {
 	struct worker_counters snap;
 };
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void
 snapshot(struct worker *w)
 {
@@ -156,7 +147,7 @@ static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t now = mono_ns();
+	uint64_t now = daqiri_mono_ns();
 
 	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
 		uint64_t deadline = now + WORKER_IDLE_NS;
@@ -172,7 +163,7 @@ worker_main(void *arg)
 		}
 		timeout = deadline > now ? (int64_t)(deadline - now) : 0;
 		n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
-		now = mono_ns();
+		now = daqiri_mono_ns();
 		/* A flow change posted before this burst arrived applies to
 		 * it: daqirictl's reply comes after the post. */
 		take_flow_change(w);
@@ -206,7 +197,7 @@ worker_main(void *arg)
 			stream_service(w->ws[k].s, now);
 		snapshot(w);
 	}
-	now = mono_ns();
+	now = daqiri_mono_ns();
 	for (int k = 0; k < w->nws; k++) {
 		stream_service(w->ws[k].s, now);
 		stream_flush(w->ws[k].s, now);

@@ -8,6 +8,7 @@
 #define DAQIRI_PROTO_DESC_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Descriptor flags (bit mask). */
 enum daqiri_desc_flag {
@@ -37,5 +38,16 @@ static_assert(sizeof(struct daqiri_desc) == 64, "descriptor is one cache line");
 #else
 _Static_assert(sizeof(struct daqiri_desc) == 64, "descriptor is one cache line");
 #endif
+
+/* The clock of every timestamp in a descriptor (CLOCK_MONOTONIC, ns), the
+ * same in the daemon and in every consumer on the machine. */
+static inline uint64_t
+daqiri_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #endif

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "desc.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT		103
@@ -132,15 +133,6 @@ die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* xorshift64*: small, seedable, the same on every machine. */
@@ -730,7 +722,7 @@ tx_pace(struct sim_tx *t, uint64_t k)
 	if (t->ns_per_pkt <= 0)
 		return;
 	due = t->t0 + (uint64_t)((double)k * t->ns_per_pkt);
-	if (now_ns() >= due)
+	if (daqiri_mono_ns() >= due)
 		return;
 	ts.tv_sec = (time_t)(due / 1000000000u);
 	ts.tv_nsec = (long)(due % 1000000000u);
@@ -952,7 +944,7 @@ main(int argc, char **argv)
 	total = o.batches == 0 ? UINT64_MAX : o.batches * (uint64_t)l.ppb;
 	if (o.batches != 0 && total / l.ppb != o.batches)
 		die("--batches: too many");
-	t->t0 = now_ns();
+	t->t0 = daqiri_mono_ns();
 	while (g < total && !sim_stop) {
 		n = 0;
 		for (k = 0; k < chunk && g < total; k++, g++) {
@@ -977,7 +969,7 @@ main(int argc, char **argv)
 		shuffle(pkts, n, o.shuffle, &rng);
 		tx_send(t, pkts, n);
 	}
-	t_end = now_ns();
+	t_end = daqiri_mono_ns();
 	if (!o.quiet && o.loss > 0)
 		printf("dropped total=%llu\n",
 		    (unsigned long long)t->tot.dropped);
