@@ -602,8 +602,8 @@ backend_for(const struct cfg_interface *ifc, const struct cfg_reorder *r)
 		return NULL;
 	}
 	if (!gpu_available(why, sizeof(why))) {
-		log_warnx("reorder config '%s/%s': reorder_type gpu: no CUDA "
-		    "device: %s", ifc->name, r->name, why);
+		log_warnx("reorder config '%s/%s': reorder_type gpu: %s",
+		    ifc->name, r->name, why);
 		return NULL;
 	}
 	return reorder_cuda_backend();
