@@ -624,7 +624,7 @@ add_sample(struct samples *ss, const char *name, const char *labels,
 }
 
 /* Flatten: numbers become samples named by their path, array elements
- * are labelled by their "name" (or "stream", or "id"). */
+ * are labelled by their "name" (or "stream", "queue", or "id"). */
 static void
 collect_metrics(struct samples *ss, const cJSON *o, const char *prefix,
 		const char *labels)
@@ -657,6 +657,9 @@ collect_metrics(struct samples *ss, const cJSON *o, const char *prefix,
 				if (!cJSON_IsString(id))
 					id = cJSON_GetObjectItemCaseSensitive(e,
 					    "stream");
+				if (!cJSON_IsString(id))
+					id = cJSON_GetObjectItemCaseSensitive(e,
+					    "queue");
 				if (cJSON_IsString(id)) {
 					add_label(lab, sizeof(lab), singular,
 					    id->valuestring);
