@@ -840,15 +840,3 @@ const struct engine_ops engine_socket_ops = {
 	.set_wake_fd = sock_set_wake_fd,
 	.fini = sock_fini,
 };
-
-/* Lives here until a second engine is built in (then: engine.c). */
-const struct engine_ops *
-engine_lookup(enum cfg_engine k)
-{
-	switch (k) {
-	case CFG_ENGINE_SOCKET:
-		return &engine_socket_ops;
-	default:
-		return NULL;
-	}
-}

@@ -1,0 +1,1409 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The DPDK engine: EAL once per process, one ethdev port per interface (a
+ * PCI address or a vdev such as net_pcap0), one RX queue per configured
+ * queue whose mbufs are the buffers of the queue's memory region (external
+ * memory), polled by the queue's worker and handed out as Ethernet frames.
+ */
+#define ALLOW_EXPERIMENTAL_API 1	/* extmem, extbuf pools, dma_map */
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+
+extern const struct engine_ops engine_dpdk_ops;
+
+#if defined(__has_include)
+#if __has_include(<rte_config.h>)
+#define DPDK_HAVE_HEADERS 1
+#endif
+#endif
+
+#ifdef DPDK_HAVE_HEADERS
+
+/*
+ * DPDK's inline functions (rte_memcpy) need SSSE3, which the daemon's
+ * baseline x86-64 flags do not give; DPDK's own libraries are built for
+ * corei7, so any machine that runs this code has it. Only this file is
+ * compiled for it.
+ */
+#if defined(__x86_64__) && !defined(__SSSE3__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("ssse3"))), \
+			     apply_to = function)
+#define DPDK_CLANG_TARGET 1
+#else
+#pragma GCC target("ssse3")
+#endif
+#endif
+
+#include <rte_config.h>
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_memory.h>
+#include <rte_mempool.h>
+#include <rte_version.h>
+
+/* Most EAL arguments we pass (ours + cfg.dpdk_args). */
+#define DPDK_MAX_ARGS		(CFG_MAX_DPDK_ARGS + 2 * CFG_MAX_INTERFACES + 16)
+/* RX descriptors per queue, at most half the queue's buffers. */
+#define DPDK_RX_DESC		1024u
+/* Fewest buffers a queue may have (descriptors + a burst in hand). */
+#define DPDK_MIN_BUFS		64u
+/* Per-lcore mempool cache, at most an eighth of the pool. */
+#define DPDK_POOL_CACHE		256u
+/* Buffers of a queue that names no memory region (DPDK memory). */
+#define DPDK_PRIVATE_NBUFS	8191u
+/* Blocking mode: sleep between empty polls (the wake fd ends it early). */
+#define DPDK_NAP_NS		50000
+/* Port counters (imissed, rx_nombuf, ierrors) are read at most this often:
+ * on some PMDs the read is a system call. */
+#define DPDK_PORT_STATS_NS	(10u * 1000u * 1000u)
+/* Page size of CUDA device memory mapped for a NIC (GPUDirect). */
+#define DPDK_GPU_PAGE		(64u << 10)
+/* External memory registered by this process (regions). */
+#define DPDK_MAX_EXTMEM		CFG_MAX_REGIONS
+#define DPDK_CACHE_LINE		64
+
+/* A queue; cache-aligned, touched only by its worker after start. */
+struct dpdk_rxq {
+	struct engine_rxq base;
+	uint16_t port;
+	uint16_t qid;
+	int wake_fd;
+	enum engine_rx_mode mode;
+	bool lcore_tried;		/* rte_thread_register() attempted */
+	bool port_counters;		/* reports the port-level counters */
+	struct rte_mempool *pool;	/* frames (the data region) */
+	struct rte_mempool *hdr_pool;	/* headers (buffer split only) */
+	void *ext_va;			/* region registered for pool */
+
+	/* Frames handed out and not released, oldest first (a ring). */
+	struct rte_mbuf **held;
+	uint32_t cap;
+	uint32_t oldest;
+	uint32_t nheld;
+
+	/* Port-level counters, read at most every DPDK_PORT_STATS_NS. */
+	uint64_t port_ns;
+	uint64_t port_drops;
+	uint64_t port_errors;
+	struct rte_eth_stats base_stats;	/* at start() */
+
+	struct engine_stats st;
+	struct rte_mbuf *burst[ENGINE_MAX_BURST];
+} __attribute__((aligned(DPDK_CACHE_LINE)));
+
+/* One region mapped for DMA by a port (undone in fini). */
+struct dpdk_dma_map {
+	void *va;
+	size_t len;
+};
+
+struct dpdk_engine {
+	struct engine base;
+	char name[CFG_NAME_MAX];
+	char address[CFG_NAME_MAX];
+	uint16_t port;
+	bool have_port;
+	bool started;
+	bool eal_ref;			/* counted in dpdk_eal_users */
+	struct rte_device *dev;
+	int nq;
+	struct dpdk_rxq *q[CFG_MAX_QUEUES];
+	int nmaps;
+	struct dpdk_dma_map maps[CFG_MAX_REGIONS];
+};
+
+/* Process-wide EAL state, touched only by init/fini on the main thread. */
+static bool dpdk_eal_up;
+static bool dpdk_eal_gone;		/* cleaned up: cannot come back */
+static int dpdk_eal_users;
+static char dpdk_argbuf[DPDK_MAX_ARGS][CFG_PATH_MAX];
+static char *dpdk_argv[DPDK_MAX_ARGS + 1];
+
+/* Regions registered as external memory, shared by the queues using them. */
+static struct {
+	void *va;
+	size_t len;
+	int refs;
+} dpdk_extmem[DPDK_MAX_EXTMEM];
+
+static void dpdk_fini(struct engine *e);
+
+static void
+dpdk_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static inline uint64_t
+dpdk_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- EAL ------------------------------------------------------------- */
+
+/* True when arg is option opt ("-l", "--vdev") given alone, glued to its
+ * value ("-l0") or with '=' ("--vdev=..."). */
+static bool
+dpdk_arg_is(const char *arg, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	if (strncmp(arg, opt, n) != 0)
+		return false;
+	if (arg[n] == '\0' || arg[n] == '=')
+		return true;
+	return opt[1] != '-';		/* short options take glued values */
+}
+
+static bool
+dpdk_user_has(const struct cfg *c, const char *const *opts)
+{
+	for (int i = 0; i < c->ndpdk_args; i++)
+		for (int k = 0; opts[k] != NULL; k++)
+			if (dpdk_arg_is(c->dpdk_args[i], opts[k]))
+				return true;
+	return false;
+}
+
+/* DPDK's log level for ours. */
+static int
+dpdk_log_level(enum cfg_log_level l)
+{
+	switch (l) {
+	case CFG_LOG_TRACE:
+	case CFG_LOG_DEBUG:
+		return RTE_LOG_DEBUG;
+	case CFG_LOG_INFO:
+		return RTE_LOG_INFO;
+	case CFG_LOG_WARN:
+		return RTE_LOG_WARNING;
+	case CFG_LOG_ERROR:
+		return RTE_LOG_ERR;
+	case CFG_LOG_CRITICAL:
+		return RTE_LOG_CRIT;
+	default:
+		return RTE_LOG_EMERG;
+	}
+}
+
+/* "dddd:bb:dd.f" or "bb:dd.f" (hex). */
+static bool
+dpdk_is_pci(const char *a)
+{
+	unsigned d, b, s, f;
+	char end;
+
+	return sscanf(a, "%x:%x:%x.%x%c", &d, &b, &s, &f, &end) == 4 ||
+	    sscanf(a, "%x:%x.%x%c", &b, &s, &f, &end) == 3;
+}
+
+/* Huge pages free in any size (sysfs). */
+static bool
+dpdk_hugepages_free(void)
+{
+	const char *dir = "/sys/kernel/mm/hugepages";
+	struct dirent *de;
+	unsigned long total = 0;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return false;
+	while ((de = readdir(d)) != NULL) {
+		char path[CFG_PATH_MAX + 64];
+		unsigned long n = 0;
+		FILE *fp;
+
+		if (strncmp(de->d_name, "hugepages-", 10) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/free_hugepages", dir,
+		    de->d_name);
+		if ((fp = fopen(path, "re")) == NULL)
+			continue;
+		if (fscanf(fp, "%lu", &n) == 1)
+			total += n;
+		fclose(fp);
+	}
+	closedir(d);
+	return total > 0;
+}
+
+static int
+dpdk_add_arg(int *argc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*argc >= DPDK_MAX_ARGS)
+		return -E2BIG;
+	va_start(ap, fmt);
+	vsnprintf(dpdk_argbuf[*argc], CFG_PATH_MAX, fmt, ap);
+	va_end(ap);
+	dpdk_argv[*argc] = dpdk_argbuf[*argc];
+	(*argc)++;
+	return 0;
+}
+
+/*
+ * The lcore list: the master core and every queue's core that this process
+ * may run on; the others are left out with a warning. Returns the number
+ * of characters written.
+ */
+static void
+dpdk_core_list(const struct cfg *c, char *out, size_t cap)
+{
+	cpu_set_t allowed, want;
+	int master = c->master_core;
+	size_t n = 0;
+
+	CPU_ZERO(&allowed);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		CPU_SET(0, &allowed);
+	CPU_ZERO(&want);
+	if (master < 0 || master >= CPU_SETSIZE || !CPU_ISSET(master, &allowed)) {
+		int first = 0;
+
+		while (first < CPU_SETSIZE && !CPU_ISSET(first, &allowed))
+			first++;
+		log_warnx("master_core %d: no such core here; EAL's main lcore "
+		    "is core %d", master, first);
+		master = first;
+	}
+	CPU_SET(master, &want);
+	for (int i = 0; i < c->ninterfaces; i++) {
+		const struct cfg_rx *rx = &c->interfaces[i].rx;
+
+		for (int q = 0; q < rx->nqueues; q++) {
+			int core = rx->queues[q].cpu_core;
+
+			if (core < 0)
+				continue;
+			if (core >= CPU_SETSIZE || !CPU_ISSET(core, &allowed)) {
+				log_warnx("queue '%s/%s': cpu_core %d: no such "
+				    "core here; left out of EAL's lcores",
+				    c->interfaces[i].name, rx->queues[q].name,
+				    core);
+				continue;
+			}
+			CPU_SET(core, &want);
+		}
+	}
+	/* master first: EAL makes the first lcore of -l its main lcore */
+	n += (size_t)snprintf(out, cap, "%d", master);
+	for (int k = 0; k < CPU_SETSIZE && n < cap; k++)
+		if (k != master && CPU_ISSET(k, &want))
+			n += (size_t)snprintf(out + n, cap - n, ",%d", k);
+}
+
+/*
+ * Build EAL's argv from the config: "daqirid", -l (unless given), an
+ * allow-list of the configured PCI ports or --no-pci when there are none
+ * (unless the user chose devices), --no-telemetry (unless --telemetry),
+ * --log-level, then cfg.dpdk_args as they are (so they win).
+ */
+static int
+dpdk_eal_args(const struct cfg *c, char *err, size_t errlen)
+{
+	static const char *const lcore_opts[] = { "-l", "-c", "--lcores",
+		NULL };
+	static const char *const dev_opts[] = { "-a", "-b", "-w", "--allow",
+		"--block", "--pci-whitelist", "--pci-blacklist", "--no-pci",
+		NULL };
+	static const char *const tele_opts[] = { "--telemetry",
+		"--no-telemetry", NULL };
+	static const char *const nohuge_opts[] = { "--no-huge", NULL };
+	static const char *const inmem_opts[] = { "--in-memory", NULL };
+	static const char *const lvl_opts[] = { "--log-level", NULL };
+	char cores[CFG_PATH_MAX];
+	bool no_huge = dpdk_user_has(c, nohuge_opts);
+	int argc = 0, npci = 0, rc = 0;
+
+	if (no_huge && dpdk_user_has(c, inmem_opts)) {
+		dpdk_err(err, errlen, "dpdk_args: --no-huge cannot be combined "
+		    "with --in-memory; use --no-shconf (or a --file-prefix of "
+		    "its own) with --no-huge");
+		return -EINVAL;
+	}
+	if (!no_huge && !dpdk_hugepages_free()) {
+		dpdk_err(err, errlen, "DPDK: no free huge pages on this machine "
+		    "(/sys/kernel/mm/hugepages): reserve some (e.g. 'echo 1024 "
+		    "> /proc/sys/vm/nr_hugepages') or add \"--no-huge\" and "
+		    "\"--no-shconf\" to cfg.dpdk_args");
+		return -ENOMEM;
+	}
+	rc |= dpdk_add_arg(&argc, "daqirid");
+	if (!dpdk_user_has(c, lcore_opts)) {
+		dpdk_core_list(c, cores, sizeof(cores));
+		rc |= dpdk_add_arg(&argc, "-l");
+		rc |= dpdk_add_arg(&argc, "%s", cores);
+	}
+	if (!dpdk_user_has(c, dev_opts)) {
+		/* Probe only the devices we were given: never take over a NIC
+		 * the config does not name. */
+		for (int i = 0; i < c->ninterfaces; i++)
+			if (dpdk_is_pci(c->interfaces[i].address)) {
+				rc |= dpdk_add_arg(&argc, "-a");
+				rc |= dpdk_add_arg(&argc, "%s",
+				    c->interfaces[i].address);
+				npci++;
+			}
+		if (npci == 0)
+			rc |= dpdk_add_arg(&argc, "--no-pci");
+	}
+	if (!dpdk_user_has(c, tele_opts))
+		rc |= dpdk_add_arg(&argc, "--no-telemetry");
+	if (!dpdk_user_has(c, lvl_opts))
+		rc |= dpdk_add_arg(&argc, "--log-level=%d",
+		    dpdk_log_level(c->log_level));
+	for (int i = 0; i < c->ndpdk_args; i++)
+		rc |= dpdk_add_arg(&argc, "%s", c->dpdk_args[i]);
+	if (rc != 0) {
+		dpdk_err(err, errlen, "dpdk_args: more than %d EAL arguments",
+		    DPDK_MAX_ARGS);
+		return -E2BIG;
+	}
+	dpdk_argv[argc] = NULL;
+	return argc;
+}
+
+/* Initialise EAL once per process, with the whole config's arguments. */
+static int
+dpdk_eal_init(const struct cfg *c, char *err, size_t errlen)
+{
+	char line[DPDK_MAX_ARGS * 24];
+	sigset_t all, old;
+	cpu_set_t aff;
+	bool have_aff;
+	size_t n = 0;
+	int argc, rc;
+
+	if (dpdk_eal_up)
+		return 0;
+	if (dpdk_eal_gone) {
+		dpdk_err(err, errlen, "DPDK: EAL was shut down in this process "
+		    "and cannot be started again");
+		return -EALREADY;
+	}
+	if ((argc = dpdk_eal_args(c, err, errlen)) < 0)
+		return argc;
+	line[0] = '\0';
+	for (int i = 0; i < argc && n < sizeof(line); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s",
+		    i ? " " : "", dpdk_argv[i]);
+	log_info("DPDK: EAL arguments: %s", line);
+
+	/* EAL's own log lines go to stderr like ours (its default is stdout
+	 * and syslog). */
+	rte_openlog_stream(stderr);
+	/* Threads EAL starts (interrupts, lcores) inherit this mask, so
+	 * SIGTERM & co. stay for the daemon's signalfd; and EAL pins the
+	 * calling thread to its main lcore, which the daemon's own pinning
+	 * policy decides instead: both are restored. */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGABRT);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSYS);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	have_aff = pthread_getaffinity_np(pthread_self(), sizeof(aff),
+	    &aff) == 0;
+	rc = rte_eal_init(argc, dpdk_argv);
+	if (have_aff)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(aff), &aff);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0) {
+		int e = rte_errno;
+
+		dpdk_err(err, errlen, "DPDK: rte_eal_init failed: %s (EAL "
+		    "arguments: %s; EAL's messages above say more)",
+		    rte_strerror(e), line);
+		/* EAL refuses a second rte_eal_init in any case */
+		dpdk_eal_gone = true;
+		return e > 0 ? -e : -EINVAL;
+	}
+	dpdk_eal_up = true;
+	log_info("DPDK: EAL up (%s), %u port(s), IOVA as %s", rte_version(),
+	    rte_eth_dev_count_avail(),
+	    rte_eal_iova_mode() == RTE_IOVA_PA ? "PA" : "VA");
+	return 0;
+}
+
+static void
+dpdk_eal_put(void)
+{
+	if (--dpdk_eal_users > 0 || !dpdk_eal_up)
+		return;
+	rte_eal_cleanup();
+	dpdk_eal_up = false;
+	dpdk_eal_gone = true;
+}
+
+/* ---- memory ---------------------------------------------------------- */
+
+/* Register [va, va + len) as external memory (once per region). */
+static int
+dpdk_extmem_get(void *va, size_t len, size_t page, bool iova_va)
+{
+	rte_iova_t *iova = NULL;
+	size_t npages = len / page;
+	int free_slot = -1, rc;
+
+	for (int i = 0; i < DPDK_MAX_EXTMEM; i++) {
+		if (dpdk_extmem[i].refs > 0 && dpdk_extmem[i].va == va) {
+			dpdk_extmem[i].refs++;
+			return 0;
+		}
+		if (dpdk_extmem[i].refs == 0 && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0)
+		return -ENOSPC;
+	/* With IOVA as VA the device addresses are the virtual ones. */
+	if (iova_va) {
+		if ((iova = calloc(npages, sizeof(*iova))) == NULL)
+			return -ENOMEM;
+		for (size_t p = 0; p < npages; p++)
+			iova[p] = (rte_iova_t)(uintptr_t)va + p * page;
+	}
+	rc = rte_extmem_register(va, len, iova, iova ? (unsigned)npages : 0,
+	    page);
+	free(iova);
+	if (rc != 0 && rte_errno != EEXIST)
+		return -rte_errno;
+	dpdk_extmem[free_slot].va = va;
+	dpdk_extmem[free_slot].len = len;
+	dpdk_extmem[free_slot].refs = 1;
+	return 0;
+}
+
+static void
+dpdk_extmem_put(void *va)
+{
+	for (int i = 0; i < DPDK_MAX_EXTMEM; i++)
+		if (dpdk_extmem[i].refs > 0 && dpdk_extmem[i].va == va) {
+			if (--dpdk_extmem[i].refs == 0)
+				(void)rte_extmem_unregister(va,
+				    dpdk_extmem[i].len);
+			return;
+		}
+}
+
+/* Which share of region ridx queue (ifc, qi) gets: queues of every
+ * interface that name the region split its buffers in config order. */
+static void
+dpdk_share(const struct cfg *c, const struct cfg_interface *ifc, int qi,
+	   int ridx, uint32_t *users, uint32_t *me)
+{
+	*users = 0;
+	*me = 0;
+	for (int i = 0; i < c->ninterfaces; i++) {
+		const struct cfg_rx *rx = &c->interfaces[i].rx;
+
+		for (int q = 0; q < rx->nqueues; q++)
+			for (int k = 0; k < rx->queues[q].nregions; k++)
+				if (rx->queues[q].region_idx[k] == ridx) {
+					if (&c->interfaces[i] == ifc && q == qi)
+						*me = *users;
+					(*users)++;
+				}
+	}
+	if (*users == 0)
+		*users = 1;
+}
+
+/*
+ * The mbuf pool of a queue on region m: its share of the region's buffers
+ * as pinned external buffers, so the NIC writes frames straight into the
+ * region (host memory, or GPU memory for device regions). Host memory
+ * falls back to a pool in DPDK's memory when IOVA is PA.
+ */
+static struct rte_mempool *
+dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
+		 const struct cfg_interface *ifc, int qi, int ridx,
+		 struct mem_region *m, const char *pname, void **ext_va,
+		 char *err, size_t errlen)
+{
+	const struct cfg_queue *cq = &ifc->rx.queues[qi];
+	bool dev = m->kind == CFG_MEM_DEVICE;
+	bool iova_va = rte_eal_iova_mode() != RTE_IOVA_PA;
+	struct rte_pktmbuf_extmem *ext;
+	struct rte_mempool *mp;
+	uint32_t users, me, nbufs, cache;
+	uint16_t room;
+	uint8_t *va, *first;
+	size_t page, len;
+	int rc, socket = rte_eth_dev_socket_id(de->port);
+
+	if (socket < 0)
+		socket = SOCKET_ID_ANY;
+	dpdk_share(c, ifc, qi, ridx, &users, &me);
+	nbufs = m->nbufs / users;
+	if (nbufs < DPDK_MIN_BUFS) {
+		dpdk_err(err, errlen, "interface '%s': queue '%s': %u buffers "
+		    "of memory region '%s' (%u shared by %u queues); DPDK needs "
+		    "at least %u per queue", ifc->name, cq->name, nbufs,
+		    m->name, m->nbufs, users, DPDK_MIN_BUFS);
+		return NULL;
+	}
+	if (m->buf_size <= RTE_PKTMBUF_HEADROOM + RTE_ETHER_MIN_LEN) {
+		dpdk_err(err, errlen, "interface '%s': queue '%s': memory "
+		    "region '%s': buffers of %llu bytes; DPDK needs more than "
+		    "%d (mbuf headroom %d + a minimal frame)", ifc->name,
+		    cq->name, m->name, (unsigned long long)m->buf_size,
+		    RTE_PKTMBUF_HEADROOM + RTE_ETHER_MIN_LEN,
+		    RTE_PKTMBUF_HEADROOM);
+		return NULL;
+	}
+	room = m->buf_size > UINT16_MAX ? UINT16_MAX : (uint16_t)m->buf_size;
+	cache = nbufs / 8 < DPDK_POOL_CACHE ? nbufs / 8 : DPDK_POOL_CACHE;
+
+	if (!iova_va) {
+		if (dev) {
+			dpdk_err(err, errlen, "interface '%s': queue '%s': "
+			    "device region '%s' needs EAL's IOVA as VA (bind "
+			    "the NIC to vfio-pci, or pass --iova-mode=va)",
+			    ifc->name, cq->name, m->name);
+			return NULL;
+		}
+		log_info("interface '%s': queue '%s': IOVA as PA: packet "
+		    "buffers come from DPDK's memory, not region '%s'",
+		    ifc->name, cq->name, m->name);
+		mp = rte_pktmbuf_pool_create(pname, nbufs, cache, 0, room,
+		    socket);
+		if (mp == NULL)
+			dpdk_err(err, errlen, "interface '%s': queue '%s': "
+			    "mbuf pool of %u x %u bytes: %s", ifc->name,
+			    cq->name, nbufs, room, rte_strerror(rte_errno));
+		return mp;
+	}
+
+	va = dev ? m->dev : m->base;
+	if (dev) {
+		page = DPDK_GPU_PAGE;
+		len = m->size;
+	} else {
+		page = m->hugepages ? MEM_HUGE_PAGE_SIZE : MEM_PAGE_SIZE;
+		len = m->size;
+	}
+	if (va == NULL || (uintptr_t)va % page != 0 || len % page != 0) {
+		dpdk_err(err, errlen, "interface '%s': queue '%s': memory "
+		    "region '%s' (%zu bytes at %p) is not made of whole %zu-byte "
+		    "pages%s", ifc->name, cq->name, m->name, len, (void *)va,
+		    page, dev ? ": make num_bufs x buf_size a multiple of "
+		    "64 KiB" : "");
+		return NULL;
+	}
+	if ((rc = dpdk_extmem_get(va, len, page, true)) < 0) {
+		dpdk_err(err, errlen, "interface '%s': queue '%s': memory "
+		    "region '%s': rte_extmem_register: %s", ifc->name,
+		    cq->name, m->name, rte_strerror(-rc));
+		return NULL;
+	}
+	/* The device (an IOMMU under vfio) must be able to reach it; a vdev
+	 * that does no DMA says ENOTSUP. */
+	if (de->nmaps < CFG_MAX_REGIONS) {
+		bool mapped = false;
+
+		for (int i = 0; i < de->nmaps; i++)
+			mapped |= de->maps[i].va == va;
+		if (!mapped) {
+			de->maps[de->nmaps].va = va;
+			de->maps[de->nmaps].len = len;
+			de->nmaps++;
+			if (rte_dev_dma_map(de->dev, va, (uint64_t)(uintptr_t)va,
+			    len) != 0) {
+				de->nmaps--;
+				if (rte_errno != ENOTSUP && rte_errno != EEXIST) {
+					dpdk_err(err, errlen, "interface '%s': "
+					    "memory region '%s': DMA mapping "
+					    "for port '%s': %s", ifc->name,
+					    m->name, de->address,
+					    rte_strerror(rte_errno));
+					dpdk_extmem_put(va);
+					return NULL;
+				}
+			}
+		}
+	}
+
+	/* One extmem element per region buffer: mbuf k owns buffer first + k
+	 * whole, also when the buffer is longer than an mbuf can say. */
+	first = va + (uint64_t)me * nbufs * m->buf_size;
+	if ((ext = calloc(nbufs, sizeof(*ext))) == NULL) {
+		dpdk_extmem_put(va);
+		return NULL;
+	}
+	for (uint32_t k = 0; k < nbufs; k++) {
+		ext[k].buf_ptr = first + (uint64_t)k * m->buf_size;
+		ext[k].buf_iova = (rte_iova_t)(uintptr_t)ext[k].buf_ptr;
+		ext[k].buf_len = room;
+		ext[k].elt_size = room;
+	}
+	mp = rte_pktmbuf_pool_create_extbuf(pname, nbufs, cache, 0, room,
+	    socket, ext, nbufs);
+	free(ext);
+	if (mp == NULL) {
+		dpdk_err(err, errlen, "interface '%s': queue '%s': mbuf pool "
+		    "on memory region '%s' (%u buffers of %u bytes): %s",
+		    ifc->name, cq->name, m->name, nbufs, room,
+		    rte_strerror(rte_errno));
+		dpdk_extmem_put(va);
+		return NULL;
+	}
+	*ext_va = va;
+	log_debug("interface '%s': queue '%s': %u buffers of region '%s' "
+	    "(%s) as external mbufs", ifc->name, cq->name, nbufs, m->name,
+	    cfg_mem_kind_name(m->kind));
+	return mp;
+}
+
+/* ---- queues and port ------------------------------------------------- */
+
+static int
+dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
+		const struct cfg_interface *ifc, int qi,
+		struct mem_region *regions, const struct engine_opts *o,
+		const struct rte_eth_dev_info *info, char *err, size_t errlen)
+{
+	const struct cfg_queue *cq = &ifc->rx.queues[qi];
+	struct rte_eth_rxconf rxconf = info->default_rxconf;
+	union rte_eth_rxseg seg[2];
+	struct dpdk_rxq *q;
+	struct mem_region *data = NULL, *hdr = NULL;
+	char pname[RTE_MEMPOOL_NAMESIZE];
+	uint16_t nb_rxd;
+	uint32_t nbufs;
+	int rc, socket = rte_eth_dev_socket_id(de->port);
+	bool split = false;
+
+	if (socket < 0)
+		socket = SOCKET_ID_ANY;
+	q = aligned_alloc(DPDK_CACHE_LINE, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	memset(q, 0, sizeof(*q));
+	q->base.engine = &de->base;
+	q->base.qi = qi;
+	q->base.queue_id = cq->id;
+	q->port = de->port;
+	q->qid = (uint16_t)qi;
+	q->wake_fd = -1;
+	q->mode = o->rx_mode;
+	q->port_counters = qi == 0;
+	de->q[qi] = q;
+	de->nq = qi + 1;
+
+	if (cq->nregions > 0) {
+		int d = cq->region_idx[cq->nregions - 1];
+
+		if (regions == NULL || d < 0 || d >= c->nregions) {
+			dpdk_err(err, errlen, "interface '%s': queue '%s': no "
+			    "memory region %d", ifc->name, cq->name, d);
+			return -EINVAL;
+		}
+		data = &regions[d];
+		if (cq->nregions > 1) {
+			int h = cq->region_idx[0];
+
+			if (h < 0 || h >= c->nregions) {
+				dpdk_err(err, errlen, "interface '%s': queue "
+				    "'%s': no memory region %d", ifc->name,
+				    cq->name, h);
+				return -EINVAL;
+			}
+			hdr = &regions[h];
+		}
+	}
+	if (hdr != NULL) {
+		split = (info->rx_offload_capa &
+		    RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT) != 0 &&
+		    info->rx_seg_capa.max_nseg >= 2 &&
+		    info->rx_seg_capa.multi_pools;
+		if (!split)
+			log_warnx("interface '%s': queue '%s': port '%s' cannot "
+			    "split headers from data (no buffer split): frames "
+			    "arrive whole in region '%s', region '%s' is not "
+			    "used", ifc->name, cq->name, de->address,
+			    data->name, hdr->name);
+	}
+	/* The CPU classifies frames and reads their sequence numbers: a
+	 * frame's first part must be host memory. */
+	if (data != NULL && !mem_host_visible(data) && !split) {
+		dpdk_err(err, errlen, "interface '%s': queue '%s': frames in "
+		    "device memory (region '%s') need header-data split (a "
+		    "host region for the headers first, on a NIC that can "
+		    "split): flows and sequence numbers are read by the CPU",
+		    ifc->name, cq->name, data->name);
+		return -EINVAL;
+	}
+
+	snprintf(pname, sizeof(pname), "dq%u_%u_d", de->port, qi);
+	if (data != NULL) {
+		q->pool = dpdk_region_pool(de, c, ifc, qi,
+		    cq->region_idx[cq->nregions - 1], data, pname, &q->ext_va,
+		    err, errlen);
+	} else {
+		log_info("interface '%s': queue '%s': no memory region: %u "
+		    "mbufs of DPDK's memory", ifc->name, cq->name,
+		    DPDK_PRIVATE_NBUFS);
+		q->pool = rte_pktmbuf_pool_create(pname, DPDK_PRIVATE_NBUFS,
+		    DPDK_POOL_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+		if (q->pool == NULL)
+			dpdk_err(err, errlen, "interface '%s': queue '%s': mbuf "
+			    "pool: %s", ifc->name, cq->name,
+			    rte_strerror(rte_errno));
+	}
+	if (q->pool == NULL)
+		return -ENOMEM;
+	nbufs = q->pool->size;
+	if (split) {
+		/* A header buffer also needs the mbuf headroom in front, which
+		 * a region of header-sized buffers has no room for. */
+		uint16_t hlen = hdr->buf_size > UINT16_MAX - RTE_PKTMBUF_HEADROOM ?
+		    UINT16_MAX - RTE_PKTMBUF_HEADROOM : (uint16_t)hdr->buf_size;
+
+		snprintf(pname, sizeof(pname), "dq%u_%u_h", de->port, qi);
+		q->hdr_pool = rte_pktmbuf_pool_create(pname, nbufs,
+		    nbufs / 8 < DPDK_POOL_CACHE ? nbufs / 8 : DPDK_POOL_CACHE,
+		    0, (uint16_t)(RTE_PKTMBUF_HEADROOM + hlen), socket);
+		if (q->hdr_pool == NULL) {
+			dpdk_err(err, errlen, "interface '%s': queue '%s': "
+			    "header mbuf pool: %s", ifc->name, cq->name,
+			    rte_strerror(rte_errno));
+			return -ENOMEM;
+		}
+		log_info("interface '%s': queue '%s': header-data split at byte "
+		    "%u: headers in DPDK memory (they need the mbuf headroom), "
+		    "data in region '%s'", ifc->name, cq->name, hlen,
+		    data->name);
+		memset(seg, 0, sizeof(seg));
+		seg[0].split.mp = q->hdr_pool;
+		seg[0].split.length = hlen;
+		seg[1].split.mp = q->pool;
+		seg[1].split.length = 0;
+		rxconf.rx_seg = seg;
+		rxconf.rx_nseg = 2;
+		rxconf.offloads |= RTE_ETH_RX_OFFLOAD_BUFFER_SPLIT;
+	}
+
+	q->cap = nbufs;
+	q->held = calloc(q->cap, sizeof(*q->held));
+	if (q->held == NULL)
+		return -ENOMEM;
+
+	nb_rxd = DPDK_RX_DESC;
+	while (nb_rxd > nbufs / 2 && nb_rxd > 32)
+		nb_rxd /= 2;
+	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(de->port, &nb_rxd,
+	    NULL)) != 0) {
+		dpdk_err(err, errlen, "interface '%s': queue '%s': descriptor "
+		    "count: %s", ifc->name, cq->name, rte_strerror(-rc));
+		return rc;
+	}
+	rc = rte_eth_rx_queue_setup(de->port, q->qid, nb_rxd, (unsigned)socket,
+	    &rxconf, split ? NULL : q->pool);
+	if (rc != 0) {
+		dpdk_err(err, errlen, "interface '%s': queue '%s': "
+		    "rte_eth_rx_queue_setup (%u descriptors, %u buffers): %s",
+		    ifc->name, cq->name, nb_rxd, nbufs, rte_strerror(-rc));
+		return rc;
+	}
+	log_debug("interface '%s': queue '%s': port %u rx queue %u, %u "
+	    "descriptors, %u buffers, %s", ifc->name, cq->name, de->port,
+	    q->qid, nb_rxd, nbufs,
+	    q->mode == ENGINE_RX_BUSY_POLL ? "busy-poll" : "blocking");
+	return 0;
+}
+
+/* The port of address: a device name as EAL knows it ("net_pcap0",
+ * "0000:17:00.0"), or a short PCI address with domain 0. */
+static int
+dpdk_find_port(const char *address, uint16_t *port)
+{
+	char full[CFG_NAME_MAX + 8];
+
+	if (rte_eth_dev_get_port_by_name(address, port) == 0)
+		return 0;
+	if (dpdk_is_pci(address)) {
+		snprintf(full, sizeof(full), "0000:%s", address);
+		if (rte_eth_dev_get_port_by_name(full, port) == 0)
+			return 0;
+	}
+	return -ENODEV;
+}
+
+/* True when cfg.dpdk_args has a --vdev for device name. */
+static bool
+dpdk_vdev_given(const struct cfg *c, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; i < c->ndpdk_args; i++) {
+		const char *a = c->dpdk_args[i];
+
+		if (strncmp(a, "--vdev=", 7) == 0 && strncmp(a + 7, name,
+		    n) == 0 && (a[7 + n] == ',' || a[7 + n] == '\0'))
+			return true;
+		if (strcmp(a, "--vdev") == 0 && i + 1 < c->ndpdk_args &&
+		    strncmp(c->dpdk_args[i + 1], name, n) == 0 &&
+		    (c->dpdk_args[i + 1][n] == ',' ||
+		    c->dpdk_args[i + 1][n] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+static void
+dpdk_port_names(char *out, size_t cap)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	uint16_t p;
+	size_t n = 0;
+
+	out[0] = '\0';
+	RTE_ETH_FOREACH_DEV(p) {
+		if (rte_eth_dev_get_name_by_port(p, name) != 0 || n >= cap)
+			continue;
+		n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ", " : "",
+		    name);
+	}
+	if (n == 0)
+		snprintf(out, cap, "none");
+}
+
+/* Largest frame one queue's buffers take: the mtu to configure. */
+static uint16_t
+dpdk_mtu(const struct cfg *c, const struct cfg_interface *ifc,
+	 const struct rte_eth_dev_info *info)
+{
+	uint64_t frame = RTE_ETHER_MAX_LEN, mtu;
+
+	for (int q = 0; q < ifc->rx.nqueues; q++) {
+		const struct cfg_queue *cq = &ifc->rx.queues[q];
+		uint64_t f = 0;
+
+		for (int k = 0; k < cq->nregions; k++)
+			f += c->regions[cq->region_idx[k]].buf_size;
+		if (cq->nregions > 0)
+			f -= RTE_PKTMBUF_HEADROOM;
+		if (f > frame)
+			frame = f;
+	}
+	if (frame > info->max_rx_pktlen)
+		frame = info->max_rx_pktlen;
+	mtu = frame > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN ?
+	    frame - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN : RTE_ETHER_MTU;
+	if (mtu > info->max_mtu)
+		mtu = info->max_mtu;
+	if (mtu < info->min_mtu)
+		mtu = info->min_mtu;
+	return (uint16_t)mtu;
+}
+
+static int
+dpdk_init(struct engine **out, const struct cfg *c,
+	  const struct cfg_interface *ifc, struct mem_region *regions,
+	  const struct engine_opts *opts, char *err, size_t errlen)
+{
+	static const struct engine_opts defaults;
+	const struct engine_opts *o = opts != NULL ? opts : &defaults;
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	struct dpdk_engine *de;
+	char names[256];
+	int qi, rc;
+
+	*out = NULL;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (ifc->rx.nqueues <= 0 || ifc->rx.nqueues > CFG_MAX_QUEUES) {
+		dpdk_err(err, errlen, "interface '%s': no rx queue", ifc->name);
+		return -EINVAL;
+	}
+	if (o->rx_mode >= ENGINE_RX_MODE_MAX) {
+		dpdk_err(err, errlen, "interface '%s': bad rx mode %d",
+		    ifc->name, (int)o->rx_mode);
+		return -EINVAL;
+	}
+	if (ifc->address[0] == '\0') {
+		dpdk_err(err, errlen, "interface '%s': no address (a PCI "
+		    "address or a DPDK vdev name)", ifc->name);
+		return -EINVAL;
+	}
+	if ((de = calloc(1, sizeof(*de))) == NULL)
+		return -ENOMEM;
+	de->base.ops = &engine_dpdk_ops;
+	snprintf(de->name, sizeof(de->name), "%s", ifc->name);
+	snprintf(de->address, sizeof(de->address), "%s", ifc->address);
+
+	if ((rc = dpdk_eal_init(c, err, errlen)) < 0)
+		goto fail;
+	dpdk_eal_users++;
+	de->eal_ref = true;
+
+	if (dpdk_find_port(ifc->address, &de->port) != 0) {
+		dpdk_port_names(names, sizeof(names));
+		if (dpdk_vdev_given(c, ifc->address))
+			dpdk_err(err, errlen, "interface '%s': no DPDK port "
+			    "'%s' (ports: %s): its --vdev in cfg.dpdk_args did "
+			    "not start (the driver's messages above say why)",
+			    ifc->name, ifc->address, names);
+		else
+			dpdk_err(err, errlen, "interface '%s': no DPDK port "
+			    "'%s' (ports: %s): for a virtual device add "
+			    "\"--vdev=%s,...\" to cfg.dpdk_args; a NIC must be "
+			    "bound to vfio-pci", ifc->name, ifc->address, names,
+			    ifc->address);
+		rc = -ENODEV;
+		goto fail;
+	}
+	if ((rc = rte_eth_dev_info_get(de->port, &info)) != 0) {
+		dpdk_err(err, errlen, "interface '%s': port '%s': %s",
+		    ifc->name, ifc->address, rte_strerror(-rc));
+		goto fail;
+	}
+	de->dev = info.device;
+	if (ifc->rx.nqueues > info.max_rx_queues) {
+		dpdk_err(err, errlen, "interface '%s': port '%s' has %u rx "
+		    "queue(s), the config %d%s", ifc->name, ifc->address,
+		    info.max_rx_queues, ifc->rx.nqueues,
+		    strncmp(ifc->address, "net_pcap", 8) == 0 ?
+		    " (net_pcap: one rx_pcap= per queue)" : "");
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (ifc->rx.nqueues > 1)
+		log_warnx("interface '%s': %d queues and flows classified in "
+		    "software: the port picks the queue of a frame (RSS on a "
+		    "NIC), and a frame that reaches another queue than its "
+		    "flow's is counted misrouted", ifc->name, ifc->rx.nqueues);
+
+	memset(&conf, 0, sizeof(conf));
+	conf.rxmode.mtu = dpdk_mtu(c, ifc, &info);
+	if (ifc->rx.nqueues > 1 && info.flow_type_rss_offloads != 0) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = (RTE_ETH_RSS_IP |
+		    RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+	}
+	/* Frames longer than one buffer arrive as a chain where the port can
+	 * (rx_burst hands out chains of two). */
+	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+	rc = rte_eth_dev_configure(de->port, (uint16_t)ifc->rx.nqueues, 0,
+	    &conf);
+	if (rc != 0) {
+		dpdk_err(err, errlen, "interface '%s': port '%s': "
+		    "rte_eth_dev_configure (%d rx queues, mtu %u): %s",
+		    ifc->name, ifc->address, ifc->rx.nqueues, conf.rxmode.mtu,
+		    rte_strerror(-rc));
+		goto fail;
+	}
+	de->have_port = true;
+	for (qi = 0; qi < ifc->rx.nqueues; qi++) {
+		rc = dpdk_queue_init(de, c, ifc, qi, regions, o, &info, err,
+		    errlen);
+		if (rc < 0)
+			goto fail;
+	}
+	log_info("interface '%s': DPDK port %u '%s' (%s), %d rx queue(s), mtu "
+	    "%u", ifc->name, de->port, ifc->address,
+	    info.driver_name != NULL ? info.driver_name : "?",
+	    ifc->rx.nqueues, conf.rxmode.mtu);
+	*out = &de->base;
+	return 0;
+fail:
+	if (rc == -ENOMEM && err != NULL && errlen > 0 && err[0] == '\0')
+		dpdk_err(err, errlen, "interface '%s': out of memory",
+		    ifc->name);
+	dpdk_fini(&de->base);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+static int
+dpdk_start(struct engine *e)
+{
+	struct dpdk_engine *de = (struct dpdk_engine *)e;
+	int rc;
+
+	if ((rc = rte_eth_dev_start(de->port)) != 0) {
+		log_warnx("interface '%s': port '%s': rte_eth_dev_start: %s",
+		    de->name, de->address, rte_strerror(-rc));
+		return rc;
+	}
+	de->started = true;
+	/* Frames for other MACs too (a sensor need not know ours); not
+	 * every port can. */
+	(void)rte_eth_promiscuous_enable(de->port);
+	for (int i = 0; i < de->nq; i++) {
+		/* counters from here on: baseline, not reset (not every PMD
+		 * resets) */
+		if (de->q[i]->port_counters)
+			(void)rte_eth_stats_get(de->port, &de->q[i]->base_stats);
+	}
+	return 0;
+}
+
+static struct engine_rxq *
+dpdk_rxq(struct engine *e, int qi)
+{
+	struct dpdk_engine *de = (struct dpdk_engine *)e;
+
+	if (de == NULL || qi < 0 || qi >= de->nq)
+		return NULL;
+	return &de->q[qi]->base;
+}
+
+/* ---- data path ------------------------------------------------------- */
+
+/* One rte_eth_rx_burst: frames into f[], their mbufs onto the held ring. */
+static unsigned
+dpdk_poll(struct dpdk_rxq *q, struct engine_frame *f, unsigned max)
+{
+	uint16_t n = rte_eth_rx_burst(q->port, q->qid, q->burst,
+	    (uint16_t)max);
+	unsigned out = 0;
+	uint64_t ns;
+
+	if (n == 0)
+		return 0;
+	ns = dpdk_now_ns();
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = q->burst[i];
+		uint32_t slot;
+
+		if (m->nb_segs > 2) {
+			/* A frame is a header part and a payload part: a
+			 * longer chain would have to be copied. */
+			q->st.truncated++;
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		f[out].hdr = rte_pktmbuf_mtod(m, const uint8_t *);
+		f[out].hdr_len = m->data_len;
+		if (m->nb_segs == 2) {
+			f[out].payload = rte_pktmbuf_mtod(m->next,
+			    const uint8_t *);
+			f[out].payload_len = m->next->data_len;
+		} else {
+			f[out].payload = f[out].hdr + m->data_len;
+			f[out].payload_len = 0;
+		}
+		f[out].rx_ns = ns;
+		q->st.rx_bytes += m->pkt_len;
+		slot = q->oldest + q->nheld;
+		if (slot >= q->cap)
+			slot -= q->cap;
+		q->held[slot] = m;
+		q->nheld++;
+		out++;
+	}
+	q->st.rx_packets += out;
+	q->st.bursts++;
+	return out;
+}
+
+static bool
+dpdk_woken(const struct dpdk_rxq *q)
+{
+	struct pollfd p = { .fd = q->wake_fd, .events = POLLIN };
+
+	return q->wake_fd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* Blocking mode between empty polls: sleep up to DPDK_NAP_NS (less when
+ * the timeout ends sooner), on the wake fd when there is one. True when
+ * woken. */
+static bool
+dpdk_nap(struct dpdk_rxq *q, int64_t left)
+{
+	struct timespec ts = { 0, DPDK_NAP_NS };
+	struct pollfd p = { .fd = q->wake_fd, .events = POLLIN };
+
+	if (left >= 0 && left < DPDK_NAP_NS)
+		ts.tv_nsec = (long)left;
+	if (q->wake_fd < 0) {
+		nanosleep(&ts, NULL);
+		return false;
+	}
+	return ppoll(&p, 1, &ts, NULL) == 1;
+}
+
+/*
+ * DPDK is poll-mode: poll until a frame comes or the timeout ends. Busy
+ * poll spins and looks at the wake fd every ENGINE_BUSY_WAKE_SPINS empty
+ * polls; blocking mode naps DPDK_NAP_NS between empty polls in ppoll() on
+ * the wake fd, so an idle queue costs ~20000 wake-ups a second rather than
+ * a core, and a frame waits at most that long before it is seen.
+ */
+static int
+dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
+	      int64_t timeout_ns)
+{
+	struct dpdk_rxq *q = (struct dpdk_rxq *)rq;
+	uint64_t deadline, now;
+	unsigned n, spins;
+
+	if (max == 0)
+		return 0;
+	if (max > ENGINE_MAX_BURST)
+		max = ENGINE_MAX_BURST;
+	if (q->cap - q->nheld < max)
+		max = q->cap - q->nheld;
+	if (max == 0)
+		return -ENOBUFS;
+	if (!q->lcore_tried) {
+		/* A worker is not an EAL thread: as a registered one it gets
+		 * an lcore id and so the mempool's per-lcore cache. */
+		q->lcore_tried = true;
+		if (rte_lcore_id() == LCORE_ID_ANY)
+			(void)rte_thread_register();
+	}
+	if ((n = dpdk_poll(q, f, max)) > 0 || timeout_ns == 0)
+		return (int)n;
+	now = dpdk_now_ns();
+	deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
+	for (spins = 1;; spins++) {
+		if (q->mode == ENGINE_RX_BLOCKING) {
+			if (dpdk_nap(q, timeout_ns < 0 ? -1 :
+			    (int64_t)(deadline - now)))
+				return 0;
+		} else if (spins % ENGINE_BUSY_WAKE_SPINS == 0 &&
+		    dpdk_woken(q))
+			return 0;
+		if ((n = dpdk_poll(q, f, max)) > 0)
+			return (int)n;
+		now = dpdk_now_ns();
+		if (now >= deadline)
+			return 0;
+	}
+}
+
+static void
+dpdk_release(struct engine_rxq *rq, unsigned n)
+{
+	struct dpdk_rxq *q = (struct dpdk_rxq *)rq;
+
+	if (n > q->nheld)
+		n = q->nheld;
+	while (n > 0) {
+		uint32_t run = q->cap - q->oldest;
+
+		if (run > n)
+			run = n;
+		rte_pktmbuf_free_bulk(&q->held[q->oldest], run);
+		q->oldest += run;
+		if (q->oldest == q->cap)
+			q->oldest = 0;
+		q->nheld -= run;
+		n -= run;
+	}
+}
+
+/*
+ * The queue's own counters; the first queue also carries the port's:
+ * frames the port missed (imissed: no free descriptor) and failed buffer
+ * allocations (rx_nombuf) as kernel_drops, receive errors (ierrors) as
+ * errors. rx_nombuf loses the frame on most PMDs; net_pcap reads it
+ * again later, so there it may over-count.
+ */
+static int
+dpdk_stats(struct engine_rxq *rq, struct engine_stats *out)
+{
+	struct dpdk_rxq *q = (struct dpdk_rxq *)rq;
+
+	*out = q->st;
+	if (q->port_counters) {
+		uint64_t now = dpdk_now_ns();
+		struct rte_eth_stats s;
+
+		if (now - q->port_ns >= DPDK_PORT_STATS_NS &&
+		    rte_eth_stats_get(q->port, &s) == 0) {
+			const struct rte_eth_stats *b = &q->base_stats;
+
+			q->port_ns = now;
+			q->port_drops = s.imissed - b->imissed +
+			    s.rx_nombuf - b->rx_nombuf;
+			q->port_errors = s.ierrors - b->ierrors;
+		}
+		out->kernel_drops += q->port_drops;
+		out->errors += q->port_errors;
+	}
+	return 0;
+}
+
+static void
+dpdk_set_wake_fd(struct engine_rxq *rq, int fd)
+{
+	((struct dpdk_rxq *)rq)->wake_fd = fd;
+}
+
+static int
+dpdk_flow_add(struct engine *e, const struct cfg_flow *f)
+{
+	/* rte_flow is not used yet: the worker classifies (flow.h). */
+	return -EOPNOTSUPP;
+}
+
+static int
+dpdk_flow_del(struct engine *e, uint32_t id)
+{
+	return -EOPNOTSUPP;
+}
+
+static void
+dpdk_fini(struct engine *e)
+{
+	struct dpdk_engine *de = (struct dpdk_engine *)e;
+
+	if (de == NULL)
+		return;
+	for (int i = 0; i < de->nq; i++)
+		if (de->q[i] != NULL)
+			dpdk_release(&de->q[i]->base, de->q[i]->nheld);
+	if (de->started)
+		(void)rte_eth_dev_stop(de->port);
+	/* The queues hold mbufs of the pools until the port is closed. */
+	if (de->have_port)
+		(void)rte_eth_dev_close(de->port);
+	for (int i = 0; i < de->nq; i++) {
+		struct dpdk_rxq *q = de->q[i];
+
+		if (q == NULL)
+			continue;
+		rte_mempool_free(q->pool);
+		rte_mempool_free(q->hdr_pool);
+		free(q->held);
+		q->held = NULL;
+	}
+	for (int i = 0; i < de->nmaps; i++)
+		(void)rte_dev_dma_unmap(de->dev, de->maps[i].va,
+		    (uint64_t)(uintptr_t)de->maps[i].va, de->maps[i].len);
+	for (int i = 0; i < de->nq; i++)
+		if (de->q[i] != NULL && de->q[i]->ext_va != NULL)
+			dpdk_extmem_put(de->q[i]->ext_va);
+	for (int i = 0; i < de->nq; i++)
+		free(de->q[i]);
+	if (de->eal_ref)
+		dpdk_eal_put();
+	free(de);
+}
+
+#ifdef DPDK_CLANG_TARGET
+#pragma clang attribute pop
+#endif
+
+#else /* !DPDK_HAVE_HEADERS */
+
+static int
+dpdk_init(struct engine **out, const struct cfg *c,
+	  const struct cfg_interface *ifc, struct mem_region *regions,
+	  const struct engine_opts *opts, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "interface '%s': this daqirid was built "
+		    "without DPDK's headers (Makefile: DPDK_CFLAGS for "
+		    "engine_dpdk.c); use stream_type socket", ifc->name);
+	return -ENOTSUP;
+}
+
+static int
+dpdk_start(struct engine *e)
+{
+	return -ENOTSUP;
+}
+
+static struct engine_rxq *
+dpdk_rxq(struct engine *e, int qi)
+{
+	return NULL;
+}
+
+static int
+dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
+	      int64_t timeout_ns)
+{
+	return -ENOTSUP;
+}
+
+static void
+dpdk_release(struct engine_rxq *rq, unsigned n)
+{
+}
+
+static int
+dpdk_stats(struct engine_rxq *rq, struct engine_stats *out)
+{
+	return -ENOTSUP;
+}
+
+static void
+dpdk_set_wake_fd(struct engine_rxq *rq, int fd)
+{
+}
+
+static int
+dpdk_flow_add(struct engine *e, const struct cfg_flow *f)
+{
+	return -EOPNOTSUPP;
+}
+
+static int
+dpdk_flow_del(struct engine *e, uint32_t id)
+{
+	return -EOPNOTSUPP;
+}
+
+static void
+dpdk_fini(struct engine *e)
+{
+}
+
+#endif /* DPDK_HAVE_HEADERS */
+
+const struct engine_ops engine_dpdk_ops = {
+	.name = "dpdk",
+	.init = dpdk_init,
+	.start = dpdk_start,
+	.rxq = dpdk_rxq,
+	.rx_burst = dpdk_rx_burst,
+	.release = dpdk_release,
+	.flow_add = dpdk_flow_add,
+	.flow_del = dpdk_flow_del,
+	.stats = dpdk_stats,
+	.set_wake_fd = dpdk_set_wake_fd,
+	.fini = dpdk_fini,
+};

@@ -1,0 +1,117 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The DPDK engine on net_pcap, with the shipped example config
+# (etc/examples/pcap-replay.yaml) pointed at captures mkpcap writes: a
+# shuffled, lossy, duplicated capture with frames for no flow and short
+# ones comes out with exact accounting, and a clean capture replayed in a
+# loop (infinite_rx) verifies element by element in daqiri-consume.
+. tests/system/lib.sh
+
+PPB=128
+ELEMS=16000		# 8000 int4 bytes -> fp16 elements per slot
+STREAM=replay/sensor_tensor
+RAW=replay/q0
+
+# pcap_config PCAP [VDEV-OPTIONS]: the example on PCAP, our socket, and a
+# reorder deadline of 1 s instead of 10 ms (a loaded machine must not time
+# a batch out while its own frames still wait in the capture).
+pcap_config() {
+	sed -e "s|rx_pcap=/var/lib/daqiri/capture.pcap|rx_pcap=$1${2:-}|" \
+		-e 's|timeout_us: 10000$|timeout_us: 1000000|' \
+		-e "s|/run/daqiri/replay.sock|$SOCK|" \
+		etc/examples/pcap-replay.yaml > "$T/daqirid.yaml"
+	grep -q "rx_pcap=$1" "$T/daqirid.yaml" || fail "pcap-replay.yaml changed: no rx_pcap to point"
+	"$BUILD/daqirid" -n -c "$T/daqirid.yaml" >/dev/null || fail "test config invalid"
+}
+
+# mk_field NAME: a value from mkpcap's summary line.
+mk_field() {
+	sed -n 's/^mkpcap .*\b'"$1"'=\([0-9]*\).*/\1/p' "$T/mkpcap.out"
+}
+
+# ---------------------------------------------------------------------------
+note "phase 1: a shuffled, lossy, duplicated capture, replayed once"
+B=12
+JUNK=20
+SHORT=5
+"$BUILD/tests/mkpcap" -o "$T/lossy.pcap" --batches $B --seed 7 --shuffle 32 \
+	--loss 0.01 --dup 0.02 --junk $JUNK --short $SHORT > "$T/mkpcap.out" ||
+	fail "mkpcap failed"
+note "$(grep '^mkpcap ' "$T/mkpcap.out")"
+frames=$(mk_field frames); sensor=$(mk_field sensor); unique=$(mk_field unique)
+dropped=$(mk_field dropped); dups=$(mk_field duplicates); lossy=$(mk_field lossy_batches)
+[ "$dropped" -gt 0 ] && [ "$dups" -gt 0 ] || fail "the seed gave no loss or no duplicates"
+expect_eq "mkpcap: unique + dropped = batches x ppb" $((unique + dropped)) $((B * PPB))
+expect_eq "mkpcap: frames = sensor + junk + short" "$frames" $((sensor + JUNK + SHORT))
+
+pcap_config "$T/lossy.pcap"
+t0=$(date +%s%N)
+start_daemon
+grep -q 'DPDK: EAL arguments: .*--no-huge' "$T/daemon.log" || fail "no EAL argument line in the log"
+grep -q "DPDK port 0 'net_pcap0' (net_pcap)" "$T/daemon.log" || fail "no port line in the log"
+expect_eq "engine" "$(ctl -j status | jq -r '.engine')" dpdk
+wait_for ".interfaces[0].rx_packets == $frames"
+t1=$(date +%s%N)
+# The last lossy batches go out at their deadline (1 s after their first
+# frame); the rest complete or are pushed out by newer batches.
+wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.published == $B"
+read_stream
+expect_eq "rx_packets = frames in the capture" "$i_rx_packets" "$frames"
+expect_eq "kernel_drops (imissed + rx_nombuf)" "$i_kernel_drops" 0
+expect_eq "truncated" "$i_truncated" 0
+expect_eq "streams_packets_in = rx_packets" "$i_streams_packets_in" "$i_rx_packets"
+expect_eq "unmatched" "$i_unmatched" 0
+expect_eq "misrouted" "$i_misrouted" 0
+expect_eq "stream packets_in = sensor frames + short ones" "$r_packets_in" $((sensor + SHORT))
+expect_eq "raw stream packets_in = frames for no flow" \
+	"$(ctl -j stats | jq --arg s $RAW '.streams[] | select(.name == $s) | .raw.packets_in')" $JUNK
+expect_eq "placed + duplicate + late + malformed + no_buffer = packets_in" \
+	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets)) "$r_packets_in"
+expect_eq "placed = mkpcap unique" "$r_placed" "$unique"
+expect_eq "duplicate + late = mkpcap duplicates" $((r_duplicate + r_late)) "$dups"
+expect_eq "malformed = short frames" "$r_malformed" $SHORT
+expect_eq "missing_slots = mkpcap dropped" "$r_missing_slots" "$dropped"
+expect_eq "no_buffer_packets" "$r_no_buffer_packets" 0
+expect_eq "resync" "$r_resync" 0
+expect_eq "published" "$h_published" $B
+expect_eq "complete batches = batches without a drop" "$r_batches_complete" $((B - lossy))
+expect_eq "complete + timeout + evicted = published" \
+	$((r_batches_complete + r_batches_timeout + r_batches_evicted)) "$h_published"
+ms=$(( (t1 - t0) / 1000000 ))
+note "phase 1: $frames frames of $(mk_field frame_bytes) bytes in ${ms} ms from start-up (EAL included)"
+stop_daemon
+grep -q 'Terminated: stopping' "$T/daemon.log" || fail "daqirid did not stop through its signalfd"
+cp "$T/daemon.log" "$T/daemon-1.log"
+# the notify listener leaves with STOPPING=1; the next start needs its socket
+wait_gone "$NOTIFY_PID"
+
+# ---------------------------------------------------------------------------
+note "phase 2: a clean capture in a loop (infinite_rx=1), verified by a consumer"
+K=12
+"$BUILD/tests/mkpcap" -o "$T/clean.pcap" --batches 8 --seed 1 --quiet > "$T/mkpcap.out" ||
+	fail "mkpcap failed"
+pcap_config "$T/clean.pcap" ",infinite_rx=1"
+start_daemon
+"$BUILD/daqiri-consume" -s "$SOCK" --verify --quiet --count $K --timeout 20 "$STREAM" \
+	> "$T/consume.out" 2> "$T/consume.err" &
+CONS=$!
+PIDS="$PIDS $CONS"
+wait_gone "$CONS" 60
+sed 's/^/   | /' "$T/consume.err"
+expect_eq "daqiri-consume exit" "$GONE_RC" 0
+sum=$(grep ': tensors ' "$T/consume.err" | tail -1)
+num() { echo "$sum" | sed -n "s/.*[:,] $1 \([0-9]*\).*/\1/p"; }
+expect_eq "tensors" "$(num tensors)" $K
+expect_eq "partial tensors" "$(num partial)" 0
+expect_eq "missing slots" "$(num 'missing slots')" 0
+expect_eq "verified elements = tensors x ppb x elements" "$(num 'verified elements')" $((K * PPB * ELEMS))
+expect_eq "errors" "$(num errors)" 0
+read_stream
+[ "$r_placed" -ge $((K * PPB)) ] || fail "placed $r_placed < $((K * PPB))"
+expect_eq "malformed" "$r_malformed" 0
+expect_eq "duplicate" "$r_duplicate" 0
+expect_eq "placed + duplicate + late + malformed + no_buffer = packets_in" \
+	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets)) "$r_packets_in"
+note "phase 2: $i_rx_packets frames replayed, $r_resync loops (resync), $h_published tensors"
+stop_daemon
+echo "ok"
