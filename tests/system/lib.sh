@@ -10,6 +10,7 @@ DAEMON_PID=""
 SOCK=$T/daqirid.sock
 # A port of our own on loopback, so tests never meet each other.
 PORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000 ))
+DAEMON_PREFIX=${DAEMON_PREFIX:-}
 
 cleanup() {
 	for p in $PIDS; do
@@ -44,6 +45,9 @@ make_config() {
 }
 
 # start_daemon: run daqirid with a notify socket of ours; wait for READY=1.
+# $T/daqirid.yaml is the config (make_config's unless the test wrote one);
+# DAEMON_PREFIX, when set, is words run before daqirid (e.g. "ip netns
+# exec NS", which execs it: the pid stays the daemon's).
 start_daemon() {
 	[ -f "$T/daqirid.yaml" ] || make_config
 	bg "$BUILD/tests/sdnotify-recv" "$T/notify" 30 > "$T/notify.log"
@@ -53,7 +57,8 @@ start_daemon() {
 		i=$((i + 1)); [ $i -lt 100 ] || fail "notify listener did not start"
 		sleep 0.05
 	done
-	NOTIFY_SOCKET=$T/notify bg "$BUILD/daqirid" -c "$T/daqirid.yaml" -s "$SOCK" -l info 2> "$T/daemon.log"
+	# shellcheck disable=SC2086 # DAEMON_PREFIX is words on purpose
+	NOTIFY_SOCKET=$T/notify bg $DAEMON_PREFIX "$BUILD/daqirid" -c "$T/daqirid.yaml" -s "$SOCK" -l info 2> "$T/daemon.log"
 	DAEMON_PID=$LAST_PID
 	i=0
 	while ! grep -q '^READY=1$' "$T/notify.log" 2>/dev/null; do
