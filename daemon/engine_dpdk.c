@@ -73,8 +73,10 @@ extern const struct engine_ops engine_dpdk_ops;
 #define DPDK_POOL_CACHE		256u
 /* Buffers of a queue that names no memory region (DPDK memory). */
 #define DPDK_PRIVATE_NBUFS	8191u
-/* Blocking mode: sleep between empty polls (the wake fd ends it early). */
-#define DPDK_NAP_NS		50000
+/* Blocking mode: naps between empty polls, from the shortest, doubling
+ * while the queue stays empty, to the longest (the wake fd ends a nap). */
+#define DPDK_NAP_MIN_NS		20000u
+#define DPDK_NAP_MAX_NS		500000u
 /* Port counters (imissed, rx_nombuf, ierrors) are read at most this often:
  * on some PMDs the read is a system call. */
 #define DPDK_PORT_STATS_NS	(10u * 1000u * 1000u)
@@ -93,6 +95,7 @@ struct dpdk_rxq {
 	enum engine_rx_mode mode;
 	bool lcore_tried;		/* rte_thread_register() attempted */
 	bool port_counters;		/* reports the port-level counters */
+	uint32_t nap_ns;		/* blocking mode: the next nap */
 	struct rte_mempool *pool;	/* frames (the data region) */
 	struct rte_mempool *hdr_pool;	/* headers (buffer split only) */
 	void *ext_va;			/* region registered for pool */
@@ -276,8 +279,7 @@ dpdk_add_arg(int *argc, const char *fmt, ...)
 
 /*
  * The lcore list: the master core and every queue's core that this process
- * may run on; the others are left out with a warning. Returns the number
- * of characters written.
+ * may run on; the others are left out with a warning.
  */
 static void
 dpdk_core_list(const struct cfg *c, char *out, size_t cap)
@@ -723,6 +725,7 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 	q->wake_fd = -1;
 	q->mode = o->rx_mode;
 	q->port_counters = qi == 0;
+	q->nap_ns = DPDK_NAP_MIN_NS;
 	de->q[qi] = q;
 	de->nq = qi + 1;
 
@@ -1143,17 +1146,20 @@ dpdk_woken(const struct dpdk_rxq *q)
 	return q->wake_fd >= 0 && poll(&p, 1, 0) == 1;
 }
 
-/* Blocking mode between empty polls: sleep up to DPDK_NAP_NS (less when
- * the timeout ends sooner), on the wake fd when there is one. True when
- * woken. */
+/* Blocking mode between empty polls: sleep q->nap_ns (less when the
+ * timeout ends sooner), on the wake fd when there is one, and make the
+ * next nap longer. True when woken. */
 static bool
 dpdk_nap(struct dpdk_rxq *q, int64_t left)
 {
-	struct timespec ts = { 0, DPDK_NAP_NS };
+	struct timespec ts = { 0, (long)q->nap_ns };
 	struct pollfd p = { .fd = q->wake_fd, .events = POLLIN };
 
-	if (left >= 0 && left < DPDK_NAP_NS)
+	if (left >= 0 && left < (int64_t)q->nap_ns)
 		ts.tv_nsec = (long)left;
+	if (q->nap_ns < DPDK_NAP_MAX_NS)
+		q->nap_ns = q->nap_ns * 2 < DPDK_NAP_MAX_NS ? q->nap_ns * 2 :
+		    DPDK_NAP_MAX_NS;
 	if (q->wake_fd < 0) {
 		nanosleep(&ts, NULL);
 		return false;
@@ -1164,9 +1170,11 @@ dpdk_nap(struct dpdk_rxq *q, int64_t left)
 /*
  * DPDK is poll-mode: poll until a frame comes or the timeout ends. Busy
  * poll spins and looks at the wake fd every ENGINE_BUSY_WAKE_SPINS empty
- * polls; blocking mode naps DPDK_NAP_NS between empty polls in ppoll() on
- * the wake fd, so an idle queue costs ~20000 wake-ups a second rather than
- * a core, and a frame waits at most that long before it is seen.
+ * polls. Blocking mode naps between empty polls in ppoll() on the wake
+ * fd: 20 us after a frame, doubling up to 500 us while the queue stays
+ * empty, so an idle queue costs ~2000 wake-ups a second rather than a
+ * core. The port's descriptors (up to 1024) hold what arrives during a
+ * nap; at rates that fill them within 500 us (~2 Mpps) use busy_poll.
  */
 static int
 dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
@@ -1188,11 +1196,16 @@ dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
 		/* A worker is not an EAL thread: as a registered one it gets
 		 * an lcore id and so the mempool's per-lcore cache. */
 		q->lcore_tried = true;
-		if (rte_lcore_id() == LCORE_ID_ANY)
-			(void)rte_thread_register();
+		if (rte_lcore_id() == LCORE_ID_ANY &&
+		    rte_thread_register() != 0)
+			log_debug("queue %u: rte_thread_register: %s (no "
+			    "mempool cache)", q->qid, rte_strerror(rte_errno));
 	}
-	if ((n = dpdk_poll(q, f, max)) > 0 || timeout_ns == 0)
+	if ((n = dpdk_poll(q, f, max)) > 0 || timeout_ns == 0) {
+		if (n > 0)
+			q->nap_ns = DPDK_NAP_MIN_NS;
 		return (int)n;
+	}
 	now = dpdk_now_ns();
 	deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
 	for (spins = 1;; spins++) {
@@ -1203,8 +1216,10 @@ dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
 		} else if (spins % ENGINE_BUSY_WAKE_SPINS == 0 &&
 		    dpdk_woken(q))
 			return 0;
-		if ((n = dpdk_poll(q, f, max)) > 0)
+		if ((n = dpdk_poll(q, f, max)) > 0) {
+			q->nap_ns = DPDK_NAP_MIN_NS;
 			return (int)n;
+		}
 		now = dpdk_now_ns();
 		if (now >= deadline)
 			return 0;
