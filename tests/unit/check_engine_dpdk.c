@@ -162,6 +162,9 @@ teardown(void)
 		ops->fini(eng);
 	eng = NULL;
 	mem_regions_destroy(regions, c.nregions);
+	for (int k = 0; k < 2; k++)
+		for (uint32_t i = 0; i < cap[k].n; i++)
+			free(cap[k].bytes[i]);
 	if (have_dir) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 		(void)!system(cmd);
@@ -360,19 +363,18 @@ END_TEST
  * five and is dropped as truncated. */
 START_TEST(test_chained_frames)
 {
+	struct capture *x = &cap[0];
 	struct engine_rxq *q;
 	struct engine_stats st;
-	struct capture x;
 	uint32_t got = 0, two = 0;
 	uint64_t end;
 
-	memset(&x, 0, sizeof(x));
 	for (uint32_t i = 0; i < 30; i++) {
-		x.len[i] = i % 3 == 2 ? SENSOR_FRAME : 3000;
-		x.bytes[i] = make_frame(i, i, SENSOR_PORT, x.len[i]);
+		x->len[i] = i % 3 == 2 ? SENSOR_FRAME : 3000;
+		x->bytes[i] = make_frame(i, i, SENSOR_PORT, x->len[i]);
 	}
-	x.n = 30;
-	write_pcap("a.pcap", &x);
+	x->n = 30;
+	write_pcap("a.pcap", x);
 	setup_cfg("net_pcap0", 1, 256, 2048, pcap_args);
 	init_ok(NULL);
 	q = ops->rxq(eng, 0);
@@ -384,7 +386,7 @@ START_TEST(test_chained_frames)
 		for (int k = 0; k < r; k++) {
 			uint32_t i = got / 2 * 3 + got % 2;	/* skip 2, 5, .. */
 
-			check_frame(&fr[k], &x, i);
+			check_frame(&fr[k], x, i);
 			two += fr[k].payload_len > 0;
 			ck_assert_uint_eq(fr[k].hdr_len, 2048 - 128);
 			got++;
