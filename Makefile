@@ -43,7 +43,7 @@ endif
 
 # DPDK's .pc file drags in -march flags of the build machine; keep its -I and
 # -D only so the binaries run on any x86-64.
-DPDK_CFLAGS := $(filter -I% -D% -include%,$(shell $(PKG_CONFIG) --cflags libdpdk 2>/dev/null))
+DPDK_CFLAGS := $(filter -I% -D%,$(shell $(PKG_CONFIG) --cflags libdpdk 2>/dev/null))
 DPDK_LIBS := $(shell $(PKG_CONFIG) --libs libdpdk 2>/dev/null)
 YAML_CFLAGS := $(shell $(PKG_CONFIG) --cflags yaml-0.1 2>/dev/null)
 YAML_LIBS := $(shell $(PKG_CONFIG) --libs yaml-0.1 2>/dev/null)
@@ -116,6 +116,9 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# Only the DPDK engine sees DPDK's headers.
+$(BUILD)/obj/daemon/engine_dpdk.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)

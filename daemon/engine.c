@@ -7,9 +7,6 @@
 
 #include "engine.h"
 
-/* engine_dpdk.c (declared here until engine.h does). */
-extern const struct engine_ops engine_dpdk_ops;
-
 const struct engine_ops *
 engine_lookup(enum cfg_engine k)
 {

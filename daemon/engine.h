@@ -178,8 +178,9 @@ struct engine_ops {
 };
 #define ENGINE_BUSY_WAKE_SPINS	256
 
-/* The socket engine (engine_socket.c). */
+/* The socket engine (engine_socket.c) and the DPDK engine (engine_dpdk.c). */
 extern const struct engine_ops engine_socket_ops;
+extern const struct engine_ops engine_dpdk_ops;
 
 /*
  * The address the socket engine's rx sockets are bound to (host byte
@@ -189,8 +190,7 @@ extern const struct engine_ops engine_socket_ops;
 int engine_socket_bound(const struct engine *e, uint32_t *addr,
 			uint16_t *port);
 
-/* The ops of engine kind k, or NULL when this build does not have it (the
- * dpdk engine, for now). */
+/* The ops of engine kind k, or NULL when this build does not have it. */
 const struct engine_ops *engine_lookup(enum cfg_engine k);
 
 /*

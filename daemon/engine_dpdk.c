@@ -24,8 +24,6 @@
 #include "engine.h"
 #include "log.h"
 
-extern const struct engine_ops engine_dpdk_ops;
-
 #if defined(__has_include)
 #if __has_include(<rte_config.h>)
 #define DPDK_HAVE_HEADERS 1

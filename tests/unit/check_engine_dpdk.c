@@ -30,8 +30,6 @@
 #define SENSOR_PORT	5005u
 #define MAX_FRAMES	2048
 
-extern const struct engine_ops engine_dpdk_ops;
-
 static struct cfg c;
 static struct mem_region regions[2];
 static struct engine *eng;
