@@ -276,6 +276,12 @@ struct pctx {
 	bool stream_known;		/* stream_type was given and valid */
 	bool region_used[CFG_MAX_REGIONS];
 	bool region_unresolved;		/* a reference named no region */
+	/* Who owns a region: a region is the output of one reorder config
+	 * and nothing else, and receives for the queues of one interface. */
+	int cur_iface;
+	int rx_iface_of[CFG_MAX_REGIONS];	/* interface index + 1, 0 none */
+	int reorder_line_of[CFG_MAX_REGIONS];	/* its reorder's line, 0 none */
+	char reorder_of[CFG_MAX_REGIONS][CFG_NAME_MAX];
 };
 
 /* A quoted user string in a message: short, printable. */
@@ -1372,8 +1378,31 @@ static const struct keydef tx_queue_keys[] = {
 	{ "pacing_mbps", KEY_OK, NULL },
 };
 
+/* A receive region must not be a reorder output, nor receive for
+ * another interface (each engine carves the buffers of its own). */
 static void
-parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q)
+claim_rx_region(struct pctx *x, yaml_node_t *e, int ri, const char *name)
+{
+	char qb[QBUF];
+
+	if (x->reorder_line_of[ri] != 0)
+		err(x, e, "memory_regions: '%s' is the output of reorder config "
+		    "'%s' (line %d); a queue needs a region of its own",
+		    quote(name, strlen(name), qb), x->reorder_of[ri],
+		    x->reorder_line_of[ri]);
+	else if (x->rx_iface_of[ri] != 0 && x->rx_iface_of[ri] !=
+	    x->cur_iface + 1)
+		err(x, e, "memory_regions: '%s' already receives for interface "
+		    "'%s'; each interface needs regions of its own",
+		    quote(name, strlen(name), qb),
+		    x->c->interfaces[x->rx_iface_of[ri] - 1].name);
+	else
+		x->rx_iface_of[ri] = x->cur_iface + 1;
+}
+
+static void
+parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
+		    bool tx)
 {
 	yaml_node_item_t *it;
 	int cnt = get_list(x, "memory_regions", n, CFG_MAX_QUEUE_REGIONS, &it);
@@ -1399,6 +1428,8 @@ parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q)
 			continue;
 		ri = find_region(x, "memory_regions", e, name);
 		q->region_idx[q->nregions++] = ri;
+		if (ri >= 0 && !tx)
+			claim_rx_region(x, e, ri, name);
 		if (ri >= 0 && x->stream_known &&
 		    x->c->stream_type == CFG_STREAM_SOCKET &&
 		    x->c->regions[ri].kind == CFG_MEM_DEVICE)
@@ -1450,7 +1481,7 @@ parse_queue(struct pctx *x, yaml_node_t *n, struct cfg_queue *q, bool tx,
 	if ((v = mval(&m, "timeout_us")) != NULL)
 		get_u32(x, "timeout_us", v, 0, UINT32_MAX, &q->timeout_us);
 	if ((v = mval(&m, "memory_regions")) != NULL)
-		parse_queue_regions(x, v, q);
+		parse_queue_regions(x, v, q, tx);
 	if ((v = mval(&m, "poll_mode")) != NULL) {
 		if (scalar_is(v, "direct"))
 			err(x, v, "poll_mode: direct polling is not supported "
@@ -2310,6 +2341,27 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 	    get_str(x, "memory_region", v, r->region_name, CFG_NAME_MAX))
 		r->region_idx = find_region(x, "memory_region", v,
 					    r->region_name);
+	if (r->region_idx >= 0) {
+		int reg = r->region_idx;
+		char qb[QBUF];
+
+		if (x->reorder_line_of[reg] != 0)
+			err(x, v, "memory_region: '%s' is already the output of "
+			    "reorder config '%s' (line %d); each reorder config "
+			    "needs a region of its own",
+			    quote(r->region_name, strlen(r->region_name), qb),
+			    x->reorder_of[reg], x->reorder_line_of[reg]);
+		else if (x->rx_iface_of[reg] != 0)
+			err(x, v, "memory_region: '%s' receives packets for "
+			    "interface '%s'; a reorder config needs a region of "
+			    "its own",
+			    quote(r->region_name, strlen(r->region_name), qb),
+			    x->c->interfaces[x->rx_iface_of[reg] - 1].name);
+		else {
+			x->reorder_line_of[reg] = pos_of(v).line;
+			memcpy(x->reorder_of[reg], r->name, CFG_NAME_MAX);
+		}
+	}
 	if (r->region_idx >= 0 && type_ok) {
 		enum cfg_mem_kind kind = x->c->regions[r->region_idx].kind;
 		bool fits = r->type == CFG_REORDER_GPU ?
@@ -2566,6 +2618,7 @@ parse_interface(struct pctx *x, yaml_node_t *n, int idx)
 	struct map m;
 	yaml_node_t *v;
 
+	x->cur_iface = idx;
 	ifc->pos = pos_of(n);
 	ifc->socket.retry_connect_s = 1;
 	if (!map_open(x, &m, n, "interfaces entry", "interface",
