@@ -291,7 +291,7 @@ static const struct rule_case rules[] = {
 	  "    interfaces:\n",
 	  "    interfaces:\n    - name: sensor0\n      address: 127.0.0.2\n"
 	  "      socket_config: {mode: server, local_addr: "
-	  "\"udp://127.0.0.2:1\"}\n      rx: {queues: [{name: a, id: 0, "
+	  "\"udp://127.0.0.2:1\"}\n      tx: {queues: [{name: a, id: 0, "
 	  "batch_size: 1, memory_regions: [frames]}]}\n", E,
 	  "@", NULL, NULL },
 	{ "socket address not IPv4", SOCK, "address: 127.0.0.1",
@@ -513,12 +513,13 @@ static const struct rule_case rules[] = {
 	  E, "flow_ids: flow 100 is listed twice", NULL, NULL },
 	{ "flow in two reorder configs", RAW, "          window: 2\n",
 	  "          window: 2\n        - name: r1\n"
-	  "          reorder_type: gpu\n          memory_region: out\n"
+	  "          reorder_type: gpu\n          memory_region: out2\n"
 	  "          payload_byte_offset: 64\n          flow_ids: [@100]\n"
 	  "          method: {seq_packets_per_batch: {sequence_number: "
 	  "{bit_offset: 0, bit_width: 16}, packets_per_batch: 256}}\n", E,
 	  "flow_ids: flow 100 already belongs to reorder config 'r0' (line "
-	  "48)", NULL, NULL },
+	  "52)", "    - name: txbuf\n", "    - name: out2\n      kind: device\n"
+	  "      num_bufs: 8\n      buf_size: 4063232\n    - name: txbuf\n" },
 	{ "flows to two queues", RAW, "flow_ids: [100]",
 	  "@flow_ids: [100, 101]", E,
 	  "flow_ids: flow 100 goes to rx queue 0 but flow 101 to rx queue 1; "
