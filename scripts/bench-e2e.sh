@@ -25,7 +25,7 @@
 # Search, per receiver and sender configuration, with probes of
 # $BENCH_E2E_PROBE_SECONDS (3 s): first unpaced (the sender's ceiling);
 # if that loses, paced probes from min(sent, received) x 0.85 down by
-# x0.85 until one is lossless, then $BENCH_E2E_REFINE (2) bisections
+# x0.85 until one is lossless, then $BENCH_E2E_REFINE (1) bisection(s)
 # (geometric) between the last lossy and the lossless rate. The lossless
 # rate is then confirmed over $BENCH_E2E_SECONDS (30 s); if it loses, the
 # next try runs at 0.93 x what was sent, at most $BENCH_E2E_CONFIRM_TRIES
@@ -39,7 +39,8 @@
 # of that same configuration.
 # Zero loss is judged on a shared 2-core VM: anything else running on the
 # receiving core for a few ms overflows the socket buffer, so run it on a
-# quiet machine.
+# quiet machine. Each run says how much CPU time other tasks (and
+# interrupts) took on the receiving core: rx_core_others_s.
 set -eu
 BUILD=${BUILD:-build}
 FULL_S=${BENCH_E2E_SECONDS:-30}
@@ -54,7 +55,7 @@ PAYLOAD=8000
 HDR=8			# sensor header before the samples, per datagram
 PPB=128
 MIN_GBS=0.02		# give up searching below this rate
-REFINE=${BENCH_E2E_REFINE:-2}	# bisection probes after the first lossless one
+REFINE=${BENCH_E2E_REFINE:-1}	# bisection probes after the first lossless one
 GUESS_PLAIN=2.5		# GB/s the unpaced sender may reach, to size its run
 GUESS_GSO=10
 STREAM=sensor0/sensor_tensor
@@ -93,6 +94,11 @@ sed -e "s/127\.0\.0\.1:5005/127.0.0.1:$PORT/" -e "s/udp_dst: 5005/udp_dst: $PORT
 	-e "s/cpu_core: 1 /cpu_core: $RX_CORE /" etc/daqirid.yaml > "$CFG"
 "$BUILD/daqirid" -n -c "$CFG" >/dev/null || { echo "bench-e2e: config invalid" >&2; exit 1; }
 
+# busy ticks (user, nice, system, irq, softirq) of the receiving core
+core_ticks() {
+	awk -v c="cpu$RX_CORE" '$1 == c { print $2 + $3 + $4 + $7 + $8 }' /proc/stat
+}
+
 proc_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
@@ -125,6 +131,7 @@ rx_start() {
 		sleep 0.05
 	done
 	TICKS0=$(proc_ticks "$DPID")
+	CORE0=$(core_ticks)
 }
 
 # run_sim RATE_GBS|max BATCHES plain|gso: sets SENT, SIM_S, SEND_GBS.
@@ -183,6 +190,7 @@ rx_finish() {
 		sleep 0.15	# a partial batch is published at its 100 ms deadline
 		daemon_stats
 		ticks=$(proc_ticks "$DPID")
+		core=$(core_ticks)
 		kill -TERM "$CPID" 2>/dev/null || true
 		wait "$CPID" 2>/dev/null || true
 		kill -TERM "$DPID" 2>/dev/null || true
@@ -197,9 +205,11 @@ rx_finish() {
 		fi
 		CPU_S=$(awk -v a="$TICKS0" -v b="$ticks" -v t="$TCK" 'BEGIN { printf "%.3f", (b - a) / t }')
 		GBS=$(awk -v n="$s_placed" -v p="$PAYLOAD" -v s="$SIM_S" 'BEGIN { printf "%.3f", n * p / s / 1e9 }')
-		INFO="sent=$SENT packets_in=$s_in placed=$s_placed kernel_drops=$s_drops no_buffer=$s_nobuf missing_slots=$s_missing complete=$s_complete/$nbatch overruns=$s_overruns daemon_cpu_s=$CPU_S"
+		OTHER_S=$(awk -v a="$CORE0" -v b="$core" -v t="$TCK" -v c="$CPU_S" 'BEGIN { o = (b - a) / t - c; printf "%.2f", (o > 0 ? o : 0) }')
+		INFO="sent=$SENT packets_in=$s_in placed=$s_placed kernel_drops=$s_drops no_buffer=$s_nobuf missing_slots=$s_missing complete=$s_complete/$nbatch overruns=$s_overruns daemon_cpu_s=$CPU_S rx_core_others_s=$OTHER_S"
 	else
 		wait "$DPID" || true
+		core=$(core_ticks)
 		line=$(grep '^recvmmsg ' "$T/rx.out" || true)
 		got=$(echo "$line" | sed -n 's/.* datagrams=\([0-9]*\).*/\1/p')
 		drops=$(echo "$line" | sed -n 's/.* drops=\([0-9]*\).*/\1/p')
@@ -210,7 +220,8 @@ rx_finish() {
 			LOSSLESS=1
 		fi
 		GBS=$(awk -v n="${got:-0}" -v p="$PAYLOAD" -v s="$SIM_S" 'BEGIN { printf "%.3f", n * p / s / 1e9 }')
-		INFO="sent=$SENT received=${got:-0} drops=${drops:-?} truncated=${trunc:-?} receiver_cpu_s=${CPU_S:-?}"
+		OTHER_S=$(awk -v a="$CORE0" -v b="$core" -v t="$TCK" -v c="${CPU_S:-0}" 'BEGIN { o = (b - a) / t - c; printf "%.2f", (o > 0 ? o : 0) }')
+		INFO="sent=$SENT received=${got:-0} drops=${drops:-?} truncated=${trunc:-?} receiver_cpu_s=${CPU_S:-?} rx_core_others_s=$OTHER_S"
 	fi
 }
 

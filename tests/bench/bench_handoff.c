@@ -53,7 +53,7 @@ usage(int rc)
 	fprintf(rc ? stderr : stdout,
 	    "usage: bench_handoff [-s SOCKET] consume STREAM [--busy] "
 	    "[--samples N] [--warmup N]\n"
-	    "                     [--idle-ms MS] [--cpu C]\n"
+	    "                     [--idle-ms MS] [--cpu C] [--max-held N]\n"
 	    "       bench_handoff pipe [--rounds N] [--cpu C] [--peer-cpu C]\n"
 	    "consume: prints 'ready' once subscribed, then after N samples "
 	    "(or MS without a\ntensor) one 'handoff mode=busy|eventfd ...' "
@@ -129,6 +129,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "idle-ms", required_argument, NULL, 'i' },
 		{ "cpu", required_argument, NULL, 'c' },
+		{ "max-held", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct daqiri_sub_opts so;
@@ -140,6 +141,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 	uint64_t *lat, want = HO_DEFAULT_SAMPLES, warm = HO_DEFAULT_WARMUP;
 	uint64_t seen = 0, n = 0, gaps_seq = 0, last_seq = 0;
 	int idle_ms = HO_DEFAULT_IDLE_MS, cpu = -1, ch, rc = 0;
+	uint32_t max_held = 0;
 	bool busy = false;
 
 	optind = 0;	/* glibc: start afresh after main()'s getopt */
@@ -159,6 +161,9 @@ cmd_consume(const char *sock, int argc, char **argv)
 			break;
 		case 'c':
 			cpu = (int)parse_num("--cpu", optarg);
+			break;
+		case 'm':
+			max_held = (uint32_t)parse_num("--max-held", optarg);
 			break;
 		default:
 			usage(2);
@@ -183,6 +188,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 	memset(&so, 0, sizeof(so));
 	so.size = sizeof(so);
 	so.flags = busy ? DAQIRI_SUB_BUSY_POLL : 0;
+	so.max_held = max_held;
 	if ((rc = daqiri_subscribe(d, stream, &so, &sub)) < 0) {
 		fprintf(stderr, "bench_handoff: subscribe '%s': %s %s\n", stream,
 		    strerror(-rc), daqiri_last_error(d));
@@ -203,8 +209,8 @@ cmd_consume(const char *sock, int argc, char **argv)
 			continue;
 		if (rc <= 0)
 			break;
-		/* tensors the ring skipped (overruns) would bias nothing here
-		 * but are worth knowing */
+		/* tensors this consumer missed (overruns: it was away while
+		 * max_held were unreclaimed) have no latency; count them */
 		if (seen > 0 && t.seq != last_seq + 1)
 			gaps_seq++;
 		last_seq = t.seq;
