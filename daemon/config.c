@@ -1430,6 +1430,15 @@ parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		q->region_idx[q->nregions++] = ri;
 		if (ri >= 0 && !tx)
 			claim_rx_region(x, e, ri, name);
+		/* The CPU reads flows and sequence numbers from a frame's
+		 * first part (socket streams get their own message below). */
+		if (ri >= 0 && !tx && i == 0 && x->stream_known &&
+		    x->c->stream_type == CFG_STREAM_RAW &&
+		    x->c->regions[ri].kind == CFG_MEM_DEVICE)
+			err(x, e, "memory_regions: '%s' is a device region, but "
+			    "the CPU reads each frame's headers from the first "
+			    "region; list a host region first (header-data "
+			    "split: [headers, %s])", name, name);
 		if (ri >= 0 && x->stream_known &&
 		    x->c->stream_type == CFG_STREAM_SOCKET &&
 		    x->c->regions[ri].kind == CFG_MEM_DEVICE)
