@@ -34,6 +34,42 @@ FAILED=""
 say() { echo "gpu-check: $*"; }
 fail() { FAILED="$FAILED $1"; say "FAIL: $1"; }
 
+# The default config with a gpu reorder config writing device tensors,
+# daqirid and a verifying consumer in two processes, 64 tensors.
+ipc_check() {
+	d=$(mktemp -d)
+	sed -e 's/reorder_type: cpu/reorder_type: gpu/' \
+	    -e 's/127\.0\.0\.1:5005/127.0.0.1:15005/' -e 's/udp_dst: 5005/udp_dst: 15005/' \
+	    etc/daqirid.yaml | awk '
+		/- name: tensors/ { t = 1 }
+		t && /kind: host/ { sub(/kind: host/, "kind: device"); t = 0 }
+		{ print }' > "$d/gpu.yaml"
+	"$BUILD/daqirid" -n -c "$d/gpu.yaml" || { rm -rf "$d"; return 1; }
+	"$BUILD/daqirid" -c "$d/gpu.yaml" -s "$d/s" -l info &
+	dpid=$!
+	i=0
+	until "$BUILD/daqirictl" -s "$d/s" status > /dev/null 2>&1; do
+		i=$((i + 1))
+		if [ $i -gt 100 ] || ! kill -0 $dpid 2>/dev/null; then
+			kill $dpid 2>/dev/null; rm -rf "$d"; return 1
+		fi
+		sleep 0.1
+	done
+	"$BUILD/daqiri-consume" -s "$d/s" --verify --quiet --count 64 \
+	    --timeout 20 sensor0/sensor_tensor &
+	cpid=$!
+	sleep 1
+	"$BUILD/daqiri-sim" -c "$d/gpu.yaml" --batches 64 --shuffle 16 \
+	    --rate 1Gbps --seed 5 --quiet
+	wait $cpid
+	rc=$?
+	"$BUILD/daqirictl" -s "$d/s" stats
+	kill $dpid 2>/dev/null
+	wait $dpid 2>/dev/null
+	rm -rf "$d"
+	return $rc
+}
+
 # run NAME CMD...: one step with its exit status reported
 run() {
 	name=$1
@@ -275,17 +311,13 @@ main() {
 	# 3. benchmark
 	run bench_reorder_gpu timeout "$BENCH_TIMEOUT" "$BENCH"
 
-	# 4. two-process IPC: a device stream through daqirid to a consumer.
-	# TODO(lead): fill in once daqirid serves a `device` region with a
-	# `gpu` reorder config and build/daqiri-consume can open CUDA IPC
-	# handles, e.g.:
-	#   build/daqirid -c etc/examples/gpu-loopback.yaml & (wait for socket)
-	#   build/daqiri-sim ... & build/daqiri-consume --verify ...
-	# and call `run ipc ...` here. Until then it is reported as not run.
-	if [ -x "$BUILD/daqiri-consume" ] && [ -n "${GPU_CHECK_IPC:-}" ]; then
-		run ipc sh -c "$GPU_CHECK_IPC"
+	# 4. two-process IPC: daqirid reorders on the GPU into device memory,
+	# a separate daqiri-consume opens the tensors by CUDA IPC, waits on
+	# their events and checks every element.
+	if [ "$VIA" = make ] && [ -z "$NOGPU" ]; then
+		run ipc ipc_check
 	else
-		say "ipc: not run (TODO hook in scripts/gpu-check.sh)"
+		say "ipc: not run (needs the full make build and a GPU)"
 	fi
 
 	if [ -n "$FAILED" ]; then
