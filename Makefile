@@ -240,7 +240,8 @@ demo: deps
 run: all
 	$(Q)BUILD=$(BUILD) sh scripts/run.sh
 
-bench: all
+BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/%,$(wildcard tests/bench/bench_*.c))
+bench: all $(BENCH_BIN)
 	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
 
 install: all
