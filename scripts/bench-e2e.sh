@@ -11,7 +11,8 @@
 # (--gso 8, UDP_SEGMENT). Receivers, each started afresh for every run:
 #  - daemon: daqirid with its main thread on the sender's core and the rx
 #    worker pinned by the config (cpu_core) to $BENCH_RX_CORE (default 1),
-#    blocking receive mode (the default), UDP_GRO on (the engine's
+#    blocking receive mode (the default; $BENCH_RX_MODE=busy_poll spins,
+#    compare with $BENCH_RECV_WAIT=busy), UDP_GRO on (the engine's
 #    default), plus a consumer (build/bench_e2e consume, on the sender's
 #    core) that releases every tensor, so the whole chain runs;
 #  - recvmmsg: build/bench_recvmmsg on $BENCH_RX_CORE: the engine's socket
@@ -48,6 +49,7 @@ PROBE_S=${BENCH_E2E_PROBE_SECONDS:-3}
 CONFIRM_TRIES=${BENCH_E2E_CONFIRM_TRIES:-2}
 MODES=${BENCH_E2E_MODES:-plain gso}
 RECV_WAIT=${BENCH_RECV_WAIT:-recv}
+RX_MODE=${BENCH_RX_MODE:-blocking}	# daemon.rx_mode: blocking or busy_poll
 SIM_CORE=${BENCH_SIM_CORE:-0}
 RX_CORE=${BENCH_RX_CORE:-1}
 GSO_SEGS=8
@@ -91,7 +93,8 @@ say() {
 }
 
 sed -e "s/127\.0\.0\.1:5005/127.0.0.1:$PORT/" -e "s/udp_dst: 5005/udp_dst: $PORT/" \
-	-e "s/cpu_core: 1 /cpu_core: $RX_CORE /" etc/daqirid.yaml > "$CFG"
+	-e "s/cpu_core: 1 /cpu_core: $RX_CORE /" \
+	-e "s/rx_mode: blocking/rx_mode: $RX_MODE/" etc/daqirid.yaml > "$CFG"
 "$BUILD/daqirid" -n -c "$CFG" >/dev/null || { echo "bench-e2e: config invalid" >&2; exit 1; }
 
 # busy ticks (user, nice, system, irq, softirq) of the receiving core

@@ -48,7 +48,7 @@
 #define BR_DEFAULT_BUF_SIZE	9000
 #define BR_DEFAULT_BATCH	64
 #define BR_MAX_BATCH		1024
-#define BR_RCVBUF_MIN		(4u << 20)	/* ENGINE_RCVBUF_MIN */
+#define BR_RCVBUF_MIN		(64u << 20)	/* ENGINE_RCVBUF_MIN */
 #define BR_CMSG_SPACE		(CMSG_SPACE(sizeof(int)) + \
 				 CMSG_SPACE(sizeof(uint32_t)))
 #define BR_DEFAULT_IDLE_MS	500	/* end this long after the last datagram */
