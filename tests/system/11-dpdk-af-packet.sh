@@ -31,6 +31,8 @@ skip() {
 [ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
 command -v ip >/dev/null 2>&1 || skip "no ip(8)"
 ip netns add "$NSD" 2>/dev/null || skip "network namespaces not permitted here"
+ip netns exec "$NSD" true 2>/dev/null ||
+	skip "cannot enter network namespaces here (ip netns exec failed)"
 ip netns add "$NSS" || fail "second namespace"
 ip link add "$VD" netns "$NSD" type veth peer name "$VS" netns "$NSS" 2>/dev/null ||
 	skip "veth pairs not permitted here"

@@ -27,7 +27,7 @@ make_config -e 's/kind: host$/kind: host_pinned/'
 cp "$T/daqirid.yaml" "$T/pinned.yaml"
 note "host_pinned regions without a GPU: a warning, and it runs"
 try_start "$T/pinned.yaml" || { cat "$T/start.log"; fail "host_pinned did not start"; }
-if grep -q 'host_pinned without a CUDA device\|built without CUDA' "$T/start.log"; then
+if grep -q 'without a CUDA device\|without CUDA' "$T/start.log"; then
 	gpu=0
 else
 	gpu=1
