@@ -6,7 +6,7 @@
 . tests/system/lib.sh
 
 command -v systemd-socket-activate > /dev/null ||
-	{ echo "skipped: systemd-socket-activate is not installed"; exit 0; }
+	{ echo "SKIP: systemd-socket-activate is not installed"; exit 77; }
 make_config
 bg systemd-socket-activate --seqpacket -l "$SOCK" \
 	"$BUILD/daqirid" -c "$T/daqirid.yaml" -s "$T/unused.sock" -l info

@@ -25,7 +25,7 @@ trap netns_cleanup EXIT INT TERM
 
 skip() {
 	echo "SKIP: $*"
-	exit 0
+	exit 77
 }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
