@@ -111,18 +111,6 @@ struct sock_engine {
 
 static void sock_fini(struct engine *e);
 
-static void
-sock_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static inline void
 put16(uint8_t *p, uint16_t v)
 {
@@ -562,13 +550,13 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 
 		ridx = cq->region_idx[cq->nregions - 1];
 		if (regions == NULL || ridx < 0 || ridx >= c->nregions) {
-			sock_err(err, errlen, "interface '%s': queue '%s': no "
+			errbuf(err, errlen, "interface '%s': queue '%s': no "
 			    "memory region %d", se->name, cq->name, ridx);
 			return -EINVAL;
 		}
 		m = &regions[ridx];
 		if (!mem_host_visible(m)) {
-			sock_err(err, errlen, "interface '%s': queue '%s': "
+			errbuf(err, errlen, "interface '%s': queue '%s': "
 			    "memory region '%s' is not host memory; the socket "
 			    "engine needs host, huge or host_pinned", se->name,
 			    cq->name, m->name);
@@ -600,7 +588,7 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q->private_mem == MAP_FAILED) {
 			q->private_mem = NULL;
-			sock_err(err, errlen, "interface '%s': queue '%s': %zu "
+			errbuf(err, errlen, "interface '%s': queue '%s': %zu "
 			    "bytes of buffers: %s", se->name, cq->name,
 			    q->private_len, strerror(errno));
 			return -ENOMEM;
@@ -608,7 +596,7 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 		base = q->private_mem;
 	}
 	if (nbufs == 0 || buf_size <= ENGINE_SYNTH_HDR_LEN) {
-		sock_err(err, errlen, "interface '%s': queue '%s': needs buffers "
+		errbuf(err, errlen, "interface '%s': queue '%s': needs buffers "
 		    "of more than %d bytes (the synthetic header) and at least "
 		    "one per queue", se->name, cq->name, ENGINE_SYNTH_HDR_LEN);
 		return -EINVAL;
@@ -682,7 +670,7 @@ sock_queue_init(struct sock_engine *se, const struct cfg *c,
 	q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (q->fd == -1) {
 		rc = -errno;
-		sock_err(err, errlen, "interface '%s': queue '%s': socket: %s",
+		errbuf(err, errlen, "interface '%s': queue '%s': socket: %s",
 		    se->name, cq->name, strerror(errno));
 		return rc;
 	}
@@ -716,7 +704,7 @@ sock_queue_init(struct sock_engine *se, const struct cfg *c,
 	sa.sin_port = htons(se->port);
 	if (bind(q->fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
 		rc = -errno;
-		sock_err(err, errlen, "interface '%s': queue '%s': bind "
+		errbuf(err, errlen, "interface '%s': queue '%s': bind "
 		    "udp://%s:%u: %s", se->name, cq->name,
 		    inet_ntoa(sa.sin_addr), se->port, strerror(errno));
 		return rc;
@@ -746,21 +734,21 @@ sock_init(struct engine **out, const struct cfg *c,
 
 	*out = NULL;
 	if (!ifc->socket.present || !ifc->socket.local.set) {
-		sock_err(err, errlen, "interface '%s': the socket engine needs "
+		errbuf(err, errlen, "interface '%s': the socket engine needs "
 		    "socket_config.local_addr to receive", ifc->name);
 		return -EINVAL;
 	}
 	if (ifc->socket.local.transport != CFG_TRANSPORT_UDP) {
-		sock_err(err, errlen, "interface '%s': the socket engine "
+		errbuf(err, errlen, "interface '%s': the socket engine "
 		    "receives udp:// only", ifc->name);
 		return -ENOTSUP;
 	}
 	if (ifc->rx.nqueues <= 0 || ifc->rx.nqueues > CFG_MAX_QUEUES) {
-		sock_err(err, errlen, "interface '%s': no rx queue", ifc->name);
+		errbuf(err, errlen, "interface '%s': no rx queue", ifc->name);
 		return -EINVAL;
 	}
 	if (o->rx_mode >= ENGINE_RX_MODE_MAX) {
-		sock_err(err, errlen, "interface '%s': bad rx mode %d",
+		errbuf(err, errlen, "interface '%s': bad rx mode %d",
 		    ifc->name, (int)o->rx_mode);
 		return -EINVAL;
 	}
@@ -776,7 +764,7 @@ sock_init(struct engine **out, const struct cfg *c,
 		if (rc < 0) {
 			if (rc == -ENOMEM && err != NULL && errlen > 0 &&
 			    err[0] == '\0')
-				sock_err(err, errlen, "interface '%s': out of "
+				errbuf(err, errlen, "interface '%s': out of "
 				    "memory", ifc->name);
 			sock_fini(&se->base);
 			return rc;

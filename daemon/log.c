@@ -82,6 +82,18 @@ LOGFN(log_info, CFG_LOG_INFO, 6, 0)
 LOGFN(log_debug, CFG_LOG_DEBUG, 7, 0)
 
 void
+errbuf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void
 fatal(const char *fmt, ...)
 {
 	int saved = errno;

@@ -8,6 +8,7 @@
 #define DAQIRI_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #include "config.h"
 
@@ -23,6 +24,11 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Format a message into a caller's error buffer (err NULL or errlen 0:
+ * nothing), for functions that report rather than log. */
+void errbuf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 void fatal(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...)

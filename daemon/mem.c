@@ -27,18 +27,6 @@
 #define MEM_MAX_NUMA_NODE	63	/* nodes one mask word covers */
 #define MEM_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
-static void
-mem_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static uint64_t
 mem_round_up(uint64_t n, uint64_t to)
 {
@@ -150,13 +138,13 @@ mem_create_device(struct mem_region *m, char *err, size_t errlen)
 	int rc;
 
 	if (!gpu_available(NULL, 0)) {
-		mem_err(err, errlen, "memory region '%s': no CUDA device: %s",
+		errbuf(err, errlen, "memory region '%s': no CUDA device: %s",
 		    m->name, mem_gpu_why());
 		return -ENODEV;
 	}
 	m->size = m->nbufs * m->buf_size;
 	if ((rc = gpu_alloc(m->affinity, m->size, &p)) < 0) {
-		mem_err(err, errlen, "memory region '%s': %llu bytes on GPU %d: "
+		errbuf(err, errlen, "memory region '%s': %llu bytes on GPU %d: "
 		    "%s", m->name, (unsigned long long)m->size, m->affinity,
 		    reorder_cuda_last_error());
 		m->size = 0;
@@ -188,7 +176,7 @@ mem_pin(struct mem_region *m)
 static int
 mem_create_device(struct mem_region *m, char *err, size_t errlen)
 {
-	mem_err(err, errlen, "memory region '%s': kind device needs CUDA, "
+	errbuf(err, errlen, "memory region '%s': kind device needs CUDA, "
 	    "and this build has none", m->name);
 	return -ENOTSUP;
 }
@@ -216,12 +204,12 @@ mem_region_create(const struct cfg_region *r, struct mem_region *out,
 	m->nbufs = r->num_bufs;
 	m->buf_size = r->buf_size;
 	if (m->nbufs == 0 || m->buf_size == 0) {
-		mem_err(err, errlen, "memory region '%s': num_bufs and buf_size "
+		errbuf(err, errlen, "memory region '%s': num_bufs and buf_size "
 		    "must be > 0", m->name);
 		return -EINVAL;
 	}
 	if (m->buf_size > (UINT64_MAX - MEM_HUGE_PAGE_SIZE) / m->nbufs) {
-		mem_err(err, errlen, "memory region '%s': %u x %llu bytes is "
+		errbuf(err, errlen, "memory region '%s': %u x %llu bytes is "
 		    "too large", m->name, m->nbufs,
 		    (unsigned long long)m->buf_size);
 		return -EOVERFLOW;
@@ -244,12 +232,12 @@ mem_region_create(const struct cfg_region *r, struct mem_region *out,
 	case CFG_MEM_HOST_PINNED:
 		break;
 	default:
-		mem_err(err, errlen, "memory region '%s': unknown kind %d",
+		errbuf(err, errlen, "memory region '%s': unknown kind %d",
 		    m->name, (int)m->kind);
 		return -EINVAL;
 	}
 	if ((rc = mem_map_memfd(m, false)) < 0) {
-		mem_err(err, errlen, "memory region '%s': %llu bytes of shared "
+		errbuf(err, errlen, "memory region '%s': %llu bytes of shared "
 		    "memory: %s", m->name,
 		    (unsigned long long)(m->nbufs * m->buf_size), strerror(-rc));
 		mem_region_destroy(m);
