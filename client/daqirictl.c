@@ -24,6 +24,7 @@
 #define CTL_TABLE_MAX_COLS	8	/* wider arrays print as blocks */
 #define CTL_TOP_INTERVAL_MS	1000
 #define CTL_TOP_MAX_ROWS	64
+#define CTL_TOP_NAME_MAX	40	/* widest name column of top */
 #define CTL_NAME_MAX		128
 
 struct ctl {
@@ -781,15 +782,25 @@ top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
 	const cJSON *a, *e, *nm;
 	char tbuf[32];
 	time_t now = time(NULL);
-	int n = 0;
+	int n = 0, w;
 
+	/* The name column fits the longest name (within reason). */
+	w = 9;
+	a = cJSON_GetObjectItemCaseSensitive(st, "streams");
+	cJSON_ArrayForEach(e, a) {
+		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+		if (cJSON_IsString(nm) && (int)strlen(nm->valuestring) > w)
+			w = (int)strlen(nm->valuestring);
+	}
+	if (w > CTL_TOP_NAME_MAX)
+		w = CTL_TOP_NAME_MAX;
 	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", localtime(&now));
 	if (tty)
 		fputs("\033[H\033[2J", stdout);
 	else
 		puts("----");
 	printf("daqiri top  %s%s\n\n", tbuf, tty ? "  (q quits)" : "");
-	printf("%-20s %12s %14s %10s %10s\n", "INTERFACE", "RX/s", "RX",
+	printf("%-*s %12s %14s %10s %10s\n", w, "INTERFACE", "RX/s", "RX",
 	    "UNMATCHED", "DROPS");
 	a = cJSON_GetObjectItemCaseSensitive(st, "interfaces");
 	cJSON_ArrayForEach(e, a) {
@@ -799,7 +810,7 @@ top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
 		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
 		snprintf(key, sizeof(key), "if:%s", cJSON_IsString(nm) ?
 		    nm->valuestring : "?");
-		printf("%-20.20s %12.0f %14.0f %10.0f %10.0f\n", key + 3,
+		printf("%-*.*s %12.0f %14.0f %10.0f %10.0f\n", w, w, key + 3,
 		    rate(rx, prev_of(rows, *nrows, key, false), dt), rx,
 		    num_at(e, "unmatched"), num_at(e, "kernel_drops"));
 		if (n < CTL_TOP_MAX_ROWS) {
@@ -808,7 +819,7 @@ top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
 			cur[n++].pub = 0;
 		}
 	}
-	printf("\n%-20s %12s %10s %9s %8s %8s %8s %8s %8s %9s\n", "STREAM",
+	printf("\n%-*s %12s %10s %9s %8s %8s %8s %8s %8s %9s\n", w, "STREAM",
 	    "PKTS/s", "TENSORS/s", "COMPLETE", "TIMEOUT", "EVICTED", "DUP+LATE",
 	    "MALFORM", "NOBUF", "OVERRUNS");
 	a = cJSON_GetObjectItemCaseSensitive(st, "streams");
@@ -820,8 +831,8 @@ top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
 
 		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
 		name = cJSON_IsString(nm) ? nm->valuestring : "?";
-		printf("%-20.20s %12.0f %10.1f %9.0f %8.0f %8.0f %8.0f %8.0f "
-		    "%8.0f %9.0f\n", name,
+		printf("%-*.*s %12.0f %10.1f %9.0f %8.0f %8.0f %8.0f %8.0f "
+		    "%8.0f %9.0f\n", w, w, name,
 		    rate(in, prev_of(rows, *nrows, name, false), dt),
 		    rate(pub, prev_of(rows, *nrows, name, true), dt),
 		    num_at(e, "reorder.batches_complete"),
