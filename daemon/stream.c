@@ -100,7 +100,8 @@ struct stream {
 	uint32_t *refs;			/* holders of a published buffer */
 	uint32_t *free_stack;
 	uint32_t nfree;
-	uint32_t nlent;
+	uint32_t nlent;			/* buffers lent to the plan */
+	uint32_t npub;			/* buffers held by consumers */
 	struct sub *subs[STREAM_MAX_SUBS];
 	int nsubs;
 	uint32_t rr;			/* round-robin cursor of shared groups */
@@ -139,6 +140,8 @@ round_pow2(uint32_t v)
 static void
 buf_free(struct stream *s, uint32_t i)
 {
+	if (s->state[i] == BUF_PUBLISHED)
+		s->npub--;
 	s->state[i] = BUF_FREE;
 	s->refs[i] = 0;
 	s->free_stack[s->nfree++] = i;
@@ -257,6 +260,7 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	d.publish_ns = daqiri_mono_ns();
 	s->nlent--;
 	s->state[i] = BUF_PUBLISHED;
+	s->npub++;
 	s->ctr.published++;
 
 	/* Broadcast subscribers each get it. */
@@ -393,13 +397,10 @@ static void
 snapshot(struct stream *s)
 {
 	uint32_t seq = atomic_load_explicit(&s->snap_seq, memory_order_relaxed);
-	uint64_t held = 0;
 
-	for (uint32_t i = 0; i < s->nbufs; i++)
-		held += s->state[i] == BUF_PUBLISHED;
 	s->ctr.free_bufs = s->nfree;
 	s->ctr.open_bufs = s->nlent;
-	s->ctr.held_bufs = held;
+	s->ctr.held_bufs = s->npub;
 	s->ctr.overruns = 0;
 	for (int k = 0; k < s->nsubs; k++)
 		s->ctr.overruns += atomic_load_explicit(&s->subs[k]->overruns,
