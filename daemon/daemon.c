@@ -181,12 +181,8 @@ interface_stats_json(struct dif *f, cJSON *o)
 		misrouted += c.misrouted;
 		drops += c.engine.kernel_drops;
 		truncated += c.engine.truncated;
-	}
-	for (int j = 0; stream_at(f, j) != NULL; j++) {
-		struct reorder_counters rc;
-
-		stream_snapshot(stream_at(f, j), &rc, NULL);
-		in += rc.packets_in;
+		/* taken with rx_packets, so the sums agree at every read */
+		in += c.streams_packets_in;
 	}
 	if (cJSON_AddNumberToObject(o, "rx_packets", (double)rx) == NULL ||
 	    cJSON_AddNumberToObject(o, "streams_packets_in", (double)in) == NULL ||
@@ -299,7 +295,7 @@ op_conn_closed(void *ctx, const struct control_peer *peer)
 
 	FOR_EACH_STREAM(d, s)
 		n += stream_unsubscribe(s, peer->conn_id, 0);
-	if (n > 0)
+	if (n > 0 && !d->stop)
 		log_info("consumer pid %d gone: %d subscription(s) ended, their "
 		    "buffers returned", (int)peer->pid, n);
 }
@@ -395,17 +391,17 @@ find_interface(struct daemon *d, const char *name)
 static int
 flows_install(struct dif *f, struct flow_table *t, struct daqiri_err *err)
 {
-	for (int q = 0; q < f->nworkers; q++) {
-		int rc = worker_set_flows(f->workers[q], t);
-
-		if (rc == -EBUSY) {
-			/* Workers already switched keep the new table, which is
-			 * what the next attempt installs too. */
+	/* All or none: no worker may still be taking the previous change. */
+	for (int q = 0; q < f->nworkers; q++)
+		if (worker_flows_busy(f->workers[q])) {
 			flow_table_free(t);
 			return daqiri_err_set(err, DAQIRI_ST_BUSY, "interface "
 			    "'%s' is still taking the previous flow change; try "
 			    "again", f->ifc->name), DAQIRI_ST_BUSY;
 		}
+	for (int q = 0; q < f->nworkers; q++) {
+		int rc = worker_set_flows(f->workers[q], t);
+
 		if (rc != 0) {
 			flow_table_free(t);
 			return rc;

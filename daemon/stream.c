@@ -104,7 +104,11 @@ struct stream {
 	uint32_t npub;			/* buffers held by consumers */
 	struct sub *subs[STREAM_MAX_SUBS];
 	int nsubs;
-	uint32_t rr;			/* round-robin cursor of shared groups */
+	struct {
+		char name[DAQIRI_NAME_MAX];
+		uint32_t next;		/* member to try first */
+	} groups[STREAM_MAX_SUBS];	/* shared groups' round-robin cursors */
+	int ngroups;
 	struct stream_counters ctr;
 
 	/* main -> worker commands */
@@ -210,6 +214,42 @@ sub_drop_from_list(struct stream *s, int k)
 	s->subs[s->nsubs] = NULL;
 }
 
+/* u missed a tensor; the stream's count only ever grows. */
+static void
+note_overrun(struct stream *s, struct sub *u)
+{
+	atomic_fetch_add_explicit(&u->overruns, 1, memory_order_relaxed);
+	s->ctr.overruns++;
+}
+
+/* The round-robin cursor of shared group name (made on first use). */
+static uint32_t *
+group_cursor(struct stream *s, const char *name)
+{
+	for (int g = 0; g < s->ngroups; g++)
+		if (strcmp(s->groups[g].name, name) == 0)
+			return &s->groups[g].next;
+	if (s->ngroups == STREAM_MAX_SUBS) {
+		/* Forget groups nobody is in: the groups with members, this
+		 * one among them, are at most the STREAM_MAX_SUBS subscribers. */
+		int n = 0;
+
+		for (int g = 0; g < s->ngroups; g++)
+			for (int k = 0; k < s->nsubs; k++)
+				if (s->subs[k]->mode == DAQIRI_SUB_SHARED &&
+				    strcmp(s->subs[k]->group,
+				    s->groups[g].name) == 0) {
+					s->groups[n++] = s->groups[g];
+					break;
+				}
+		s->ngroups = n;
+	}
+	snprintf(s->groups[s->ngroups].name, sizeof(s->groups[0].name), "%s",
+	    name);
+	s->groups[s->ngroups].next = 0;
+	return &s->groups[s->ngroups++].next;
+}
+
 /* Try to hand tensor d to u: 1 delivered, 0 missed (overrun), -1 broken. */
 static int
 deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
@@ -218,12 +258,12 @@ deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 	int rc;
 
 	if (u->nheld >= u->max_held) {
-		atomic_fetch_add_explicit(&u->overruns, 1, memory_order_relaxed);
+		note_overrun(s, u);
 		return 0;
 	}
 	rc = daqiri_comp_push(&u->ring, d);
 	if (rc == -ENOSPC) {
-		atomic_fetch_add_explicit(&u->overruns, 1, memory_order_relaxed);
+		note_overrun(s, u);
 		return 0;
 	}
 	if (rc < 0) {
@@ -274,12 +314,12 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 		if (deliver(s, u, &d) > 0)
 			refs++;
 	}
-	/* Each shared group gives it to one member with room, round robin;
-	 * a group where nobody has room counts one overrun on the member
-	 * whose turn it was. */
+	/* Each shared group gives it to one member with room, round robin
+	 * from the member after the last one served; a group where nobody
+	 * has room counts one overrun on the member whose turn it was. */
 	for (int k = 0; k < s->nsubs; k++) {
-		struct sub *first = s->subs[k];
-		struct sub *pick = NULL, *turn = NULL;
+		struct sub *first = s->subs[k], *m[STREAM_MAX_SUBS];
+		uint32_t nm = 0, *cur;
 		bool seen = false;
 
 		if (first->mode != DAQIRI_SUB_SHARED)
@@ -289,26 +329,31 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 			    strcmp(s->subs[j]->group, first->group) == 0;
 		if (seen)
 			continue;	/* group handled at its first member */
-		for (int n = 0; n < s->nsubs && pick == NULL; n++) {
-			struct sub *u = s->subs[(s->rr + (uint32_t)n) %
-			    (uint32_t)s->nsubs];
+		for (int j = k; j < s->nsubs; j++)
+			if (s->subs[j]->mode == DAQIRI_SUB_SHARED &&
+			    strcmp(s->subs[j]->group, first->group) == 0 &&
+			    atomic_load_explicit(&s->subs[j]->state,
+			    memory_order_relaxed) == SUB_ACTIVE)
+				m[nm++] = s->subs[j];
+		if (nm == 0)
+			continue;
+		cur = group_cursor(s, first->group);
+		for (uint32_t j = 0; j <= nm; j++) {
+			struct sub *u;
 
-			if (u->mode != DAQIRI_SUB_SHARED ||
-			    strcmp(u->group, first->group) != 0)
-				continue;
-			if (turn == NULL)
-				turn = u;
-			if (sub_can_take(u))
-				pick = u;
+			if (j == nm) {
+				note_overrun(s, m[*cur % nm]);
+				break;
+			}
+			u = m[(*cur + j) % nm];
+			if (sub_can_take(u)) {
+				*cur = (*cur + j + 1) % nm;
+				if (deliver(s, u, &d) > 0)
+					refs++;
+				break;
+			}
 		}
-		if (pick != NULL) {
-			if (deliver(s, pick, &d) > 0)
-				refs++;
-		} else if (turn != NULL)
-			atomic_fetch_add_explicit(&turn->overruns, 1,
-			    memory_order_relaxed);
 	}
-	s->rr++;
 
 	if (refs == 0) {
 		s->ctr.unseen++;
@@ -401,10 +446,6 @@ snapshot(struct stream *s)
 	s->ctr.free_bufs = s->nfree;
 	s->ctr.open_bufs = s->nlent;
 	s->ctr.held_bufs = s->npub;
-	s->ctr.overruns = 0;
-	for (int k = 0; k < s->nsubs; k++)
-		s->ctr.overruns += atomic_load_explicit(&s->subs[k]->overruns,
-		    memory_order_relaxed);
 
 	atomic_store_explicit(&s->snap_seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
@@ -435,7 +476,19 @@ stream_service(struct stream *s, uint64_t now_ns)
 		reorder_poll(s->plan, now_ns);
 	else
 		raw_poll(s->raw, now_ns);
+}
+
+void
+stream_publish_counters(struct stream *s)
+{
 	snapshot(s);
+}
+
+uint64_t
+stream_packets_in(const struct stream *s)
+{
+	return s->plan != NULL ? reorder_counters(s->plan)->packets_in :
+	    raw_counters(s->raw)->packets_in;
 }
 
 uint64_t

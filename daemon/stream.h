@@ -71,8 +71,12 @@ struct reorder_plan *stream_plan(struct stream *s);
 /* Worker side. Feed one burst of packets belonging to this stream. */
 void stream_burst(struct stream *s, const struct reorder_pkt *pkts,
 		  unsigned n, uint64_t now_ns);
-/* Worker side, once per loop: deadlines, releases, commands, snapshot. */
+/* Worker side, once per loop: deadlines, releases, commands. */
 void stream_service(struct stream *s, uint64_t now_ns);
+/* Worker side: make the counters visible to stream_snapshot(). */
+void stream_publish_counters(struct stream *s);
+/* Worker side: packets_in right now (reorder or raw). */
+uint64_t stream_packets_in(const struct stream *s);
 /* Nearest deadline of the stream's plan (UINT64_MAX = none). */
 uint64_t stream_next_deadline(const struct stream *s);
 /* Worker side at stop: publish what is open. */

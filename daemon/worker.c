@@ -62,6 +62,7 @@ struct worker {
 
 	struct worker_counters ctr;
 	struct flow_stats fstats;
+	uint64_t last_snap_ns;
 	struct engine_frame frames[ENGINE_MAX_BURST];
 
 	_Atomic uint32_t snap_seq;
@@ -75,6 +76,11 @@ snapshot(struct worker *w)
 
 	w->ctr.matched = w->fstats.matched;
 	w->ctr.unmatched = w->fstats.unmatched;
+	w->ctr.streams_packets_in = 0;
+	for (int k = 0; k < w->nws; k++) {
+		stream_publish_counters(w->ws[k].s);
+		w->ctr.streams_packets_in += stream_packets_in(w->ws[k].s);
+	}
 	w->eng->ops->stats(w->q, &w->ctr.engine);
 	atomic_store_explicit(&w->snap_seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
@@ -131,7 +137,7 @@ take_flow_change(struct worker *w)
 	struct flow_table *t;
 	int *r;
 
-	fc = atomic_exchange_explicit(&w->pending, NULL, memory_order_acquire);
+	fc = atomic_load_explicit(&w->pending, memory_order_acquire);
 	if (fc == NULL)
 		return;
 	t = w->flows;
@@ -140,7 +146,10 @@ take_flow_change(struct worker *w)
 	w->rule_stream = fc->rule_stream;
 	fc->flows = t;
 	fc->rule_stream = r;
+	/* The old pair is handed back before pending clears: whoever sees
+	 * pending empty also sees it to free. */
 	atomic_store_explicit(&w->retired, fc, memory_order_release);
+	atomic_store_explicit(&w->pending, NULL, memory_order_release);
 }
 
 static void *
@@ -195,7 +204,12 @@ worker_main(void *arg)
 			(void)!read(w->wake_fd, &drain, sizeof(drain));
 		for (int k = 0; k < w->nws; k++)
 			stream_service(w->ws[k].s, now);
-		snapshot(w);
+		/* Counters for the main thread: when idle, else at most every
+		 * WORKER_SNAP_NS (reading the engine's may be a syscall). */
+		if (n <= 0 || now - w->last_snap_ns >= WORKER_SNAP_NS) {
+			snapshot(w);
+			w->last_snap_ns = now;
+		}
 	}
 	now = daqiri_mono_ns();
 	for (int k = 0; k < w->nws; k++) {
@@ -242,6 +256,12 @@ make_routes(const struct worker *w, const struct flow_table *t)
 		    w->local[j] >= 0 ? w->local[j] : ROUTE_MISROUTED;
 	}
 	return rs;
+}
+
+bool
+worker_flows_busy(struct worker *w)
+{
+	return atomic_load_explicit(&w->pending, memory_order_acquire) != NULL;
 }
 
 int
@@ -317,10 +337,12 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	w->flows = flow_table_clone(flows, 0);
 	w->wake_fd = -1;
 	if (w->q == NULL || w->flows == NULL) {
+		int rc = w->q == NULL ? -EINVAL : -ENOMEM;
+
 		snprintf(err, errlen, "queue '%s': %s", w->name, w->q == NULL ?
 		    "the engine has no such queue" : "out of memory");
 		worker_destroy(w);
-		return w->q == NULL ? -EINVAL : -ENOMEM;
+		return rc;
 	}
 
 	/* The streams this queue owns. */
@@ -333,6 +355,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	}
 	w->ws = calloc((size_t)w->nws + 1, sizeof(*w->ws));
 	if (w->ws == NULL) {
+		snprintf(err, errlen, "queue '%s': out of memory", w->name);
 		worker_destroy(w);
 		return -ENOMEM;
 	}
@@ -349,6 +372,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	}
 	w->rule_stream = make_routes(w, w->flows);
 	if (w->rule_stream == NULL) {
+		snprintf(err, errlen, "queue '%s': out of memory", w->name);
 		worker_destroy(w);
 		return -ENOMEM;
 	}
@@ -445,6 +469,7 @@ worker_stats_json(struct worker *w, cJSON *o)
 #define F(x) { #x, offsetof(struct worker_counters, x) }
 		F(rx_packets), F(rx_bytes), F(matched), F(unmatched),
 		F(no_stream), F(misrouted), F(bursts), F(rx_errors),
+		F(streams_packets_in),
 #undef F
 #define E(x) { "engine_" #x, offsetof(struct worker_counters, engine.x) }
 		E(rx_packets), E(kernel_drops), E(truncated), E(errors),

@@ -8,6 +8,7 @@
 #ifndef DAQIRI_WORKER_H
 #define DAQIRI_WORKER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -19,6 +20,8 @@
 /* Longest a worker sleeps without looking at its commands and counters. */
 #define WORKER_IDLE_NS		(50u * 1000u * 1000u)
 #define WORKER_MAX_STREAMS	CFG_MAX_REORDERS
+/* Longest the counters the main thread reads lag behind while busy. */
+#define WORKER_SNAP_NS		(1000u * 1000u)
 
 /* A worker's own counters (its interface's share of them). Per interface:
  * rx_packets = sum over its streams of packets_in + unmatched + no_stream
@@ -32,6 +35,8 @@ struct worker_counters {
 	uint64_t misrouted;		/* a stream another queue's worker owns */
 	uint64_t bursts;
 	uint64_t rx_errors;		/* failed rx_burst calls */
+	uint64_t streams_packets_in;	/* its streams' packets_in, taken at
+					 * the same instant as the rest */
 	struct engine_stats engine;
 };
 
@@ -57,6 +62,8 @@ int worker_create(struct worker **out, const struct cfg_interface *ifc,
  * yet, -ENOMEM. Main thread only.
  */
 int worker_set_flows(struct worker *w, const struct flow_table *t);
+/* True while the previous flow change is not taken yet. */
+bool worker_flows_busy(struct worker *w);
 /* Free the tables the worker has let go of (main thread, periodically). */
 void worker_reap(struct worker *w);
 

@@ -54,6 +54,9 @@ expect_eq "missing slots = sim dropped (both runs)" "$(sstat .reorder.missing_sl
 kill -TERM "$HOLD"
 wait_gone "$HOLD"
 expect_eq "holder popped" "$(kv "$T/hold.out" got)" "$MAXH"
+wait_consumers "[.consumers[] | select(.pid == $HOLD)] | length == 0" 5
+expect_eq "stream overruns stay when the holder leaves (a counter)" \
+	"$(sstat .handoff.overruns)" $((60 - MAXH))
 kill -TERM "$GOOD"
 wait_gone "$GOOD"
 expect_eq "good consumer exit" "$GONE_RC" 0
@@ -87,5 +90,23 @@ expect_eq "other member got" "$(kv "$T/ggood.out" got)" $((30 - MAXH))
 wait_gone "$GHOLD"
 expect_eq "holding member popped" "$(kv "$T/ghold.out" got)" "$MAXH"
 wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.free_bufs == $NBUFS"
+
+note "shared group of two that keep up, beside two broadcast subscribers: each member gets half"
+wait_consumers '.consumers | length == 0' 5
+for who in b1 b2 s1 s2; do
+	case $who in s*) g="--group g2" ;; *) g="" ;; esac
+	# shellcheck disable=SC2086
+	bg "$BUILD/tests/good-consumer" -s "$SOCK" $g --max-held 16 "$STREAM" > "$T/$who.out"
+	eval "PID_$who=\$LAST_PID"
+	wait_line "$T/$who.out" '^subscribed'
+done
+pub0=$(sstat .handoff.published)
+run_sim --batches 40 --rate 10kpps --quiet
+wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.published == $((pub0 + 40)) and .handoff.open_bufs == 0"
+wait_consumers "[.consumers[] | select(.mode == \"shared\") | .released] | add == 40"
+expect_eq "broadcast b1 delivered" "$(consumer "$PID_b1" delivered)" 40
+expect_eq "broadcast b2 delivered" "$(consumer "$PID_b2" delivered)" 40
+expect_eq "member s1 delivered (round robin)" "$(consumer "$PID_s1" delivered)" 20
+expect_eq "member s2 delivered (round robin)" "$(consumer "$PID_s2" delivered)" 20
 stop_daemon
 echo "ok"
