@@ -29,7 +29,11 @@
 #include "raw.h"
 #include "reorder_cuda.h"
 #include "ring.h"
+#include "seqlock.h"
 #include "stream.h"
+
+_Static_assert(sizeof(struct stream_counters) % sizeof(uint64_t) == 0,
+    "struct stream_counters is made of uint64_t only (seqlock copies)");
 
 enum buf_state { BUF_FREE, BUF_LENT, BUF_PUBLISHED };
 
@@ -123,7 +127,7 @@ struct stream {
 	int nall;
 
 	/* seqlock snapshot, written by the worker */
-	_Atomic uint32_t snap_seq;
+	struct seqlock snap_lock;
 	struct reorder_counters snap_rc;
 	struct raw_counters snap_raw;
 	struct stream_counters snap_sc;
@@ -441,20 +445,22 @@ run_commands(struct stream *s)
 static void
 snapshot(struct stream *s)
 {
-	uint32_t seq = atomic_load_explicit(&s->snap_seq, memory_order_relaxed);
-
 	s->ctr.free_bufs = s->nfree;
 	s->ctr.open_bufs = s->nlent;
 	s->ctr.held_bufs = s->npub;
 
-	atomic_store_explicit(&s->snap_seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
+	seqlock_write_begin(&s->snap_lock);
 	if (s->plan != NULL)
-		s->snap_rc = *reorder_counters(s->plan);
+		seqlock_copy((uint64_t *)&s->snap_rc,
+		    (const uint64_t *)reorder_counters(s->plan),
+		    SEQLOCK_WORDS(s->snap_rc));
 	else
-		s->snap_raw = *raw_counters(s->raw);
-	s->snap_sc = s->ctr;
-	atomic_store_explicit(&s->snap_seq, seq + 2, memory_order_release);
+		seqlock_copy((uint64_t *)&s->snap_raw,
+		    (const uint64_t *)raw_counters(s->raw),
+		    SEQLOCK_WORDS(s->snap_raw));
+	seqlock_copy((uint64_t *)&s->snap_sc, (const uint64_t *)&s->ctr,
+	    SEQLOCK_WORDS(s->snap_sc));
+	seqlock_write_end(&s->snap_lock);
 }
 
 void
@@ -536,19 +542,20 @@ static void
 stream_snapshot_all(struct stream *m, struct reorder_counters *rc,
 		    struct raw_counters *raw, struct stream_counters *sc)
 {
-	uint32_t a, b;
+	uint32_t v;
 
 	do {
-		a = atomic_load_explicit(&m->snap_seq, memory_order_acquire);
+		v = seqlock_read_begin(&m->snap_lock);
 		if (rc != NULL)
-			*rc = m->snap_rc;
+			seqlock_copy((uint64_t *)rc,
+			    (const uint64_t *)&m->snap_rc, SEQLOCK_WORDS(*rc));
 		if (raw != NULL)
-			*raw = m->snap_raw;
+			seqlock_copy((uint64_t *)raw,
+			    (const uint64_t *)&m->snap_raw, SEQLOCK_WORDS(*raw));
 		if (sc != NULL)
-			*sc = m->snap_sc;
-		atomic_thread_fence(memory_order_acquire);
-		b = atomic_load_explicit(&m->snap_seq, memory_order_relaxed);
-	} while ((a & 1) != 0 || a != b);
+			seqlock_copy((uint64_t *)sc,
+			    (const uint64_t *)&m->snap_sc, SEQLOCK_WORDS(*sc));
+	} while (seqlock_read_retry(&m->snap_lock, v));
 }
 
 void

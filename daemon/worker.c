@@ -19,7 +19,11 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "seqlock.h"
 #include "worker.h"
+
+_Static_assert(sizeof(struct worker_counters) % sizeof(uint64_t) == 0,
+    "struct worker_counters is made of uint64_t only (seqlock copies)");
 
 #define ROUTE_NO_STREAM		(-1)
 #define ROUTE_MISROUTED		(-2)
@@ -65,15 +69,13 @@ struct worker {
 	uint64_t last_snap_ns;
 	struct engine_frame frames[ENGINE_MAX_BURST];
 
-	_Atomic uint32_t snap_seq;
+	struct seqlock snap_lock;
 	struct worker_counters snap;
 };
 
 static void
 snapshot(struct worker *w)
 {
-	uint32_t seq = atomic_load_explicit(&w->snap_seq, memory_order_relaxed);
-
 	w->ctr.matched = w->fstats.matched;
 	w->ctr.unmatched = w->fstats.unmatched;
 	w->ctr.streams_packets_in = 0;
@@ -82,23 +84,22 @@ snapshot(struct worker *w)
 		w->ctr.streams_packets_in += stream_packets_in(w->ws[k].s);
 	}
 	w->eng->ops->stats(w->q, &w->ctr.engine);
-	atomic_store_explicit(&w->snap_seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	w->snap = w->ctr;
-	atomic_store_explicit(&w->snap_seq, seq + 2, memory_order_release);
+	seqlock_write_begin(&w->snap_lock);
+	seqlock_copy((uint64_t *)&w->snap, (const uint64_t *)&w->ctr,
+	    SEQLOCK_WORDS(w->snap));
+	seqlock_write_end(&w->snap_lock);
 }
 
 void
 worker_snapshot(struct worker *w, struct worker_counters *out)
 {
-	uint32_t a, b;
+	uint32_t v;
 
 	do {
-		a = atomic_load_explicit(&w->snap_seq, memory_order_acquire);
-		*out = w->snap;
-		atomic_thread_fence(memory_order_acquire);
-		b = atomic_load_explicit(&w->snap_seq, memory_order_relaxed);
-	} while ((a & 1) != 0 || a != b);
+		v = seqlock_read_begin(&w->snap_lock);
+		seqlock_copy((uint64_t *)out, (const uint64_t *)&w->snap,
+		    SEQLOCK_WORDS(*out));
+	} while (seqlock_read_retry(&w->snap_lock, v));
 }
 
 /* Route one burst's frames to their streams. */
