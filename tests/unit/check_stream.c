@@ -1,0 +1,1228 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for daemon/stream.c as the RX worker and a consumer see it,
+ * in one process: subscriptions with their real memfds and rings, tensors
+ * read through the read-only mappings, broadcast and shared delivery,
+ * overruns, bad release rings, unsubscribe, no-buffer drops, a raw
+ * stream, and the JSON views.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "mem.h"
+#include "raw.h"
+#include "ring.h"
+#include "stream.h"
+
+#define PPB		8
+#define PAYLOAD		16
+#define HDR		4
+#define FRAME		(HDR + PAYLOAD)
+#define T0		1000000000ull	/* receive time base, ns */
+#define ERRLEN		256
+
+/* ------------------------------------------------------------------ */
+/* The stream under test. */
+
+struct fix {
+	struct cfg_region cr;
+	struct mem_region region;
+	struct cfg_reorder r;
+	struct cfg_interface *ifc;
+	struct stream *s;
+	uint32_t nbufs;
+};
+
+static void
+fix_init(struct fix *f, uint32_t nbufs, uint32_t timeout_us)
+{
+	char err[ERRLEN] = "";
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	f->nbufs = nbufs;
+	snprintf(f->cr.name, sizeof(f->cr.name), "tensors");
+	f->cr.kind = CFG_MEM_HOST;
+	f->cr.num_bufs = nbufs;
+	f->cr.buf_size = PPB * PAYLOAD;
+	rc = mem_region_create(&f->cr, &f->region, err, sizeof(err));
+	ck_assert_msg(rc == 0, "mem_region_create: %s", err);
+
+	snprintf(f->r.name, sizeof(f->r.name), "r0");
+	f->r.type = CFG_REORDER_CPU;
+	f->r.region_idx = 0;
+	snprintf(f->r.region_name, sizeof(f->r.region_name), "tensors");
+	f->r.payload_byte_offset = HDR;
+	f->r.payload_bytes = PAYLOAD;
+	f->r.slot_bytes = PAYLOAD;
+	f->r.method = CFG_METHOD_SEQ_PACKETS_PER_BATCH;
+	f->r.seq.bit_offset = 0;
+	f->r.seq.bit_width = 32;
+	f->r.packets_per_batch = PPB;
+	f->r.window = 4;
+	f->r.fill = CFG_FILL_ZERO;
+	f->r.timeout_us = timeout_us;
+
+	f->ifc = calloc(1, sizeof(*f->ifc));
+	ck_assert_ptr_nonnull(f->ifc);
+	snprintf(f->ifc->name, sizeof(f->ifc->name), "eth0");
+	rc = stream_create(&f->s, f->ifc, &f->r, &f->region, NULL, err,
+	    sizeof(err));
+	ck_assert_msg(rc == 0, "stream_create: %s", err);
+	ck_assert_str_eq(stream_name(f->s), "eth0/r0");
+}
+
+static void
+fix_fini(struct fix *f)
+{
+	stream_destroy(f->s);
+	mem_region_destroy(&f->region);
+	free(f->ifc);
+}
+
+/* Counters as main sees them, with the accounting invariant checked. */
+static void
+counters(struct fix *f, struct reorder_counters *rc, struct stream_counters *sc)
+{
+	stream_publish_counters(f->s);
+	stream_snapshot(f->s, rc, sc);
+	ck_assert_uint_eq(rc->packets_in, rc->placed + rc->duplicate +
+	    rc->late + rc->malformed + rc->no_buffer_packets);
+	ck_assert_uint_eq(sc->free_bufs + sc->held_bufs + sc->open_bufs,
+	    f->nbufs);
+}
+
+/* Payload byte i of the packet with sequence number seq. */
+static uint8_t
+pay(uint32_t seq, uint32_t i)
+{
+	return (uint8_t)(seq * 13u + i * 5u + 3u);
+}
+
+/* Send the slots of batch b set in mask (bit s = slot s), in order. */
+static void
+feed(struct fix *f, uint32_t b, uint32_t mask, uint64_t rx_ns)
+{
+	static uint8_t fr[PPB][FRAME];
+	struct reorder_pkt k[PPB];
+	unsigned n = 0;
+
+	for (uint32_t s = 0; s < PPB; s++) {
+		uint32_t seq = b * PPB + s;
+
+		if (!(mask & (1u << s)))
+			continue;
+		fr[n][0] = (uint8_t)(seq >> 24);
+		fr[n][1] = (uint8_t)(seq >> 16);
+		fr[n][2] = (uint8_t)(seq >> 8);
+		fr[n][3] = (uint8_t)seq;
+		for (uint32_t i = 0; i < PAYLOAD; i++)
+			fr[n][HDR + i] = pay(seq, i);
+		k[n].hdr = fr[n];
+		k[n].hdr_len = FRAME;
+		k[n].payload = NULL;
+		k[n].payload_len = 0;
+		k[n].rx_ns = rx_ns + s;
+		n++;
+	}
+	stream_burst(f->s, k, n, rx_ns + PPB);
+}
+
+#define ALL	((1u << PPB) - 1)
+
+/* ------------------------------------------------------------------ */
+/* A consumer: the four fds, the ring attached, the memory mapped. */
+
+struct cons {
+	struct daqiri_sub_info info;
+	int fds[DAQIRI_SUB_MAX_FDS];
+	int nfds;
+	void *ring_mem;
+	struct daqiri_ring ring;
+	const uint8_t *tensors;
+	const uint8_t *bitmaps;
+	size_t bitmaps_len;
+	uint64_t conn_id;
+	uint32_t sub_id;
+};
+
+static int
+subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
+	  const char *group, uint32_t max_held, uint64_t conn_id,
+	  uint32_t sub_id)
+{
+	struct daqiri_sub_req req;
+	struct control_peer peer;
+	struct daqiri_err err;
+	void *m;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	memset(&req, 0, sizeof(req));
+	memset(&peer, 0, sizeof(peer));
+	memset(&err, 0, sizeof(err));
+	snprintf(req.stream, sizeof(req.stream), "%s", stream_name(f->s));
+	req.mode = mode;
+	snprintf(req.group, sizeof(req.group), "%s", group);
+	req.max_held = max_held;
+	peer.conn_id = conn_id;
+	peer.pid = 4000 + (pid_t)sub_id;
+	peer.uid = 1000;
+	c->conn_id = conn_id;
+	c->sub_id = sub_id;
+	for (int k = 0; k < DAQIRI_SUB_MAX_FDS; k++)
+		c->fds[k] = -1;
+	rc = stream_subscribe(f->s, &req, &peer, sub_id, &c->info, c->fds,
+	    &c->nfds, &err);
+	if (rc != 0)
+		return rc;
+	ck_assert_int_eq(c->nfds, 4);
+	ck_assert_int_eq(daqiri_sub_info_check(&c->info, &err), 0);
+
+	m = mmap(NULL, c->info.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    c->fds[2], 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	c->ring_mem = m;
+	ck_assert_int_eq(daqiri_ring_attach(&c->ring, m, c->info.ring_bytes), 0);
+	m = mmap(NULL, c->info.map_bytes, PROT_READ, MAP_SHARED, c->fds[0], 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	c->tensors = m;
+	c->bitmaps_len = (size_t)c->info.nbufs * c->info.bitmap_bytes;
+	m = mmap(NULL, c->bitmaps_len, PROT_READ, MAP_SHARED, c->fds[1], 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	c->bitmaps = m;
+	return 0;
+}
+
+static void
+cons_close(struct cons *c)
+{
+	if (c->ring_mem != NULL)
+		munmap(c->ring_mem, c->info.ring_bytes);
+	if (c->tensors != NULL)
+		munmap((void *)c->tensors, c->info.map_bytes);
+	if (c->bitmaps != NULL)
+		munmap((void *)c->bitmaps, c->bitmaps_len);
+	for (int k = 0; k < c->nfds; k++)
+		if (c->fds[k] >= 0)
+			close(c->fds[k]);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Pop one descriptor: 1 with *d, 0 when empty. */
+static int
+pop(struct cons *c, struct daqiri_desc *d)
+{
+	int rc = daqiri_comp_pop(&c->ring, d);
+
+	ck_assert_int_ge(rc, 0);
+	return rc;
+}
+
+static void
+release(struct cons *c, uint32_t idx)
+{
+	ck_assert_int_eq(daqiri_rel_push(&c->ring, idx), 0);
+}
+
+static const uint8_t *
+tensor_of(const struct cons *c, uint32_t idx)
+{
+	return c->tensors + c->info.buf_offset + (uint64_t)idx *
+	    c->info.buf_stride;
+}
+
+static uint64_t
+bitmap_of(const struct cons *c, uint32_t idx)
+{
+	uint64_t v;
+
+	memcpy(&v, c->bitmaps + (size_t)idx * c->info.bitmap_bytes, sizeof(v));
+	return v;
+}
+
+/* d is batch b with the slots of mask, bytes and bitmap as sent (missing
+ * slots zero-filled). */
+static void
+check_tensor(const struct cons *c, const struct daqiri_desc *d, uint32_t b,
+	     uint32_t mask)
+{
+	const uint8_t *t;
+
+	ck_assert_uint_lt(d->buf_index, c->info.nbufs);
+	ck_assert_uint_eq(d->batch_id, b);
+	ck_assert_uint_eq(d->packets_expected, PPB);
+	ck_assert_uint_eq(d->packets_received, __builtin_popcount(mask));
+	ck_assert_uint_eq(d->bytes, PPB * PAYLOAD);
+	ck_assert_uint_eq(bitmap_of(c, d->buf_index), mask);
+	t = tensor_of(c, d->buf_index);
+	for (uint32_t s = 0; s < PPB; s++)
+		for (uint32_t i = 0; i < PAYLOAD; i++)
+			ck_assert_msg(t[s * PAYLOAD + i] == (mask & (1u << s) ?
+			    pay(b * PPB + s, i) : 0),
+			    "batch %u slot %u byte %u", b, s, i);
+}
+
+/* The consumers_json record of sub_id (conn_id), field name. */
+static double
+sub_field(struct fix *f, uint64_t conn_id, uint32_t sub_id, const char *name)
+{
+	cJSON *arr = cJSON_CreateArray(), *o, *v;
+	double r = -1;
+
+	ck_assert_int_eq(stream_consumers_json(f->s, arr), 0);
+	cJSON_ArrayForEach(o, arr) {
+		if (cJSON_GetObjectItem(o, "conn")->valuedouble != (double)conn_id ||
+		    cJSON_GetObjectItem(o, "sub_id")->valuedouble != sub_id)
+			continue;
+		v = cJSON_GetObjectItem(o, name);
+		ck_assert_ptr_nonnull(v);
+		r = cJSON_IsNumber(v) ? v->valuedouble : 0;
+	}
+	cJSON_Delete(arr);
+	return r;
+}
+
+static const char *
+sub_state(struct fix *f, uint64_t conn_id, uint32_t sub_id, char *buf,
+	  size_t len)
+{
+	cJSON *arr = cJSON_CreateArray(), *o;
+
+	snprintf(buf, len, "(none)");
+	ck_assert_int_eq(stream_consumers_json(f->s, arr), 0);
+	cJSON_ArrayForEach(o, arr)
+		if (cJSON_GetObjectItem(o, "conn")->valuedouble == (double)conn_id &&
+		    cJSON_GetObjectItem(o, "sub_id")->valuedouble == sub_id)
+			snprintf(buf, len, "%s",
+			    cJSON_GetStringValue(cJSON_GetObjectItem(o, "state")));
+	cJSON_Delete(arr);
+	return buf;
+}
+
+struct reaped {
+	int n;
+	uint64_t conn_id;
+	uint32_t sub_id;
+	char why[256];
+};
+
+static void
+reap_cb(void *ctx, uint64_t conn_id, uint32_t sub_id, const char *why)
+{
+	struct reaped *r = ctx;
+
+	r->n++;
+	r->conn_id = conn_id;
+	r->sub_id = sub_id;
+	snprintf(r->why, sizeof(r->why), "%s", why);
+}
+
+/* ------------------------------------------------------------------ */
+
+/* (1) Broadcast: every tensor, right bytes and bitmap; buffers return. */
+START_TEST(test_broadcast_delivers_all)
+{
+	struct fix f;
+	struct cons c;
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	uint64_t ev = 0;
+	void *w;
+
+	fix_init(&f, 4, 0);
+	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
+	ck_assert_uint_eq(c.info.kind, DAQIRI_STREAM_REORDER);
+	ck_assert_uint_eq(c.info.mem_kind, DAQIRI_MEM_HOST);
+	ck_assert_uint_eq(c.info.nbufs, 4);
+	ck_assert_uint_eq(c.info.ppb, PPB);
+	ck_assert_uint_eq(c.info.slot_bytes, PAYLOAD);
+	ck_assert_uint_eq(c.info.tensor_bytes, PPB * PAYLOAD);
+	ck_assert_uint_eq(c.info.max_held, 4);
+	ck_assert_uint_ge(c.info.ring_depth, 4);
+	/* the tensor fd is read-only: no writable shared mapping */
+	w = mmap(NULL, c.info.map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    c.fds[0], 0);
+	ck_assert_ptr_eq(w, MAP_FAILED);
+
+	/* before the worker runs the ADD, a tensor reaches nobody */
+	feed(&f, 0, ALL, T0);
+	ck_assert_int_eq(pop(&c, &d), 0);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.published, 1);
+	ck_assert_uint_eq(sc.unseen, 1);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+
+	stream_service(f.s, T0);
+	for (uint32_t b = 1; b <= 10; b++) {
+		feed(&f, b, ALL, T0 + b * 1000);
+		stream_service(f.s, T0 + b * 1000 + 500);
+		ck_assert_int_eq(pop(&c, &d), 1);
+		ck_assert_uint_eq(d.flags, DAQIRI_F_COMPLETE);
+		ck_assert_uint_eq(d.seq, b);
+		ck_assert_uint_eq(d.first_rx_ns, T0 + b * 1000);
+		ck_assert_uint_eq(d.last_rx_ns, T0 + b * 1000 + PPB - 1);
+		ck_assert_uint_ne(d.publish_ns, 0);
+		check_tensor(&c, &d, b, ALL);
+		ck_assert_int_eq(pop(&c, &d), 0);
+		counters(&f, &rc, &sc);
+		ck_assert_uint_eq(sc.held_bufs, 1);
+		release(&c, d.buf_index);
+		stream_service(f.s, T0 + b * 1000 + 600);
+		counters(&f, &rc, &sc);
+		ck_assert_uint_eq(sc.held_bufs, 0);
+		ck_assert_uint_eq(sc.free_bufs, 4);
+	}
+	ck_assert_int_eq(read(c.fds[3], &ev, sizeof(ev)), (int)sizeof(ev));
+	ck_assert_uint_ge(ev, 1);
+
+	/* a batch with gaps, published at stop: bitmap and zero fill */
+	feed(&f, 11, 0xB7, T0 + 20000);		/* slots 3 and 6 missing */
+	ck_assert_int_eq(pop(&c, &d), 0);
+	stream_flush(f.s, T0 + 21000);
+	ck_assert_int_eq(pop(&c, &d), 1);
+	ck_assert(d.flags & DAQIRI_F_HAS_GAPS);
+	ck_assert(d.flags & DAQIRI_F_FLUSH);
+	ck_assert(!(d.flags & DAQIRI_F_COMPLETE));
+	ck_assert_uint_eq(d.seq, 11);
+	check_tensor(&c, &d, 11, 0xB7);
+	release(&c, d.buf_index);
+	stream_service(f.s, T0 + 22000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.published, 12);
+	ck_assert_uint_eq(sc.delivered, 11);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.overruns, 0);
+	ck_assert_uint_eq(rc.packets_in, 11 * PPB + 6);
+	ck_assert_uint_eq(rc.placed, 11 * PPB + 6);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "delivered"), 11);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "released"), 11);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "held"), 0);
+	cons_close(&c);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (2) A subscriber that never releases overruns once per tensor after
+ * max_held; another broadcast subscriber still sees every tensor. */
+START_TEST(test_broadcast_overruns)
+{
+	struct fix f;
+	struct cons a, b;
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+
+	fix_init(&f, 4, 0);
+	ck_assert_int_eq(subscribe(&f, &a, DAQIRI_SUB_BROADCAST, "", 2, 1, 1), 0);
+	ck_assert_int_eq(subscribe(&f, &b, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
+	stream_service(f.s, T0);
+	for (uint32_t k = 0; k < 8; k++) {
+		uint64_t want = k + 1 > 2 ? k + 1 - 2 : 0;
+
+		feed(&f, k, ALL, T0 + k * 1000);
+		ck_assert_int_eq(pop(&b, &d), 1);
+		ck_assert_uint_eq(d.seq, k);
+		check_tensor(&b, &d, k, ALL);
+		release(&b, d.buf_index);
+		stream_service(f.s, T0 + k * 1000 + 500);
+		counters(&f, &rc, &sc);
+		ck_assert_double_eq(sub_field(&f, 1, 1, "overruns"), (double)want);
+		ck_assert_double_eq(sub_field(&f, 2, 1, "overruns"), 0);
+		ck_assert_uint_eq(sc.overruns, want);
+		ck_assert_uint_eq(sc.held_bufs, k < 2 ? k + 1 : 2);
+	}
+	/* a got exactly the first two, still intact */
+	ck_assert_int_eq(pop(&a, &d), 1);
+	ck_assert_uint_eq(d.seq, 0);
+	check_tensor(&a, &d, 0, ALL);
+	ck_assert_int_eq(pop(&a, &d), 1);
+	ck_assert_uint_eq(d.seq, 1);
+	check_tensor(&a, &d, 1, ALL);
+	ck_assert_int_eq(pop(&a, &d), 0);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "held"), 2);
+	ck_assert_uint_eq(sc.published, 8);
+	ck_assert_uint_eq(sc.delivered, 10);
+	ck_assert_uint_eq(sc.unseen, 0);
+	cons_close(&a);
+	cons_close(&b);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (3) A shared group of two: strict alternation, each tensor once. */
+START_TEST(test_shared_round_robin)
+{
+	struct fix f;
+	struct cons m[2];
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	int last = -1, count[2] = { 0, 0 };
+
+	fix_init(&f, 4, 0);
+	ck_assert_int_eq(subscribe(&f, &m[0], DAQIRI_SUB_SHARED, "g", 4, 1, 1), 0);
+	ck_assert_int_eq(subscribe(&f, &m[1], DAQIRI_SUB_SHARED, "g", 4, 2, 1), 0);
+	ck_assert_str_eq(m[0].info.group, "g");
+	ck_assert_uint_eq(m[1].info.mode, DAQIRI_SUB_SHARED);
+	stream_service(f.s, T0);
+	for (uint32_t k = 0; k < 12; k++) {
+		int who = -1;
+
+		feed(&f, k, ALL, T0 + k * 1000);
+		for (int j = 0; j < 2; j++) {
+			if (pop(&m[j], &d) == 0)
+				continue;
+			ck_assert_msg(who == -1, "tensor %u went to both", k);
+			who = j;
+			ck_assert_uint_eq(d.seq, k);
+			check_tensor(&m[j], &d, k, ALL);
+			release(&m[j], d.buf_index);
+			ck_assert_int_eq(pop(&m[j], &d), 0);
+		}
+		ck_assert_msg(who >= 0, "tensor %u went to nobody", k);
+		ck_assert_msg(who != last, "tensor %u: member %d twice", k, who);
+		last = who;
+		count[who]++;
+		stream_service(f.s, T0 + k * 1000 + 500);
+	}
+	ck_assert_int_eq(count[0], 6);
+	ck_assert_int_eq(count[1], 6);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.published, 12);
+	ck_assert_uint_eq(sc.delivered, 12);
+	ck_assert_uint_eq(sc.overruns, 0);
+	ck_assert_uint_eq(sc.unseen, 0);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	cons_close(&m[0]);
+	cons_close(&m[1]);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (3b) A member without room is skipped; when nobody has room the
+ * tensor is unseen and one overrun is counted. */
+START_TEST(test_shared_skips_full_member)
+{
+	struct fix f;
+	struct cons m[2];
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	int got[2] = { 0, 0 };
+
+	fix_init(&f, 8, 0);
+	ck_assert_int_eq(subscribe(&f, &m[0], DAQIRI_SUB_SHARED, "g", 1, 1, 1), 0);
+	ck_assert_int_eq(subscribe(&f, &m[1], DAQIRI_SUB_SHARED, "g", 3, 2, 1), 0);
+	stream_service(f.s, T0);
+	/* nobody releases: m0 takes 1, m1 takes 3, the fifth finds no room */
+	for (uint32_t k = 0; k < 5; k++)
+		feed(&f, k, ALL, T0 + k * 1000);
+	for (int j = 0; j < 2; j++)
+		while (pop(&m[j], &d) == 1)
+			got[j]++;
+	ck_assert_int_eq(got[0], 1);
+	ck_assert_int_eq(got[1], 3);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.published, 5);
+	ck_assert_uint_eq(sc.delivered, 4);
+	ck_assert_uint_eq(sc.unseen, 1);
+	ck_assert_uint_eq(sc.overruns, 1);
+	ck_assert_uint_eq(sc.held_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	cons_close(&m[0]);
+	cons_close(&m[1]);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (4) Garbage in the release ring cuts that subscriber off, once, and
+ * gives its buffers back; the other one is unaffected. _i picks the kind:
+ * 0 index out of range, 1 index not held, 2 double release, 3 corrupted
+ * rel_head. */
+START_TEST(test_bad_release_ring)
+{
+	struct fix f;
+	struct cons v, o;
+	struct daqiri_desc d0, d1, d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	struct reaped rp;
+	char st[32];
+	uint32_t other;
+
+	fix_init(&f, 4, 0);
+	ck_assert_int_eq(subscribe(&f, &v, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
+	ck_assert_int_eq(subscribe(&f, &o, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);
+	feed(&f, 1, ALL, T0 + 1000);
+	ck_assert_int_eq(pop(&v, &d0), 1);
+	ck_assert_int_eq(pop(&v, &d1), 1);
+	/* the other subscriber releases at once */
+	for (int k = 0; k < 2; k++) {
+		ck_assert_int_eq(pop(&o, &d), 1);
+		release(&o, d.buf_index);
+	}
+	stream_service(f.s, T0 + 2000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.held_bufs, 2);
+
+	switch (_i) {
+	case 0:
+		release(&v, f.nbufs + 5);
+		break;
+	case 1:
+		for (other = 0; other == d0.buf_index || other == d1.buf_index;
+		    other++)
+			;
+		release(&v, other);
+		break;
+	case 2:
+		release(&v, d0.buf_index);
+		stream_service(f.s, T0 + 2500);
+		counters(&f, &rc, &sc);
+		ck_assert_uint_eq(sc.subs_broken, 0);	/* a good release */
+		ck_assert_uint_eq(sc.held_bufs, 1);
+		release(&v, d0.buf_index);
+		break;
+	default: {
+		struct daqiri_ring_shm *h = v.ring_mem;
+
+		atomic_store(&h->rel_head, atomic_load(&h->rel_tail) +
+		    v.info.ring_depth + 5);
+		break;
+	}
+	}
+	stream_service(f.s, T0 + 3000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.subs_broken, 1);
+	ck_assert_uint_eq(sc.held_bufs, 0);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "broken");
+	ck_assert_str_eq(sub_state(&f, 2, 1, st, sizeof(st)), "active");
+
+	memset(&rp, 0, sizeof(rp));
+	stream_reap(f.s, reap_cb, &rp);
+	ck_assert_int_eq(rp.n, 1);
+	ck_assert_uint_eq(rp.conn_id, 1);
+	ck_assert_uint_eq(rp.sub_id, 1);
+	ck_assert_str_ne(rp.why, "");
+	stream_reap(f.s, reap_cb, &rp);
+	ck_assert_int_eq(rp.n, 1);		/* reported once */
+
+	/* the other subscriber goes on; the broken one gets nothing more */
+	feed(&f, 2, ALL, T0 + 4000);
+	ck_assert_int_eq(pop(&o, &d), 1);
+	ck_assert_uint_eq(d.seq, 2);
+	check_tensor(&o, &d, 2, ALL);
+	release(&o, d.buf_index);
+	ck_assert_int_eq(daqiri_comp_pop(&v.ring, &d), 0);
+	stream_service(f.s, T0 + 5000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.delivered, 5);
+	ck_assert_uint_eq(sc.subs_broken, 1);
+
+	/* ending the broken one frees it, without another report */
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 1), 1);
+	stream_service(f.s, T0 + 6000);
+	stream_reap(f.s, reap_cb, &rp);
+	ck_assert_int_eq(rp.n, 1);
+	ck_assert_int_eq(stream_nsubs(f.s), 1);
+	cons_close(&v);
+	cons_close(&o);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (4b) A consumer that corrupts comp_tail is cut off at the next
+ * publish; the tensor still reaches the others. */
+START_TEST(test_bad_completion_ring)
+{
+	struct fix f;
+	struct cons v, o;
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	struct reaped rp;
+	struct daqiri_ring_shm *h;
+	char st[32];
+
+	memset(&rp, 0, sizeof(rp));
+	fix_init(&f, 4, 0);
+	ck_assert_int_eq(subscribe(&f, &v, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
+	ck_assert_int_eq(subscribe(&f, &o, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);
+	ck_assert_int_eq(pop(&o, &d), 1);
+	release(&o, d.buf_index);
+	h = v.ring_mem;
+	atomic_store(&h->comp_tail, atomic_load(&h->comp_head) + 5);
+	stream_service(f.s, T0 + 1000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.subs_broken, 0);
+	ck_assert_uint_eq(sc.held_bufs, 1);	/* v holds tensor 0 */
+	feed(&f, 1, ALL, T0 + 2000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.subs_broken, 1);
+	ck_assert_uint_eq(sc.held_bufs, 1);	/* tensor 1, held by o only */
+	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "broken");
+	ck_assert_int_eq(pop(&o, &d), 1);
+	ck_assert_uint_eq(d.seq, 1);
+	check_tensor(&o, &d, 1, ALL);
+	release(&o, d.buf_index);
+	stream_service(f.s, T0 + 3000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	stream_reap(f.s, reap_cb, &rp);
+	ck_assert_int_eq(rp.n, 1);
+	ck_assert_uint_eq(rp.conn_id, 1);
+	cons_close(&v);
+	cons_close(&o);
+	fix_fini(&f);
+}
+END_TEST
+
+/* Subscription limits: max_held default and clamp, ring depth, the
+ * subscription count, and an unsubscribe before the worker saw it. */
+START_TEST(test_subscribe_limits)
+{
+	struct fix f;
+	static struct cons c[STREAM_MAX_SUBS + 1];
+	struct daqiri_desc d;
+	struct daqiri_sub_req req;
+	struct control_peer peer;
+	struct daqiri_sub_info info;
+	struct daqiri_err err;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	int fds[DAQIRI_SUB_MAX_FDS], nfds = 0;
+
+	fix_init(&f, 8, 0);
+	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 0, 1, 1), 0);
+	ck_assert_uint_eq(c[0].info.max_held, 2);	/* nbufs / 4 */
+	cons_close(&c[0]);
+	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 100, 1, 2), 0);
+	ck_assert_uint_eq(c[0].info.max_held, 8);	/* at most nbufs */
+	ck_assert_uint_ge(c[0].info.ring_depth, 8);
+	cons_close(&c[0]);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 0), 2);
+	stream_service(f.s, T0);
+	stream_reap(f.s, NULL, NULL);
+	ck_assert_int_eq(stream_nsubs(f.s), 0);
+
+	/* subscribed and ended before the worker ran: never delivered to */
+	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 2, 3, 1), 0);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 3, 1), 1);
+	stream_service(f.s, T0 + 1);
+	feed(&f, 0, ALL, T0 + 2);
+	ck_assert_int_eq(pop(&c[0], &d), 0);
+	stream_reap(f.s, NULL, NULL);
+	ck_assert_int_eq(stream_nsubs(f.s), 0);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.unseen, 1);
+	ck_assert_uint_eq(sc.free_bufs, 8);
+	cons_close(&c[0]);
+
+	/* STREAM_MAX_SUBS, then a clear refusal */
+	for (int k = 0; k < STREAM_MAX_SUBS; k++)
+		ck_assert_int_eq(subscribe(&f, &c[k], DAQIRI_SUB_SHARED, "g", 1,
+		    10, (uint32_t)k + 1), 0);
+	memset(&req, 0, sizeof(req));
+	memset(&peer, 0, sizeof(peer));
+	memset(&err, 0, sizeof(err));
+	req.mode = DAQIRI_SUB_BROADCAST;
+	peer.conn_id = 11;
+	ck_assert_int_lt(stream_subscribe(f.s, &req, &peer, 1, &info, fds,
+	    &nfds, &err), 0);
+	ck_assert_int_eq(err.status, DAQIRI_ST_TOO_MANY_CONSUMERS);
+	for (int k = 0; k < nfds; k++)
+		close(fds[k]);
+	stream_service(f.s, T0 + 3);
+	/* 64 members of one group share 8 buffers */
+	for (uint32_t b = 1; b <= 8; b++)
+		feed(&f, b, ALL, T0 + b * 1000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.delivered, 8);
+	ck_assert_uint_eq(sc.held_bufs, 8);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 10, 0), STREAM_MAX_SUBS);
+	stream_service(f.s, T0 + 10000);
+	stream_reap(f.s, NULL, NULL);
+	ck_assert_int_eq(stream_nsubs(f.s), 0);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.free_bufs, 8);
+	for (int k = 0; k < STREAM_MAX_SUBS; k++)
+		cons_close(&c[k]);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (5) Unsubscribe + service + reap frees the subscription and its
+ * buffers; twice is harmless; sub_id 0 ends a whole connection. */
+START_TEST(test_unsubscribe)
+{
+	struct fix f;
+	struct cons a, b1, b2;
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	struct reaped rp;
+	char st[32];
+
+	memset(&rp, 0, sizeof(rp));
+	fix_init(&f, 4, 0);
+	ck_assert_int_eq(subscribe(&f, &a, DAQIRI_SUB_BROADCAST, "", 4, 1, 7), 0);
+	ck_assert_int_eq(subscribe(&f, &b1, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
+	ck_assert_int_eq(subscribe(&f, &b2, DAQIRI_SUB_SHARED, "g", 4, 2, 2), 0);
+	ck_assert_int_eq(stream_nsubs(f.s), 3);
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);
+	feed(&f, 1, ALL, T0 + 1000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.held_bufs, 2);
+
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 7), 1);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 7), 0);	/* again */
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 99), 0);	/* no such */
+	ck_assert_str_eq(sub_state(&f, 1, 7, st, sizeof(st)), "ending");
+	/* b1/b2 still hold both tensors */
+	ck_assert_int_eq(pop(&b1, &d), 1);
+	release(&b1, d.buf_index);
+	ck_assert_int_eq(pop(&b1, &d), 1);
+	release(&b1, d.buf_index);
+	while (pop(&b2, &d) == 1)
+		release(&b2, d.buf_index);
+	stream_service(f.s, T0 + 2000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.held_bufs, 0);	/* a's held ones came back */
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_int_eq(stream_nsubs(f.s), 3);	/* not reaped yet */
+	stream_reap(f.s, reap_cb, &rp);
+	ck_assert_int_eq(stream_nsubs(f.s), 2);
+	ck_assert_int_eq(rp.n, 0);
+	ck_assert_str_eq(sub_state(&f, 1, 7, st, sizeof(st)), "(none)");
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 7), 0);
+	stream_service(f.s, T0 + 2100);
+	stream_reap(f.s, reap_cb, &rp);
+	ck_assert_int_eq(stream_nsubs(f.s), 2);
+
+	/* a new tensor is not delivered to the ended one */
+	feed(&f, 2, ALL, T0 + 3000);
+	ck_assert_int_eq(daqiri_comp_pop(&a.ring, &d), 1);
+	ck_assert_uint_eq(d.seq, 0);		/* what it had, unread */
+	ck_assert_int_eq(daqiri_comp_pop(&a.ring, &d), 1);
+	ck_assert_uint_eq(d.seq, 1);
+	ck_assert_int_eq(daqiri_comp_pop(&a.ring, &d), 0);
+
+	/* connection 2 holding tensors, ended whole with sub_id 0 */
+	ck_assert_int_eq(pop(&b1, &d), 1);
+	ck_assert_uint_eq(d.seq, 2);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 2, 0), 2);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 2, 0), 0);
+	stream_service(f.s, T0 + 4000);
+	stream_reap(f.s, reap_cb, &rp);
+	ck_assert_int_eq(stream_nsubs(f.s), 0);
+	ck_assert_int_eq(rp.n, 0);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.held_bufs, 0);
+	/* with nobody subscribed, tensors are unseen and come straight back */
+	feed(&f, 3, ALL, T0 + 5000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.unseen, 1);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	cons_close(&a);
+	cons_close(&b1);
+	cons_close(&b2);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (6) No free buffer: the batch is dropped whole and counted; the
+ * stream recovers once buffers come back. */
+START_TEST(test_no_buffer)
+{
+	struct fix f;
+	struct cons c;
+	struct daqiri_desc d[4], e;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	const uint64_t tmo = 200 * 1000;	/* timeout_us 200 */
+
+	fix_init(&f, 4, 200);
+	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
+	ck_assert_uint_eq(c.info.max_held, 4);
+	stream_service(f.s, T0);
+	for (uint32_t k = 0; k < 4; k++) {
+		feed(&f, k, ALL, T0 + k * 1000);
+		ck_assert_int_eq(pop(&c, &d[k]), 1);
+		check_tensor(&c, &d[k], k, ALL);
+	}
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.free_bufs, 0);
+	ck_assert_uint_eq(sc.held_bufs, 4);
+
+	feed(&f, 4, ALL, T0 + 10000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(rc.batches_no_buffer, 1);
+	ck_assert_uint_eq(rc.no_buffer_packets, PPB);
+	ck_assert_uint_eq(rc.placed, 4 * PPB);
+	ck_assert_uint_eq(sc.published, 4);
+	ck_assert_int_eq(pop(&c, &e), 0);
+
+	for (uint32_t k = 0; k < 4; k++)
+		release(&c, d[k].buf_index);
+	stream_service(f.s, T0 + 11000);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+
+	/* batch 5 gets a buffer; it waits behind the dropped batch 4 until
+	 * that one's deadline */
+	feed(&f, 5, ALL, T0 + 12000);
+	ck_assert_int_eq(pop(&c, &e), 0);
+	stream_service(f.s, T0 + 10000 + tmo);
+	ck_assert_int_eq(pop(&c, &e), 1);
+	ck_assert_uint_eq(e.seq, 4);
+	ck_assert_uint_eq(e.flags, DAQIRI_F_COMPLETE);
+	check_tensor(&c, &e, 5, ALL);
+	release(&c, e.buf_index);
+	feed(&f, 6, ALL, T0 + 13000);
+	ck_assert_int_eq(pop(&c, &e), 1);
+	ck_assert_uint_eq(e.seq, 5);
+	check_tensor(&c, &e, 6, ALL);
+	release(&c, e.buf_index);
+	stream_service(f.s, T0 + 14000 + tmo);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(rc.batches_no_buffer, 1);
+	ck_assert_uint_eq(rc.no_buffer_packets, PPB);
+	ck_assert_uint_eq(rc.placed, 6 * PPB);
+	ck_assert_uint_eq(sc.published, 6);
+	ck_assert_uint_eq(sc.free_bufs, 4);
+	cons_close(&c);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (7) A raw stream: frames whole, in order, lengths after the bitmap. */
+START_TEST(test_raw_stream)
+{
+	struct cfg_interface *ifc = calloc(1, sizeof(*ifc));
+	struct cfg_queue q;
+	struct stream *s;
+	struct daqiri_sub_req req;
+	struct control_peer peer;
+	struct daqiri_sub_info info;
+	struct daqiri_err err;
+	struct daqiri_ring ring;
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	struct reorder_pkt k[5];
+	uint8_t fr[5][80];
+	const uint32_t lens[5] = { 64, 1, 40, 90, 17 };	/* 90: oversize */
+	const uint8_t *t, *bm;
+	char errs[ERRLEN] = "";
+	int fds[DAQIRI_SUB_MAX_FDS], nfds = 0;
+	void *rm;
+	uint32_t slot = 0, idx;
+	uint64_t bits;
+
+	ck_assert_ptr_nonnull(ifc);
+	snprintf(ifc->name, sizeof(ifc->name), "eth1");
+	memset(&q, 0, sizeof(q));
+	snprintf(q.name, sizeof(q.name), "rawq");
+	q.batch_size = 4;
+	q.timeout_us = 0;
+	ck_assert_msg(stream_create_raw(&s, ifc, &q, 64, errs,
+	    sizeof(errs)) == 0, "stream_create_raw: %s", errs);
+	ck_assert_str_eq(stream_name(s), "eth1/rawq");
+	ck_assert_ptr_null(stream_plan(s));
+
+	memset(&req, 0, sizeof(req));
+	memset(&peer, 0, sizeof(peer));
+	req.mode = DAQIRI_SUB_BROADCAST;
+	req.max_held = 2;
+	peer.conn_id = 3;
+	ck_assert_int_eq(stream_subscribe(s, &req, &peer, 1, &info, fds, &nfds,
+	    &err), 0);
+	ck_assert_int_eq(nfds, 4);
+	ck_assert_uint_eq(info.kind, DAQIRI_STREAM_RAW);
+	ck_assert_uint_eq(info.nbufs, RAW_NBUFS);
+	ck_assert_uint_eq(info.ppb, 4);
+	ck_assert_uint_eq(info.slot_bytes, 64);
+	ck_assert_uint_eq(info.bitmap_bytes, raw_sidecar_bytes(4));
+	rm = mmap(NULL, info.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    fds[2], 0);
+	ck_assert_ptr_ne(rm, MAP_FAILED);
+	ck_assert_int_eq(daqiri_ring_attach(&ring, rm, info.ring_bytes), 0);
+	t = mmap(NULL, info.map_bytes, PROT_READ, MAP_SHARED, fds[0], 0);
+	ck_assert_ptr_ne(t, MAP_FAILED);
+	bm = mmap(NULL, (size_t)info.nbufs * info.bitmap_bytes, PROT_READ,
+	    MAP_SHARED, fds[1], 0);
+	ck_assert_ptr_ne(bm, MAP_FAILED);
+	stream_service(s, T0);
+
+	for (int j = 0; j < 5; j++) {
+		for (uint32_t i = 0; i < sizeof(fr[j]); i++)
+			fr[j][i] = (uint8_t)(j * 40 + i);
+		k[j].hdr = fr[j];
+		k[j].hdr_len = lens[j] < sizeof(fr[j]) ? lens[j] :
+		    (uint32_t)sizeof(fr[j]);
+		k[j].payload = lens[j] < sizeof(fr[j]) ? NULL : fr[j];
+		k[j].payload_len = lens[j] - k[j].hdr_len;
+		k[j].rx_ns = T0 + (uint64_t)j;
+	}
+	stream_burst(s, k, 5, T0 + 10);
+	ck_assert_int_eq(daqiri_comp_pop(&ring, &d), 1);
+	idx = d.buf_index;
+	ck_assert_uint_eq(d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(d.packets_received, 4);
+	ck_assert_uint_eq(d.seq, 0);
+	ck_assert_uint_eq(d.first_rx_ns, T0);
+	ck_assert_uint_eq(d.last_rx_ns, T0 + 4);
+	memcpy(&bits, bm + (size_t)d.buf_index * info.bitmap_bytes, 8);
+	ck_assert_uint_eq(bits, 0xF);
+	for (int j = 0; j < 5; j++) {
+		const uint8_t *sl;
+		uint32_t len;
+
+		if (lens[j] > 64)
+			continue;
+		sl = t + info.buf_offset + (uint64_t)d.buf_index *
+		    info.buf_stride + (uint64_t)slot * 64;
+		memcpy(&len, bm + (size_t)d.buf_index * info.bitmap_bytes + 8 +
+		    slot * 4, 4);
+		ck_assert_uint_eq(len, lens[j]);
+		ck_assert_int_eq(memcmp(sl, fr[j], lens[j]), 0);
+		slot++;
+	}
+	ck_assert_int_eq(daqiri_comp_pop(&ring, &d), 0);
+	ck_assert_int_eq(daqiri_comp_pop(&ring, &d), 0);
+	stream_publish_counters(s);
+	stream_snapshot(s, &rc, &sc);
+	ck_assert_uint_eq(rc.packets_in, 5);
+	ck_assert_uint_eq(rc.placed, 4);
+	ck_assert_uint_eq(rc.malformed, 1);		/* the oversize frame */
+	ck_assert_uint_eq(rc.packets_in, rc.placed + rc.malformed +
+	    rc.no_buffer_packets);
+	ck_assert_uint_eq(sc.published, 1);
+	ck_assert_uint_eq(sc.held_bufs, 1);
+	ck_assert_int_eq(daqiri_rel_push(&ring, idx), 0);
+	stream_service(s, T0 + 20);
+	stream_publish_counters(s);
+	stream_snapshot(s, &rc, &sc);
+	ck_assert_uint_eq(sc.free_bufs, RAW_NBUFS);
+	ck_assert_uint_eq(sc.subs_broken, 0);
+
+	munmap(rm, info.ring_bytes);
+	munmap((void *)t, info.map_bytes);
+	munmap((void *)bm, (size_t)info.nbufs * info.bitmap_bytes);
+	for (int j = 0; j < nfds; j++)
+		close(fds[j]);
+	stream_destroy(s);
+	free(ifc);
+}
+END_TEST
+
+/* (8) The JSON views have the documented fields (PROTOCOL.md). */
+START_TEST(test_json_views)
+{
+	struct fix f;
+	struct cons a, b;
+	struct daqiri_desc d;
+	cJSON *o, *x, *arr, *e;
+	static const char *const info_keys[] = {
+		"name", "kind", "memory_region", "memory_kind", "dtype", "nbufs",
+		"packets_per_batch", "slot_bytes", "tensor_bytes", "subscribers",
+		"reorder_type", "input_type", "payload_bytes", "window",
+	};
+	static const char *const handoff_keys[] = {
+		"published", "delivered", "unseen", "overruns", "subs_broken",
+		"free_bufs", "held_bufs", "open_bufs",
+	};
+	static const char *const cons_keys[] = {
+		"stream", "conn", "sub_id", "pid", "uid", "mode", "group", "state",
+		"delivered", "released", "overruns", "held", "max_held",
+		"ring_depth",
+	};
+	int n = 0;
+
+	fix_init(&f, 4, 0);
+	ck_assert_int_eq(subscribe(&f, &a, DAQIRI_SUB_BROADCAST, "", 4, 5, 1), 0);
+	ck_assert_int_eq(subscribe(&f, &b, DAQIRI_SUB_SHARED, "grp", 2, 6, 3), 0);
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);
+	feed(&f, 1, 0x0F, T0 + 1000);
+	ck_assert_int_eq(pop(&a, &d), 1);
+	release(&a, d.buf_index);
+	stream_service(f.s, T0 + 2000);
+	stream_publish_counters(f.s);
+
+	o = cJSON_CreateObject();
+	ck_assert_int_eq(stream_info_json(f.s, o), 0);
+	for (size_t k = 0; k < sizeof(info_keys) / sizeof(info_keys[0]); k++)
+		ck_assert_msg(cJSON_HasObjectItem(o, info_keys[k]), "info: %s",
+		    info_keys[k]);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o, "name")),
+	    "eth0/r0");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o, "kind")),
+	    daqiri_stream_kind_name(DAQIRI_STREAM_REORDER));
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o,
+	    "memory_region")), "tensors");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o,
+	    "reorder_type")), "cpu");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o,
+	    "input_type")), "raw");
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "nbufs")->valuedouble, 4);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "packets_per_batch")->valuedouble,
+	    PPB);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "slot_bytes")->valuedouble,
+	    PAYLOAD);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "tensor_bytes")->valuedouble,
+	    PPB * PAYLOAD);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "payload_bytes")->valuedouble,
+	    PAYLOAD);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "window")->valuedouble, 4);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "subscribers")->valuedouble, 2);
+	cJSON_Delete(o);
+
+	o = cJSON_CreateObject();
+	ck_assert_int_eq(stream_stats_json(f.s, o), 0);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o, "name")),
+	    "eth0/r0");
+	x = cJSON_GetObjectItem(o, "reorder");
+	ck_assert(cJSON_IsObject(x));
+	for (int k = 0; k < REORDER_NCOUNTERS; k++)
+		ck_assert_msg(cJSON_HasObjectItem(x, reorder_counter_names[k]),
+		    "reorder: %s", reorder_counter_names[k]);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "packets_in")->valuedouble,
+	    PPB + 4);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "placed")->valuedouble,
+	    PPB + 4);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "batches_complete")->valuedouble,
+	    1);
+	x = cJSON_GetObjectItem(o, "handoff");
+	ck_assert(cJSON_IsObject(x));
+	for (size_t k = 0; k < sizeof(handoff_keys) / sizeof(handoff_keys[0]); k++)
+		ck_assert_msg(cJSON_HasObjectItem(x, handoff_keys[k]),
+		    "handoff: %s", handoff_keys[k]);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "published")->valuedouble, 1);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "delivered")->valuedouble, 2);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "held_bufs")->valuedouble, 1);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "open_bufs")->valuedouble, 1);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "free_bufs")->valuedouble, 2);
+	cJSON_Delete(o);
+
+	arr = cJSON_CreateArray();
+	ck_assert_int_eq(stream_consumers_json(f.s, arr), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(arr), 2);
+	cJSON_ArrayForEach(e, arr) {
+		for (size_t k = 0; k < sizeof(cons_keys) / sizeof(cons_keys[0]);
+		    k++)
+			ck_assert_msg(cJSON_HasObjectItem(e, cons_keys[k]),
+			    "consumers: %s", cons_keys[k]);
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(e,
+		    "stream")), "eth0/r0");
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(e,
+		    "state")), "active");
+		if (cJSON_GetObjectItem(e, "conn")->valuedouble == 5) {
+			n++;
+			ck_assert_str_eq(cJSON_GetStringValue(
+			    cJSON_GetObjectItem(e, "mode")),
+			    daqiri_sub_mode_name(DAQIRI_SUB_BROADCAST));
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "sub_id")->valuedouble, 1);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "pid")->valuedouble, 4001);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "uid")->valuedouble, 1000);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "delivered")->valuedouble, 1);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "released")->valuedouble, 1);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "held")->valuedouble, 0);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "max_held")->valuedouble, 4);
+		} else {
+			n += 10;
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "conn")->valuedouble, 6);
+			ck_assert_str_eq(cJSON_GetStringValue(
+			    cJSON_GetObjectItem(e, "mode")),
+			    daqiri_sub_mode_name(DAQIRI_SUB_SHARED));
+			ck_assert_str_eq(cJSON_GetStringValue(
+			    cJSON_GetObjectItem(e, "group")), "grp");
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "delivered")->valuedouble, 1);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "held")->valuedouble, 1);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "max_held")->valuedouble, 2);
+			ck_assert_double_eq(cJSON_GetObjectItem(e,
+			    "ring_depth")->valuedouble, b.info.ring_depth);
+		}
+	}
+	ck_assert_int_eq(n, 11);
+	cJSON_Delete(arr);
+	cons_close(&a);
+	cons_close(&b);
+	fix_fini(&f);
+}
+END_TEST
+
+static Suite *
+stream_suite(void)
+{
+	Suite *s = suite_create("stream");
+	TCase *tc;
+
+	tc = tcase_create("broadcast");
+	tcase_add_test(tc, test_broadcast_delivers_all);
+	tcase_add_test(tc, test_broadcast_overruns);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("shared");
+	tcase_add_test(tc, test_shared_round_robin);
+	tcase_add_test(tc, test_shared_skips_full_member);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("lifecycle");
+	tcase_add_loop_test(tc, test_bad_release_ring, 0, 4);
+	tcase_add_test(tc, test_bad_completion_ring);
+	tcase_add_test(tc, test_subscribe_limits);
+	tcase_add_test(tc, test_unsubscribe);
+	tcase_add_test(tc, test_no_buffer);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("raw_json");
+	tcase_add_test(tc, test_raw_stream);
+	tcase_add_test(tc, test_json_views);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(stream_suite());
+	int nfail;
+
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	nfail = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nfail == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
