@@ -116,8 +116,11 @@ raw_burst(struct raw_plan *p, const struct reorder_pkt *pkts, unsigned n,
 			memset(p->buf.bitmap, 0, raw_sidecar_bytes(p->ppb));
 		}
 		dst = (uint8_t *)p->buf.data + (uint64_t)p->n * p->slot_bytes;
-		memcpy(dst, f->hdr, f->hdr_len);
-		memcpy(dst + f->hdr_len, f->payload, f->payload_len);
+		/* either part may be absent (NULL, 0) */
+		if (f->hdr_len != 0)
+			memcpy(dst, f->hdr, f->hdr_len);
+		if (f->payload_len != 0)
+			memcpy(dst + f->hdr_len, f->payload, f->payload_len);
 		lens = (uint32_t *)(void *)(p->buf.bitmap + p->words);
 		lens[p->n] = (uint32_t)len;
 		p->buf.bitmap[p->n / 64] |= 1ull << (p->n % 64);
@@ -132,7 +135,7 @@ raw_burst(struct raw_plan *p, const struct reorder_pkt *pkts, unsigned n,
 void
 raw_poll(struct raw_plan *p, uint64_t now_ns)
 {
-	if (p->open && p->deadline <= now_ns)
+	if (p->open && p->timeout_ns != 0 && p->deadline <= now_ns)
 		publish(p, DAQIRI_F_TIMEOUT | DAQIRI_F_HAS_GAPS, now_ns);
 }
 
