@@ -11,28 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert.h"
+#include "convert_test.h"
 
-#define NOUT		5
 #define MAX_ELEMS	16
 #define RANDOM_N	2000000
-
-/* Check writes to a pipe on every ck_assert; the cross-check loops run
- * millions, so they test first and call Check only on a failure. */
-#define EXPECT_EQ(a, b) do {						\
-	unsigned long long a_ = (a), b_ = (b);				\
-	if (a_ != b_)							\
-		ck_abort_msg("%s:%d: %s == %#llx, expected %s == %#llx", \
-		    __FILE__, __LINE__, #a, a_, #b, b_);		\
-} while (0)
-
-static const enum cfg_dtype out_types[NOUT] = {
-	CFG_DTYPE_FP16, CFG_DTYPE_BF16, CFG_DTYPE_FP32, CFG_DTYPE_FP64,
-	CFG_DTYPE_INT32,
-};
-static const char *const out_names[NOUT] = {
-	"fp16", "bf16", "fp32", "fp64", "int32",
-};
 
 /* One row of the first REFERENCE.md table. */
 struct vec {

@@ -12,30 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert.h"
+#include "convert_test.h"
 #include "convert_cpu.h"
 
 #define REPS		40	/* vector repetitions: whole blocks + tails */
 #define MAXLEN		300
 #define GUARD		64
 #define BIG		8000
-#define NOUT		5
-
-#define EXPECT_EQ(a, b) do {						\
-	unsigned long long a_ = (a), b_ = (b);				\
-	if (a_ != b_)							\
-		ck_abort_msg("%s:%d: %s == %#llx, expected %s == %#llx", \
-		    __FILE__, __LINE__, #a, a_, #b, b_);		\
-} while (0)
-
-static const enum cfg_dtype out_types[NOUT] = {
-	CFG_DTYPE_FP16, CFG_DTYPE_BF16, CFG_DTYPE_FP32, CFG_DTYPE_FP64,
-	CFG_DTYPE_INT32,
-};
-
-static const char *const out_names[NOUT] = {
-	"fp16", "bf16", "fp32", "fp64", "int32",
-};
 
 struct vec {
 	enum cfg_dtype in;
