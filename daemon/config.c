@@ -32,6 +32,10 @@
 #define CFG_CONSUMERS_MAX	4096
 #define CFG_STATS_MS_MIN	10
 #define CFG_STATS_MS_MAX	3600000u
+#define CFG_HOLD_MS_MAX		3600000u
+#define CFG_HELLO_MS_MIN	10
+#define CFG_HELLO_MS_MAX	600000u
+#define CFG_RESERVED_MAX	1024
 #define CFG_SUN_PATH_MAX	108		/* sizeof(sun_path) */
 #define CFG_ETH_IP_UDP_HDR	42		/* synthetic socket frame header */
 #define CFG_IPV4_LEN_MIN	20
@@ -169,6 +173,11 @@ cfg_defaults(struct cfg *c)
 	c->daemon.socket_mode = 0660;
 	c->daemon.max_consumers = 64;
 	c->daemon.stats_interval_ms = 1000;
+	c->daemon.hold_timeout_ms = 10000;
+	c->daemon.hello_timeout_ms = 1000;
+	c->daemon.max_subscriptions_per_connection = 16;
+	c->daemon.max_connections_per_uid = 16;
+	c->daemon.reserved_admin_connections = 8;
 }
 
 const struct cfg_interface *
@@ -1129,6 +1138,11 @@ static const struct keydef daemon_keys[] = {
 	{ "stats_interval_ms", KEY_OK, NULL },
 	{ "metrics_listen", KEY_OK, NULL },
 	{ "rx_mode", KEY_OK, NULL },
+	{ "hold_timeout_ms", KEY_OK, NULL },
+	{ "hello_timeout_ms", KEY_OK, NULL },
+	{ "max_subscriptions_per_connection", KEY_OK, NULL },
+	{ "max_connections_per_uid", KEY_OK, NULL },
+	{ "reserved_admin_connections", KEY_OK, NULL },
 };
 
 /* A file mode in octal with a leading 0 (0660) or 0o (0o660). */
@@ -1208,6 +1222,21 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 	if ((v = mval(&m, "stats_interval_ms")) != NULL)
 		get_u32(x, "stats_interval_ms", v, CFG_STATS_MS_MIN,
 			CFG_STATS_MS_MAX, &dm->stats_interval_ms);
+	if ((v = mval(&m, "hold_timeout_ms")) != NULL)
+		get_u32(x, "hold_timeout_ms", v, 0, CFG_HOLD_MS_MAX,
+			&dm->hold_timeout_ms);
+	if ((v = mval(&m, "hello_timeout_ms")) != NULL)
+		get_u32(x, "hello_timeout_ms", v, CFG_HELLO_MS_MIN,
+			CFG_HELLO_MS_MAX, &dm->hello_timeout_ms);
+	if ((v = mval(&m, "max_subscriptions_per_connection")) != NULL)
+		get_u32(x, "max_subscriptions_per_connection", v, 1,
+			CFG_CONSUMERS_MAX, &dm->max_subscriptions_per_connection);
+	if ((v = mval(&m, "max_connections_per_uid")) != NULL)
+		get_u32(x, "max_connections_per_uid", v, 1, CFG_CONSUMERS_MAX,
+			&dm->max_connections_per_uid);
+	if ((v = mval(&m, "reserved_admin_connections")) != NULL)
+		get_u32(x, "reserved_admin_connections", v, 0,
+			CFG_RESERVED_MAX, &dm->reserved_admin_connections);
 	if ((v = mval(&m, "rx_mode")) != NULL) {
 		int k;
 
@@ -3379,6 +3408,14 @@ cfg_print(const struct cfg *c, FILE *fp)
 	fprintf(fp, "    stats_interval_ms: %u\n", dm->stats_interval_ms);
 	print_kv_str(fp, 4, "metrics_listen", dm->metrics_listen);
 	fprintf(fp, "    rx_mode: %s\n", rx_mode_names[dm->rx_mode]);
+	fprintf(fp, "    hold_timeout_ms: %u\n", dm->hold_timeout_ms);
+	fprintf(fp, "    hello_timeout_ms: %u\n", dm->hello_timeout_ms);
+	fprintf(fp, "    max_subscriptions_per_connection: %u\n",
+		dm->max_subscriptions_per_connection);
+	fprintf(fp, "    max_connections_per_uid: %u\n",
+		dm->max_connections_per_uid);
+	fprintf(fp, "    reserved_admin_connections: %u\n",
+		dm->reserved_admin_connections);
 	return ferror(fp) ? -1 : 0;
 }
 
@@ -3560,5 +3597,10 @@ cfg_equal(const struct cfg *a, const struct cfg *b)
 	EQ(daemon.stats_interval_ms);
 	STREQ(daemon.metrics_listen);
 	EQ(daemon.rx_mode);
+	EQ(daemon.hold_timeout_ms);
+	EQ(daemon.hello_timeout_ms);
+	EQ(daemon.max_subscriptions_per_connection);
+	EQ(daemon.max_connections_per_uid);
+	EQ(daemon.reserved_admin_connections);
 	return 1;
 }

@@ -206,6 +206,12 @@ struct cfg_daemon {
 	uint32_t stats_interval_ms;
 	char metrics_listen[CFG_NAME_MAX];	/* "" = off */
 	enum cfg_rx_mode rx_mode;		/* default blocking */
+	/* Consumer isolation (daqirid.yaml(5) "daemon"). */
+	uint32_t hold_timeout_ms;		/* 0 = a buffer may be held forever */
+	uint32_t hello_timeout_ms;		/* pre-hello connections closed after */
+	uint32_t max_subscriptions_per_connection;
+	uint32_t max_connections_per_uid;	/* root and admin group exempt */
+	uint32_t reserved_admin_connections;	/* slots beyond max_consumers */
 };
 
 struct cfg {
