@@ -25,7 +25,13 @@
 #endif
 #define MEM_MPOL_PREFERRED	1	/* <linux/mempolicy.h> */
 #define MEM_MAX_NUMA_NODE	63	/* nodes one mask word covers */
-#define MEM_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE	0x0010	/* Linux 5.1, <linux/fcntl.h> */
+#endif
+#define MEM_SEALS_SIZE		(F_SEAL_SHRINK | F_SEAL_GROW)
+
+/* One warning per process for a kernel without F_SEAL_FUTURE_WRITE. */
+static bool mem_warned_future_write;
 
 static uint64_t
 mem_round_up(uint64_t n, uint64_t to)
@@ -73,11 +79,36 @@ mem_populate(struct mem_region *m, uint64_t page)
 	return 0;
 }
 
-/* memfd + ftruncate + seal + mmap; 0 or a negative errno (nothing kept). */
+int
+mem_seal_readonly(int fd, const char *what)
+{
+	/* Existing shared writable mappings (the daemon's) keep working;
+	 * any later mmap(PROT_WRITE), mprotect to writable, write(2) or
+	 * resize through any fd of this memfd fails. */
+	if (fcntl(fd, F_ADD_SEALS, MEM_SEALS_SIZE | F_SEAL_FUTURE_WRITE) == -1) {
+		if (errno != EINVAL)
+			return -errno;
+		if (!mem_warned_future_write) {
+			mem_warned_future_write = true;
+			log_warnx("%s: this kernel has no F_SEAL_FUTURE_WRITE "
+			    "(Linux 5.1): a consumer can reopen its read-only "
+			    "fds writable through /proc and overwrite tensors "
+			    "other consumers read", what);
+		}
+		if (fcntl(fd, F_ADD_SEALS, MEM_SEALS_SIZE) == -1)
+			return -errno;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL) == -1)
+		return -errno;
+	return 0;
+}
+
+/* memfd + ftruncate + mmap + populate + seal; 0 or a negative errno
+ * (nothing kept). */
 static int
 mem_map_memfd(struct mem_region *m, bool huge)
 {
-	char fdname[CFG_NAME_MAX + 16];
+	char fdname[CFG_NAME_MAX + 16], what[CFG_NAME_MAX + 32];
 	uint64_t page = huge ? MEM_HUGE_PAGE_SIZE : MEM_PAGE_SIZE;
 	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 	int fd, rc;
@@ -91,24 +122,32 @@ mem_map_memfd(struct mem_region *m, bool huge)
 		return -errno;
 	if (ftruncate(fd, (off_t)m->size) == -1)
 		goto fail;
-	/* Nobody may resize a region a consumer has mapped. Hugetlb memfds
-	 * refuse seals on some kernels; that only loses the guard. */
-	if (fcntl(fd, F_ADD_SEALS, MEM_SEALS) == -1 && !huge)
-		goto fail;
 	p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		goto fail;
 	m->base = p;
 	m->fd = fd;
 	mem_bind_node(m, m->affinity);
-	if ((rc = mem_populate(m, page)) < 0) {
-		munmap(m->base, m->size);
-		m->base = NULL;
-		m->fd = -1;
-		close(fd);
-		return rc;
+	if ((rc = mem_populate(m, page)) < 0)
+		goto unmap;
+	/* Sealed only now: the daemon's mapping must exist before the
+	 * write seal, which refuses every later writable mapping. */
+	snprintf(what, sizeof(what), "memory region '%s'", m->name);
+	if ((rc = mem_seal_readonly(fd, what)) < 0) {
+		if (!huge)
+			goto unmap;
+		/* Some kernels refuse seals on hugetlb memfds. */
+		log_warnx("memory region '%s': huge pages cannot be sealed "
+		    "(%s): a consumer can reopen its fd writable and "
+		    "overwrite or shrink the tensors", m->name, strerror(-rc));
 	}
 	return 0;
+unmap:
+	munmap(m->base, m->size);
+	m->base = NULL;
+	m->fd = -1;
+	close(fd);
+	return rc;
 fail:
 	rc = -errno;
 	close(fd);

@@ -36,16 +36,16 @@ struct mem_region {
 	void *dev;			/* device view: cudaMalloc'd memory (device),
 					 * the registered mapping (host_pinned when
 					 * pinned), else NULL */
-	int fd;				/* memfd (O_CLOEXEC, shrink/grow sealed);
-					 * -1 for device */
+	int fd;				/* memfd (O_CLOEXEC, sealed by
+					 * mem_seal_readonly()); -1 for device */
 	bool hugepages;			/* huge: really backed by huge pages */
 	bool pinned;			/* host_pinned: cudaHostRegister'ed */
 };
 
 /*
  * Allocate the region r describes into *out:
- *  host        memfd_create + ftruncate + mmap(MAP_SHARED), sealed against
- *              shrink/grow;
+ *  host        memfd_create + ftruncate + mmap(MAP_SHARED), then sealed
+ *              by mem_seal_readonly();
  *  huge        the same with MFD_HUGETLB; when huge pages are not available
  *              one log_warnx() and normal pages (out->hugepages false);
  *  host_pinned a host region, then cudaHostRegister() when a CUDA device
@@ -71,6 +71,17 @@ void mem_region_destroy(struct mem_region *m);
  */
 int mem_regions_create(const struct cfg *c, struct mem_region *out,
 		       char *err, size_t errlen);
+
+/*
+ * Seal memfd fd so that only mappings made before now can write it:
+ * F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE, then F_SEAL_SEAL. A
+ * consumer that reopens its read-only fd O_RDWR through /proc still gets
+ * EPERM from mmap(PROT_WRITE, MAP_SHARED), write(2) and ftruncate(), and
+ * EACCES from mprotect(PROT_WRITE). On a kernel without
+ * F_SEAL_FUTURE_WRITE (before 5.1) one warning naming what (the first
+ * caller's) and only the size seals. Returns 0 or a negative errno.
+ */
+int mem_seal_readonly(int fd, const char *what);
 
 /* mem_region_destroy() on out[0 .. n). */
 void mem_regions_destroy(struct mem_region *m, int n);

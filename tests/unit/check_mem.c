@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of memory regions: host and huge memfds (sizes, sharing through
- * the fd, read-only reopen), host_pinned fallback, the device-region error
+ * the fd, read-only reopen, seals that refuse a consumer's writes through a
+ * writable reopen), host_pinned fallback, the device-region error
  * without a GPU, and half-built/zeroed destroy.
  */
 #include <check.h>
@@ -86,7 +87,8 @@ START_TEST(test_host_sealed)
 }
 END_TEST
 
-/* Another mapping of the fd sees the daemon's writes and vice versa. */
+/* Another mapping of the fd sees the daemon's writes; since the region
+ * is sealed, no new mapping can write it. */
 START_TEST(test_fd_sharing)
 {
 	struct cfg_region r = region("share", CFG_MEM_HOST, 3, 5000);
@@ -94,14 +96,108 @@ START_TEST(test_fd_sharing)
 	uint8_t *other;
 
 	ck_assert_int_eq(mem_region_create(&r, &m, NULL, 0), 0);
-	other = mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, 0);
+	other = mmap(NULL, m.size, PROT_READ, MAP_SHARED, m.fd, 0);
 	ck_assert_ptr_ne(other, MAP_FAILED);
 	memcpy(mem_buf(&m, 2), "tensor", 6);
 	ck_assert_mem_eq(other + 2 * 5000, "tensor", 6);
-	other[17] = 0x5A;
-	ck_assert_uint_eq(((uint8_t *)m.base)[17], 0x5A);
 	munmap(other, m.size);
+	ck_assert_ptr_eq(mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    m.fd, 0), MAP_FAILED);
+	ck_assert_int_eq(errno, EPERM);
 	mem_region_destroy(&m);
+}
+END_TEST
+
+/*
+ * Attack 2 on every host-visible kind: a consumer reopens its read-only
+ * fd O_RDWR through /proc/self/fd (which works: memfd inodes are 0777)
+ * and tries each way to write: mmap(PROT_WRITE, MAP_SHARED), write(2),
+ * ftruncate, mprotect of a read-only mapping, removing the seals. All
+ * refused; the daemon's own mapping still writes.
+ */
+START_TEST(test_sealed_against_consumer_writes)
+{
+	static const enum cfg_mem_kind kinds[] = {
+		CFG_MEM_HOST, CFG_MEM_HUGE, CFG_MEM_HOST_PINNED,
+	};
+	struct cfg_region r = region("seal", kinds[_i], 2, 8192);
+	struct mem_region m;
+	char path[64];
+	uint8_t byte = 1, *ro;
+	void *w;
+	int fd, ro_fd, seals;
+
+	ck_assert_int_eq(mem_region_create(&r, &m, NULL, 0), 0);
+	seals = fcntl(m.fd, F_GET_SEALS);
+	if (m.hugepages && !(seals & F_SEAL_FUTURE_WRITE)) {
+		/* mem_region_create() warned; nothing more to check */
+		mem_region_destroy(&m);
+		return;
+	}
+	ck_assert_int_eq(seals, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", m.fd);
+	ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ro_fd, 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ro_fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+
+	w = mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_eq(w, MAP_FAILED);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(pwrite(fd, &byte, 1, 0), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(ftruncate(fd, 0), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ro = mmap(NULL, m.size, PROT_READ, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(ro, MAP_FAILED);
+	ck_assert_int_eq(mprotect(ro, m.size, PROT_READ | PROT_WRITE), -1);
+	ck_assert_int_eq(errno, EACCES);
+	/* a private copy-on-write mapping may be written: it is the
+	 * consumer's own memory, nobody else sees it */
+	w = mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ck_assert_ptr_ne(w, MAP_FAILED);
+	((uint8_t *)w)[0] = 0x77;
+	ck_assert_uint_ne(((uint8_t *)m.base)[0], 0x77);
+	munmap(w, m.size);
+
+	((uint8_t *)m.base)[8191] = 0x42;	/* the daemon's mapping */
+	ck_assert_uint_eq(ro[8191], 0x42);
+	munmap(ro, m.size);
+	close(fd);
+	close(ro_fd);
+	mem_region_destroy(&m);
+}
+END_TEST
+
+/* mem_seal_readonly() on a memfd of one's own: the seals, and a mapping
+ * made before them keeps writing. */
+START_TEST(test_seal_readonly)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	uint8_t *p, *q;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	ck_assert_int_eq(mem_seal_readonly(fd, "test memfd"), 0);
+	ck_assert(fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE);
+	ck_assert(fcntl(fd, F_GET_SEALS) & F_SEAL_SEAL);
+	p[10] = 9;
+	q = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(q, MAP_FAILED);
+	ck_assert_uint_eq(q[10], 9);
+	ck_assert_ptr_eq(mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, 0),
+	    MAP_FAILED);
+	/* sealed already: a second call fails cleanly */
+	ck_assert_int_eq(mem_seal_readonly(fd, "test memfd"), -EPERM);
+	munmap(p, 4096);
+	munmap(q, 4096);
+	close(fd);
 }
 END_TEST
 
@@ -290,6 +386,8 @@ mem_suite(void)
 	tcase_add_test(tc, test_host_region);
 	tcase_add_test(tc, test_host_sealed);
 	tcase_add_test(tc, test_fd_sharing);
+	tcase_add_loop_test(tc, test_sealed_against_consumer_writes, 0, 3);
+	tcase_add_test(tc, test_seal_readonly);
 	tcase_add_test(tc, test_readonly_reopen);
 	tcase_add_test(tc, test_huge_region);
 	tcase_add_test(tc, test_host_pinned_fallback);
