@@ -10,6 +10,12 @@
  * (or at once when nobody took it). The daemon never waits for a
  * consumer: a subscriber whose ring is full or who holds max_held
  * buffers misses the tensor (`overruns`).
+ *
+ * Isolation (DESIGN.md "Isolation"): the plan marks slots in a private
+ * bitmap, copied into the consumers' sealed sidecar at publish, so no
+ * consumer can touch duplicate detection; the max_held of a stream's
+ * subscriptions add up to at most what leaves the reorder window its
+ * buffers; a buffer held past hold_timeout_ms ends its subscription.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +66,12 @@ struct sub {
 	int efd;
 
 	/* worker-owned */
-	uint8_t *held;			/* per buffer: held by this sub */
+	uint32_t *held_pos;		/* per buffer: 1 + its place in held,
+					 * 0 = not held by this sub */
+	struct held_ent {
+		uint32_t idx;
+		uint64_t since;		/* stream time it was delivered */
+	} *held;			/* max_held entries, nheld in use */
 	uint32_t nheld;
 	char why[DAQIRI_ERR_MSG_MAX];	/* set before SUB_BROKEN */
 
@@ -82,6 +93,11 @@ struct cmd {
 	struct sub *sub;
 };
 
+struct stream_group {
+	char name[DAQIRI_NAME_MAX];
+	uint32_t next;			/* member to try first */
+};
+
 struct stream {
 	char name[DAQIRI_STREAM_NAME_MAX];
 	const struct cfg_reorder *rc;
@@ -96,8 +112,15 @@ struct stream {
 	uint32_t bitmap_bytes;		/* sidecar bytes per buffer */
 	int bitmap_fd;
 	int ipc_fd;			/* device regions: the CUDA IPC handles */
-	uint8_t *bitmap;		/* nbufs x bitmap_bytes */
+	uint8_t *bitmap;		/* nbufs x bitmap_bytes, consumers' copy */
+	uint8_t *priv_bitmap;		/* the same, the plan's own */
 	size_t bitmap_len;
+
+	/* limits (stream_set_limits()) */
+	uint32_t max_subs;		/* length of the subscription arrays */
+	uint64_t hold_ns;		/* 0 = a buffer may be held forever */
+	uint64_t now_ns;		/* worker: the time it was last given */
+	uint64_t next_hold_check;	/* worker: now_ns of the next check */
 
 	/* worker-owned buffer pool */
 	uint8_t *state;			/* enum buf_state per buffer */
@@ -106,24 +129,23 @@ struct stream {
 	uint32_t nfree;
 	uint32_t nlent;			/* buffers lent to the plan */
 	uint32_t npub;			/* buffers held by consumers */
-	struct sub *subs[STREAM_MAX_SUBS];
+	struct sub **subs;		/* max_subs */
 	int nsubs;
-	struct {
-		char name[DAQIRI_NAME_MAX];
-		uint32_t next;		/* member to try first */
-	} groups[STREAM_MAX_SUBS];	/* shared groups' round-robin cursors */
+	struct sub **members;		/* max_subs: owner_publish() scratch */
+	struct stream_group *groups;	/* max_subs: shared groups' cursors */
 	int ngroups;
 	struct stream_counters ctr;
 
 	/* main -> worker commands */
 	pthread_mutex_t cmd_lock;
-	struct cmd cmds[STREAM_MAX_CMDS];
-	int ncmds;
+	struct cmd *cmds;		/* max_cmds */
+	struct cmd *cmds_run;		/* max_cmds: run_commands() copy */
+	int ncmds, max_cmds;
 	_Atomic int cmd_pending;
 	int wake_fd;
 
 	/* main-owned list of every live subscription */
-	struct sub *all[STREAM_MAX_SUBS];
+	struct sub **all;		/* max_subs */
 	int nall;
 
 	/* seqlock snapshot, written by the worker */
@@ -132,6 +154,22 @@ struct stream {
 	struct raw_counters snap_raw;
 	struct stream_counters snap_sc;
 };
+
+static void
+sub_arrays_free(struct stream *s)
+{
+	free(s->subs);
+	free(s->members);
+	free(s->all);
+	free(s->groups);
+	free(s->cmds);
+	free(s->cmds_run);
+	s->subs = s->members = s->all = NULL;
+	s->groups = NULL;
+	s->cmds = s->cmds_run = NULL;
+	s->max_subs = 0;
+	s->max_cmds = 0;
+}
 
 static uint32_t
 round_pow2(uint32_t v)
@@ -169,7 +207,7 @@ owner_get(void *ctx, struct reorder_buf *out)
 	out->index = i;
 	out->data = mem_host_visible(s->region) ? mem_buf(s->region, i) :
 	    mem_dev_buf(s->region, i);
-	out->bitmap = (uint64_t *)(void *)(s->bitmap +
+	out->bitmap = (uint64_t *)(void *)(s->priv_bitmap +
 	    (size_t)i * s->bitmap_bytes);
 	return 0;
 }
@@ -185,29 +223,50 @@ owner_put(void *ctx, const struct reorder_buf *buf)
 	}
 }
 
+/* u now holds buffer i (delivered at stream time since). */
+static void
+held_add(struct sub *u, uint32_t i, uint64_t since)
+{
+	u->held[u->nheld].idx = i;
+	u->held[u->nheld].since = since;
+	u->held_pos[i] = ++u->nheld;
+	atomic_store_explicit(&u->held_now, u->nheld, memory_order_relaxed);
+}
+
+/* u no longer holds buffer i (which it held). */
+static void
+held_remove(struct sub *u, uint32_t i)
+{
+	uint32_t at = u->held_pos[i] - 1;
+
+	u->held[at] = u->held[--u->nheld];
+	u->held_pos[u->held[at].idx] = at + 1;
+	u->held_pos[i] = 0;
+	atomic_store_explicit(&u->held_now, u->nheld, memory_order_relaxed);
+}
+
 /* Take back every buffer u holds. */
 static void
 sub_return_all(struct stream *s, struct sub *u)
 {
-	for (uint32_t i = 0; i < s->nbufs; i++) {
-		if (!u->held[i])
-			continue;
-		u->held[i] = 0;
+	while (u->nheld > 0) {
+		uint32_t i = u->held[u->nheld - 1].idx;
+
+		held_remove(u, i);
 		if (--s->refs[i] == 0)
 			buf_free(s, i);
 	}
-	u->nheld = 0;
-	atomic_store_explicit(&u->held_now, 0, memory_order_relaxed);
 }
 
 /* Cut a subscriber off: give back what it held, leave it for main to
- * report and remove. */
+ * report and remove; *counter counts why. */
 static void
-sub_break(struct stream *s, struct sub *u, const char *why)
+sub_break(struct stream *s, struct sub *u, uint64_t *counter,
+	  const char *why)
 {
 	snprintf(u->why, sizeof(u->why), "%s", why);
 	sub_return_all(s, u);
-	s->ctr.subs_broken++;
+	(*counter)++;
 	atomic_store_explicit(&u->state, SUB_BROKEN, memory_order_release);
 }
 
@@ -233,9 +292,9 @@ group_cursor(struct stream *s, const char *name)
 	for (int g = 0; g < s->ngroups; g++)
 		if (strcmp(s->groups[g].name, name) == 0)
 			return &s->groups[g].next;
-	if (s->ngroups == STREAM_MAX_SUBS) {
+	if (s->ngroups == (int)s->max_subs) {
 		/* Forget groups nobody is in: the groups with members, this
-		 * one among them, are at most the STREAM_MAX_SUBS subscribers. */
+		 * one among them, are at most the max_subs subscribers. */
 		int n = 0;
 
 		for (int g = 0; g < s->ngroups; g++)
@@ -271,12 +330,11 @@ deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 		return 0;
 	}
 	if (rc < 0) {
-		sub_break(s, u, "completion ring positions corrupted by the consumer");
+		sub_break(s, u, &s->ctr.subs_broken,
+		    "completion ring positions corrupted by the consumer");
 		return -1;
 	}
-	u->held[d->buf_index] = 1;
-	u->nheld++;
-	atomic_store_explicit(&u->held_now, u->nheld, memory_order_relaxed);
+	held_add(u, d->buf_index, s->now_ns);
 	atomic_fetch_add_explicit(&u->delivered, 1, memory_order_relaxed);
 	/* Wakes a blocking consumer. The only possible failure, EAGAIN at a
 	 * counter of 2^64 - 2, still leaves it signalled. */
@@ -302,6 +360,10 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	uint32_t refs = 0;
 
 	d.publish_ns = daqiri_mono_ns();
+	/* The consumers' copy of the presence bitmap, before any ring
+	 * carries the descriptor (the push orders it before). */
+	memcpy(s->bitmap + (size_t)i * s->bitmap_bytes,
+	    s->priv_bitmap + (size_t)i * s->bitmap_bytes, s->bitmap_bytes);
 	s->nlent--;
 	s->state[i] = BUF_PUBLISHED;
 	s->npub++;
@@ -322,7 +384,7 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	 * from the member after the last one served; a group where nobody
 	 * has room counts one overrun on the member whose turn it was. */
 	for (int k = 0; k < s->nsubs; k++) {
-		struct sub *first = s->subs[k], *m[STREAM_MAX_SUBS];
+		struct sub *first = s->subs[k], **m = s->members;
 		uint32_t nm = 0, *cur;
 		bool seen = false;
 
@@ -383,31 +445,64 @@ reclaim(struct stream *s)
 		while ((rc = daqiri_rel_pop(&u->ring, &idx)) == 1) {
 			char why[DAQIRI_ERR_MSG_MAX];
 
-			if (idx >= s->nbufs || !u->held[idx]) {
+			if (idx >= s->nbufs || u->held_pos[idx] == 0) {
 				snprintf(why, sizeof(why),
 				    "released buffer %u, which it does not hold",
 				    idx);
-				sub_break(s, u, why);
+				sub_break(s, u, &s->ctr.subs_broken, why);
 				break;
 			}
-			u->held[idx] = 0;
-			u->nheld--;
-			atomic_store_explicit(&u->held_now, u->nheld,
-			    memory_order_relaxed);
+			held_remove(u, idx);
 			atomic_fetch_add_explicit(&u->released, 1,
 			    memory_order_relaxed);
 			if (--s->refs[idx] == 0)
 				buf_free(s, idx);
 		}
 		if (rc < 0)
-			sub_break(s, u, "release ring positions corrupted by the consumer");
+			sub_break(s, u, &s->ctr.subs_broken,
+			    "release ring positions corrupted by the consumer");
+	}
+}
+
+/*
+ * End every subscription holding a buffer longer than hold_ns. At most
+ * once per STREAM_HOLD_CHECK_NS of stream time, and O(held buffers): the
+ * admission rule keeps those under nbufs whatever the subscriptions.
+ */
+static void
+check_holds(struct stream *s)
+{
+	if (s->hold_ns == 0 || s->now_ns < s->next_hold_check)
+		return;
+	s->next_hold_check = s->now_ns + STREAM_HOLD_CHECK_NS;
+	for (int k = 0; k < s->nsubs; k++) {
+		struct sub *u = s->subs[k];
+
+		if (atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE)
+			continue;
+		for (uint32_t h = 0; h < u->nheld; h++) {
+			char why[DAQIRI_ERR_MSG_MAX];
+			uint64_t held;
+
+			if (s->now_ns <= u->held[h].since ||
+			    (held = s->now_ns - u->held[h].since) <= s->hold_ns)
+				continue;
+			snprintf(why, sizeof(why), "held too long: buffer %u "
+			    "for %llu ms, more than daemon.hold_timeout_ms %llu",
+			    u->held[h].idx,
+			    (unsigned long long)(held / 1000000u),
+			    (unsigned long long)(s->hold_ns / 1000000u));
+			sub_break(s, u, &s->ctr.subs_held_too_long, why);
+			break;
+		}
 	}
 }
 
 static void
 run_commands(struct stream *s)
 {
-	struct cmd cmds[STREAM_MAX_CMDS];
+	struct cmd *cmds = s->cmds_run;
 	int n;
 
 	if (!atomic_load_explicit(&s->cmd_pending, memory_order_acquire))
@@ -467,6 +562,7 @@ void
 stream_burst(struct stream *s, const struct reorder_pkt *pkts, unsigned n,
 	     uint64_t now_ns)
 {
+	s->now_ns = now_ns;
 	if (s->plan != NULL)
 		reorder_burst(s->plan, pkts, n, now_ns);
 	else
@@ -476,8 +572,10 @@ stream_burst(struct stream *s, const struct reorder_pkt *pkts, unsigned n,
 void
 stream_service(struct stream *s, uint64_t now_ns)
 {
+	s->now_ns = now_ns;
 	run_commands(s);
 	reclaim(s);
+	check_holds(s);
 	if (s->plan != NULL)
 		reorder_poll(s->plan, now_ns);
 	else
@@ -507,6 +605,7 @@ stream_next_deadline(const struct stream *s)
 void
 stream_flush(struct stream *s, uint64_t now_ns)
 {
+	s->now_ns = now_ns;
 	if (s->plan != NULL)
 		reorder_flush(s->plan, now_ns);
 	else
@@ -612,8 +711,52 @@ make_ipc_file(struct stream *s, char *err, size_t errlen)
 		    s->name, strerror(-rc));
 		return rc;
 	}
-	(void)fcntl(s->ipc_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
-	    F_SEAL_WRITE);
+	/* Nobody maps it writable any more: the full write seal. */
+	if (fcntl(s->ipc_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+		snprintf(err, errlen, "stream '%s': sealing the ipc memfd: %s",
+		    s->name, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* (Re)size the subscription arrays for max_subs; 0 or -ENOMEM (then
+ * the old ones stay). Only while nothing is subscribed. */
+static int
+sub_arrays_alloc(struct stream *s, uint32_t max_subs)
+{
+	struct sub **subs, **members, **all;
+	struct stream_group *groups;
+	struct cmd *cmds, *cmds_run;
+	/* Each subscription has at most an add and a remove pending. */
+	uint32_t max_cmds = 2 * max_subs;
+
+	subs = calloc(max_subs, sizeof(*subs));
+	members = calloc(max_subs, sizeof(*members));
+	all = calloc(max_subs, sizeof(*all));
+	groups = calloc(max_subs, sizeof(*groups));
+	cmds = calloc(max_cmds, sizeof(*cmds));
+	cmds_run = calloc(max_cmds, sizeof(*cmds_run));
+	if (subs == NULL || members == NULL || all == NULL || groups == NULL ||
+	    cmds == NULL || cmds_run == NULL) {
+		free(subs);
+		free(members);
+		free(all);
+		free(groups);
+		free(cmds);
+		free(cmds_run);
+		return -ENOMEM;
+	}
+	sub_arrays_free(s);
+	s->subs = subs;
+	s->members = members;
+	s->all = all;
+	s->groups = groups;
+	s->cmds = cmds;
+	s->cmds_run = cmds_run;
+	s->max_subs = max_subs;
+	s->max_cmds = (int)max_cmds;
 	return 0;
 }
 
@@ -622,6 +765,7 @@ static struct stream *
 stream_new(const char *ifc, const char *name, struct mem_region *region,
 	   uint32_t sidecar_bytes, char *err, size_t errlen, int *rcp)
 {
+	char what[DAQIRI_STREAM_NAME_MAX + 32];
 	struct stream *s;
 	int rc;
 
@@ -648,7 +792,6 @@ stream_new(const char *ifc, const char *name, struct mem_region *region,
 		    strerror(errno));
 		goto fail;
 	}
-	(void)fcntl(s->bitmap_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
 	s->bitmap = mmap(NULL, s->bitmap_len, PROT_READ | PROT_WRITE,
 	    MAP_SHARED, s->bitmap_fd, 0);
 	if (s->bitmap == MAP_FAILED) {
@@ -658,10 +801,17 @@ stream_new(const char *ifc, const char *name, struct mem_region *region,
 		    strerror(errno));
 		goto fail;
 	}
+	snprintf(what, sizeof(what), "stream '%s': bitmap memfd", s->name);
+	if ((rc = mem_seal_readonly(s->bitmap_fd, what)) != 0) {
+		snprintf(err, errlen, "%s: sealing: %s", what, strerror(-rc));
+		goto fail;
+	}
+	s->priv_bitmap = calloc(s->nbufs, s->bitmap_bytes);
 	s->state = calloc(s->nbufs, 1);
 	s->refs = calloc(s->nbufs, sizeof(*s->refs));
 	s->free_stack = calloc(s->nbufs, sizeof(*s->free_stack));
-	if (s->state == NULL || s->refs == NULL || s->free_stack == NULL) {
+	if (s->priv_bitmap == NULL || s->state == NULL || s->refs == NULL ||
+	    s->free_stack == NULL || sub_arrays_alloc(s, STREAM_MAX_SUBS) != 0) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "stream '%s': out of memory", s->name);
 		goto fail;
@@ -794,6 +944,7 @@ sub_free(struct sub *u)
 	if (u->efd >= 0)
 		close(u->efd);
 	free(u->held);
+	free(u->held_pos);
 	free(u);
 }
 
@@ -812,6 +963,8 @@ stream_destroy(struct stream *s)
 		close(s->bitmap_fd);
 	if (s->ipc_fd >= 0)
 		close(s->ipc_fd);
+	free(s->priv_bitmap);
+	sub_arrays_free(s);
 	free(s->state);
 	free(s->refs);
 	free(s->free_stack);
@@ -830,7 +983,7 @@ push_cmd(struct stream *s, enum cmd_op op, struct sub *u)
 	int rc = 0;
 
 	pthread_mutex_lock(&s->cmd_lock);
-	if (s->ncmds == STREAM_MAX_CMDS)
+	if (s->ncmds == s->max_cmds)
 		rc = -EBUSY;
 	else {
 		s->cmds[s->ncmds].op = op;
@@ -910,20 +1063,91 @@ fill_info(const struct stream *s, const struct sub *u,
 }
 
 int
+stream_set_limits(struct stream *s, uint32_t max_subs,
+		  uint32_t hold_timeout_ms)
+{
+	if (s->nall != 0)
+		return -EBUSY;
+	if (max_subs == 0)
+		return -EINVAL;
+	if (max_subs != s->max_subs && sub_arrays_alloc(s, max_subs) != 0)
+		return -ENOMEM;
+	s->hold_ns = (uint64_t)hold_timeout_ms * 1000000u;
+	return 0;
+}
+
+uint32_t
+stream_held_budget(const struct stream *s)
+{
+	uint64_t keep = (uint64_t)s->geom->window + 1;
+
+	return s->nbufs > keep ? s->nbufs - (uint32_t)keep : 0;
+}
+
+/*
+ * The max_held of the subscriptions that can still hold buffers: not
+ * those ending (the worker takes their buffers back at its next loop)
+ * nor those it cut off (it already did).
+ */
+static uint64_t
+stream_held_promised(const struct stream *s)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < s->nall; k++) {
+		const struct sub *u = s->all[k];
+		int st = atomic_load_explicit(&u->state, memory_order_relaxed);
+
+		if (!u->removing && st != SUB_BROKEN && st != SUB_GONE)
+			n += u->max_held;
+	}
+	return n;
+}
+
+int
+stream_conn_nsubs(const struct stream *s, uint64_t conn_id)
+{
+	int n = 0;
+
+	for (int k = 0; k < s->nall; k++)
+		if (s->all[k]->conn_id == conn_id && !s->all[k]->removing)
+			n++;
+	return n;
+}
+
+int
 stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		 const struct control_peer *peer, uint32_t sub_id,
 		 struct daqiri_sub_info *info, int fds[DAQIRI_SUB_MAX_FDS],
 		 int *nfds, struct daqiri_err *err)
 {
 	struct sub *u;
-	uint32_t depth;
+	uint32_t depth, budget, left;
+	uint64_t used;
 	int rc;
 
 	*nfds = 0;
-	if (s->nall >= STREAM_MAX_SUBS)
+	if (s->nall >= (int)s->max_subs)
 		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
-		    "stream '%s' has %d subscriptions already", s->name,
-		    STREAM_MAX_SUBS), -EUSERS;
+		    "stream '%s' has %u subscriptions already", s->name,
+		    s->max_subs), -EUSERS;
+	budget = stream_held_budget(s);
+	used = stream_held_promised(s);
+	left = budget > used ? budget - used : 0;
+	if (req->max_held != 0 && req->max_held > left)
+		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+		    "stream '%s': max_held %u would make %llu held buffers, "
+		    "more than the %u of %u buffers the reorder window leaves "
+		    "(window %u)", s->name, req->max_held,
+		    (unsigned long long)used + req->max_held, budget, s->nbufs,
+		    s->geom->window), -ENOBUFS;
+	if (left == 0)
+		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+		    "stream '%s': no buffers left to hold: its subscriptions "
+		    "hold up to %llu, all of the %u of %u buffers the reorder "
+		    "window leaves (window %u)", s->name,
+		    (unsigned long long)used, budget, s->nbufs,
+		    s->geom->window), -ENOBUFS;
 
 	u = calloc(1, sizeof(*u));
 	if (u == NULL)
@@ -937,15 +1161,19 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	u->uid = peer->uid;
 	u->mode = req->mode;
 	snprintf(u->group, sizeof(u->group), "%s", req->group);
-	u->max_held = req->max_held != 0 ? req->max_held :
-	    (s->nbufs / 4 > 0 ? s->nbufs / 4 : 1);
-	if (u->max_held > s->nbufs)
-		u->max_held = s->nbufs;
+	/* Default: a quarter of the buffers, or what is left. */
+	u->max_held = req->max_held;
+	if (u->max_held == 0) {
+		u->max_held = s->nbufs / 4 > 0 ? s->nbufs / 4 : 1;
+		if (u->max_held > left)
+			u->max_held = left;
+	}
 	depth = req->depth != 0 ? req->depth : DAQIRI_RING_DEPTH_DEFAULT;
 	if (depth < s->nbufs)
 		depth = round_pow2(s->nbufs);
-	u->held = calloc(s->nbufs, 1);
-	if (u->held == NULL) {
+	u->held = calloc(u->max_held, sizeof(*u->held));
+	u->held_pos = calloc(s->nbufs, sizeof(*u->held_pos));
+	if (u->held == NULL || u->held_pos == NULL) {
 		rc = -ENOMEM;
 		daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES, "out of memory");
 		goto fail;
@@ -1102,6 +1330,8 @@ stream_stats_json(struct stream *s, cJSON *o)
 	    cJSON_AddNumberToObject(h, "unseen", (double)sc.unseen) == NULL ||
 	    cJSON_AddNumberToObject(h, "overruns", (double)sc.overruns) == NULL ||
 	    cJSON_AddNumberToObject(h, "subs_broken", (double)sc.subs_broken) == NULL ||
+	    cJSON_AddNumberToObject(h, "subs_held_too_long",
+		(double)sc.subs_held_too_long) == NULL ||
 	    cJSON_AddNumberToObject(h, "free_bufs", (double)sc.free_bufs) == NULL ||
 	    cJSON_AddNumberToObject(h, "held_bufs", (double)sc.held_bufs) == NULL ||
 	    cJSON_AddNumberToObject(h, "open_bufs", (double)sc.open_bufs) == NULL)

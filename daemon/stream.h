@@ -23,8 +23,10 @@
 #include "proto.h"
 #include "reorder.h"
 
-#define STREAM_MAX_SUBS		64	/* subscriptions of one stream */
-#define STREAM_MAX_CMDS		128	/* pending main -> worker commands */
+/* Subscriptions of one stream until stream_set_limits() says otherwise. */
+#define STREAM_MAX_SUBS		64
+/* Stream time between two hold-timeout checks of the worker. */
+#define STREAM_HOLD_CHECK_NS	(4 * 1000 * 1000)
 
 /* Counters of a stream besides its reorder counters. */
 struct stream_counters {
@@ -33,6 +35,7 @@ struct stream_counters {
 	uint64_t unseen;		/* tensors no subscriber took */
 	uint64_t overruns;		/* sum of the subscribers' overruns */
 	uint64_t subs_broken;		/* subscribers cut off for bad rings */
+	uint64_t subs_held_too_long;	/* ended for a hold past hold_timeout_ms */
 	uint64_t free_bufs;		/* buffers free at the snapshot */
 	uint64_t held_bufs;		/* buffers held by consumers */
 	uint64_t open_bufs;		/* buffers lent to the reorder plan */
@@ -59,6 +62,27 @@ int stream_create(struct stream **out, const struct cfg_interface *ifc,
 int stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
 		      const struct cfg_queue *q, uint64_t frame_bytes,
 		      char *err, size_t errlen);
+
+/*
+ * Limits from the daemon section, before the stream's worker runs and
+ * while nothing is subscribed: up to max_subs subscriptions (their arrays
+ * are allocated now, so the data path never allocates), and a buffer held
+ * longer than hold_timeout_ms (0 = forever) ends its subscription with
+ * "held too long". 0, -EBUSY, -EINVAL or -ENOMEM.
+ */
+int stream_set_limits(struct stream *s, uint32_t max_subs,
+		      uint32_t hold_timeout_ms);
+
+/*
+ * Admission rule: the max_held of a stream's subscriptions add up to at
+ * most this, nbufs - window - 1 (raw streams: window 1, the burst being
+ * filled), so the reorder window always has its buffers and one more to
+ * publish into whatever the consumers hold.
+ */
+uint32_t stream_held_budget(const struct stream *s);
+
+/* Live (not ending) subscriptions of connection conn_id. */
+int stream_conn_nsubs(const struct stream *s, uint64_t conn_id);
 
 /* Flush nothing, free everything (workers must be stopped). NULL-safe. */
 void stream_destroy(struct stream *s);
@@ -89,6 +113,9 @@ void stream_set_wake_fd(struct stream *s, int fd);
  * creates its ring and eventfd, fills *info and fds[] (read-only tensor
  * memfd, read-only bitmap memfd, ring memfd, eventfd; the caller owns
  * them whatever the result) and hands the subscription to the worker.
+ * A max_held that would break stream_held_budget() is refused
+ * (DAQIRI_ST_NO_RESOURCES, naming the numbers); none given means a
+ * quarter of the buffers or what the budget leaves, if anything.
  * Returns 0 or a negative errno with *err set.
  */
 int stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,

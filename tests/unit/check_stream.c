@@ -3,11 +3,13 @@
  * Unit tests for daemon/stream.c as the RX worker and a consumer see it,
  * in one process: subscriptions with their real memfds and rings, tensors
  * read through the read-only mappings, broadcast and shared delivery,
- * overruns, bad release rings, unsubscribe, no-buffer drops, a raw
- * stream, and the JSON views.
+ * overruns, bad release rings, unsubscribe, a raw stream, the JSON
+ * views, and isolation: sealed memory, a private duplicate-detection
+ * bitmap, admission control on held buffers, the hold timeout.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +32,9 @@
 #define FRAME		(HDR + PAYLOAD)
 #define T0		1000000000ull	/* receive time base, ns */
 #define ERRLEN		256
+#define WINDOW		4
+/* Buffers admission keeps from the consumers: the window and one more. */
+#define SPARE		(WINDOW + 1)
 
 /* ------------------------------------------------------------------ */
 /* The stream under test. */
@@ -69,7 +74,7 @@ fix_init(struct fix *f, uint32_t nbufs, uint32_t timeout_us)
 	f->r.seq.bit_offset = 0;
 	f->r.seq.bit_width = 32;
 	f->r.packets_per_batch = PPB;
-	f->r.window = 4;
+	f->r.window = WINDOW;
 	f->r.fill = CFG_FILL_ZERO;
 	f->r.timeout_us = timeout_us;
 
@@ -156,6 +161,9 @@ struct cons {
 	uint32_t sub_id;
 };
 
+/* What the last refused subscribe() was told. */
+static struct daqiri_err last_err;
+
 static int
 subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
 	  const char *group, uint32_t max_held, uint64_t conn_id,
@@ -184,8 +192,13 @@ subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
 		c->fds[k] = -1;
 	rc = stream_subscribe(f->s, &req, &peer, sub_id, &c->info, c->fds,
 	    &c->nfds, &err);
-	if (rc != 0)
+	last_err = err;
+	if (rc != 0) {
+		for (int k = 0; k < c->nfds; k++)
+			close(c->fds[k]);
+		c->nfds = 0;
 		return rc;
+	}
 	ck_assert_int_eq(c->nfds, 4);
 	ck_assert_int_eq(daqiri_sub_info_check(&c->info, &err), 0);
 
@@ -341,11 +354,11 @@ START_TEST(test_broadcast_delivers_all)
 	uint64_t ev = 0;
 	void *w;
 
-	fix_init(&f, 4, 0);
+	fix_init(&f, 4 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
 	ck_assert_uint_eq(c.info.kind, DAQIRI_STREAM_REORDER);
 	ck_assert_uint_eq(c.info.mem_kind, DAQIRI_MEM_HOST);
-	ck_assert_uint_eq(c.info.nbufs, 4);
+	ck_assert_uint_eq(c.info.nbufs, f.nbufs);
 	ck_assert_uint_eq(c.info.ppb, PPB);
 	ck_assert_uint_eq(c.info.slot_bytes, PAYLOAD);
 	ck_assert_uint_eq(c.info.tensor_bytes, PPB * PAYLOAD);
@@ -362,7 +375,7 @@ START_TEST(test_broadcast_delivers_all)
 	counters(&f, &rc, &sc);
 	ck_assert_uint_eq(sc.published, 1);
 	ck_assert_uint_eq(sc.unseen, 1);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 
 	stream_service(f.s, T0);
 	for (uint32_t b = 1; b <= 10; b++) {
@@ -382,7 +395,7 @@ START_TEST(test_broadcast_delivers_all)
 		stream_service(f.s, T0 + b * 1000 + 600);
 		counters(&f, &rc, &sc);
 		ck_assert_uint_eq(sc.held_bufs, 0);
-		ck_assert_uint_eq(sc.free_bufs, 4);
+		ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	}
 	ck_assert_int_eq(read(c.fds[3], &ev, sizeof(ev)), (int)sizeof(ev));
 	ck_assert_uint_ge(ev, 1);
@@ -402,7 +415,7 @@ START_TEST(test_broadcast_delivers_all)
 	counters(&f, &rc, &sc);
 	ck_assert_uint_eq(sc.published, 12);
 	ck_assert_uint_eq(sc.delivered, 11);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_uint_eq(sc.overruns, 0);
 	ck_assert_uint_eq(rc.packets_in, 11 * PPB + 6);
 	ck_assert_uint_eq(rc.placed, 11 * PPB + 6);
@@ -424,7 +437,7 @@ START_TEST(test_broadcast_overruns)
 	struct reorder_counters rc;
 	struct stream_counters sc;
 
-	fix_init(&f, 4, 0);
+	fix_init(&f, 6 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &a, DAQIRI_SUB_BROADCAST, "", 2, 1, 1), 0);
 	ck_assert_int_eq(subscribe(&f, &b, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
 	stream_service(f.s, T0);
@@ -471,7 +484,7 @@ START_TEST(test_shared_round_robin)
 	struct stream_counters sc;
 	int last = -1, count[2] = { 0, 0 };
 
-	fix_init(&f, 4, 0);
+	fix_init(&f, 8 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &m[0], DAQIRI_SUB_SHARED, "g", 4, 1, 1), 0);
 	ck_assert_int_eq(subscribe(&f, &m[1], DAQIRI_SUB_SHARED, "g", 4, 2, 1), 0);
 	ck_assert_str_eq(m[0].info.group, "g");
@@ -504,7 +517,7 @@ START_TEST(test_shared_round_robin)
 	ck_assert_uint_eq(sc.delivered, 12);
 	ck_assert_uint_eq(sc.overruns, 0);
 	ck_assert_uint_eq(sc.unseen, 0);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	cons_close(&m[0]);
 	cons_close(&m[1]);
 	fix_fini(&f);
@@ -522,7 +535,7 @@ START_TEST(test_shared_skips_full_member)
 	struct stream_counters sc;
 	int got[2] = { 0, 0 };
 
-	fix_init(&f, 8, 0);
+	fix_init(&f, 4 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &m[0], DAQIRI_SUB_SHARED, "g", 1, 1, 1), 0);
 	ck_assert_int_eq(subscribe(&f, &m[1], DAQIRI_SUB_SHARED, "g", 3, 2, 1), 0);
 	stream_service(f.s, T0);
@@ -540,7 +553,7 @@ START_TEST(test_shared_skips_full_member)
 	ck_assert_uint_eq(sc.unseen, 1);
 	ck_assert_uint_eq(sc.overruns, 1);
 	ck_assert_uint_eq(sc.held_bufs, 4);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs - 4);
 	cons_close(&m[0]);
 	cons_close(&m[1]);
 	fix_fini(&f);
@@ -562,7 +575,7 @@ START_TEST(test_bad_release_ring)
 	char st[32];
 	uint32_t other;
 
-	fix_init(&f, 4, 0);
+	fix_init(&f, 8 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &v, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
 	ck_assert_int_eq(subscribe(&f, &o, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
 	stream_service(f.s, T0);
@@ -609,7 +622,7 @@ START_TEST(test_bad_release_ring)
 	counters(&f, &rc, &sc);
 	ck_assert_uint_eq(sc.subs_broken, 1);
 	ck_assert_uint_eq(sc.held_bufs, 0);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "broken");
 	ck_assert_str_eq(sub_state(&f, 2, 1, st, sizeof(st)), "active");
 
@@ -631,7 +644,7 @@ START_TEST(test_bad_release_ring)
 	ck_assert_int_eq(daqiri_comp_pop(&v.ring, &d), 0);
 	stream_service(f.s, T0 + 5000);
 	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_uint_eq(sc.delivered, 5);
 	ck_assert_uint_eq(sc.subs_broken, 1);
 
@@ -661,7 +674,7 @@ START_TEST(test_bad_completion_ring)
 	char st[32];
 
 	memset(&rp, 0, sizeof(rp));
-	fix_init(&f, 4, 0);
+	fix_init(&f, 8 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &v, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
 	ck_assert_int_eq(subscribe(&f, &o, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
 	stream_service(f.s, T0);
@@ -685,7 +698,7 @@ START_TEST(test_bad_completion_ring)
 	release(&o, d.buf_index);
 	stream_service(f.s, T0 + 3000);
 	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	stream_reap(f.s, reap_cb, &rp);
 	ck_assert_int_eq(rp.n, 1);
 	ck_assert_uint_eq(rp.conn_id, 1);
@@ -695,12 +708,14 @@ START_TEST(test_bad_completion_ring)
 }
 END_TEST
 
-/* Subscription limits: max_held default and clamp, ring depth, the
- * subscription count, and an unsubscribe before the worker saw it. */
+/* Subscription limits: max_held default and refusal, ring depth, the
+ * subscription count (default and raised), and an unsubscribe before
+ * the worker saw it. */
 START_TEST(test_subscribe_limits)
 {
+	enum { MANY = STREAM_MAX_SUBS + 36 };
 	struct fix f;
-	static struct cons c[STREAM_MAX_SUBS + 1];
+	static struct cons c[MANY + 1];
 	struct daqiri_desc d;
 	struct daqiri_sub_req req;
 	struct control_peer peer;
@@ -710,13 +725,17 @@ START_TEST(test_subscribe_limits)
 	struct stream_counters sc;
 	int fds[DAQIRI_SUB_MAX_FDS], nfds = 0;
 
-	fix_init(&f, 8, 0);
+	fix_init(&f, 8 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 0, 1, 1), 0);
-	ck_assert_uint_eq(c[0].info.max_held, 2);	/* nbufs / 4 */
+	ck_assert_uint_eq(c[0].info.max_held, (8 + SPARE) / 4);
 	cons_close(&c[0]);
-	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 100, 1, 2), 0);
-	ck_assert_uint_eq(c[0].info.max_held, 8);	/* at most nbufs */
-	ck_assert_uint_ge(c[0].info.ring_depth, 8);
+	/* more than there are buffers: refused, no longer clamped */
+	ck_assert_int_lt(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 100,
+	    1, 2), 0);
+	ck_assert_int_eq(last_err.status, DAQIRI_ST_NO_RESOURCES);
+	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 5, 1, 2), 0);
+	ck_assert_uint_eq(c[0].info.max_held, 5);
+	ck_assert_uint_ge(c[0].info.ring_depth, f.nbufs);
 	cons_close(&c[0]);
 	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 0), 2);
 	stream_service(f.s, T0);
@@ -733,10 +752,12 @@ START_TEST(test_subscribe_limits)
 	ck_assert_int_eq(stream_nsubs(f.s), 0);
 	counters(&f, &rc, &sc);
 	ck_assert_uint_eq(sc.unseen, 1);
-	ck_assert_uint_eq(sc.free_bufs, 8);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	cons_close(&c[0]);
+	fix_fini(&f);
 
-	/* STREAM_MAX_SUBS, then a clear refusal */
+	/* STREAM_MAX_SUBS by default, then a clear refusal */
+	fix_init(&f, MANY + SPARE, 0);
 	for (int k = 0; k < STREAM_MAX_SUBS; k++)
 		ck_assert_int_eq(subscribe(&f, &c[k], DAQIRI_SUB_SHARED, "g", 1,
 		    10, (uint32_t)k + 1), 0);
@@ -744,26 +765,44 @@ START_TEST(test_subscribe_limits)
 	memset(&peer, 0, sizeof(peer));
 	memset(&err, 0, sizeof(err));
 	req.mode = DAQIRI_SUB_BROADCAST;
+	req.max_held = 1;
 	peer.conn_id = 11;
 	ck_assert_int_lt(stream_subscribe(f.s, &req, &peer, 1, &info, fds,
 	    &nfds, &err), 0);
 	ck_assert_int_eq(err.status, DAQIRI_ST_TOO_MANY_CONSUMERS);
 	for (int k = 0; k < nfds; k++)
 		close(fds[k]);
+	/* limits change only while nothing is subscribed */
+	ck_assert_int_eq(stream_set_limits(f.s, MANY, 0), -EBUSY);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 10, 0), STREAM_MAX_SUBS);
 	stream_service(f.s, T0 + 3);
-	/* 64 members of one group share 8 buffers */
-	for (uint32_t b = 1; b <= 8; b++)
+	stream_reap(f.s, NULL, NULL);
+	for (int k = 0; k < STREAM_MAX_SUBS; k++)
+		cons_close(&c[k]);
+
+	/* raised past STREAM_MAX_SUBS (daemon.max_consumers) */
+	ck_assert_int_eq(stream_set_limits(f.s, MANY, 0), 0);
+	for (int k = 0; k < MANY; k++)
+		ck_assert_int_eq(subscribe(&f, &c[k], DAQIRI_SUB_SHARED, "g", 1,
+		    10, (uint32_t)k + 1), 0);
+	ck_assert_int_lt(subscribe(&f, &c[MANY], DAQIRI_SUB_SHARED, "g", 1,
+	    12, 1), 0);
+	ck_assert_int_eq(last_err.status, DAQIRI_ST_TOO_MANY_CONSUMERS);
+	stream_service(f.s, T0 + 4);
+	/* MANY members of one group take one tensor each */
+	for (uint32_t b = 1; b <= MANY; b++)
 		feed(&f, b, ALL, T0 + b * 1000);
 	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(sc.delivered, 8);
-	ck_assert_uint_eq(sc.held_bufs, 8);
-	ck_assert_int_eq(stream_unsubscribe(f.s, 10, 0), STREAM_MAX_SUBS);
-	stream_service(f.s, T0 + 10000);
+	ck_assert_uint_eq(sc.delivered, MANY);
+	ck_assert_uint_eq(sc.held_bufs, MANY);
+	ck_assert_uint_eq(rc.batches_no_buffer, 0);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 10, 0), MANY);
+	stream_service(f.s, T0 + 10000000);
 	stream_reap(f.s, NULL, NULL);
 	ck_assert_int_eq(stream_nsubs(f.s), 0);
 	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(sc.free_bufs, 8);
-	for (int k = 0; k < STREAM_MAX_SUBS; k++)
+	ck_assert_uint_eq(sc.held_bufs, 0);
+	for (int k = 0; k < MANY; k++)
 		cons_close(&c[k]);
 	fix_fini(&f);
 }
@@ -782,7 +821,7 @@ START_TEST(test_unsubscribe)
 	char st[32];
 
 	memset(&rp, 0, sizeof(rp));
-	fix_init(&f, 4, 0);
+	fix_init(&f, 12 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &a, DAQIRI_SUB_BROADCAST, "", 4, 1, 7), 0);
 	ck_assert_int_eq(subscribe(&f, &b1, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
 	ck_assert_int_eq(subscribe(&f, &b2, DAQIRI_SUB_SHARED, "g", 4, 2, 2), 0);
@@ -807,7 +846,7 @@ START_TEST(test_unsubscribe)
 	stream_service(f.s, T0 + 2000);
 	counters(&f, &rc, &sc);
 	ck_assert_uint_eq(sc.held_bufs, 0);	/* a's held ones came back */
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_int_eq(stream_nsubs(f.s), 3);	/* not reaped yet */
 	stream_reap(f.s, reap_cb, &rp);
 	ck_assert_int_eq(stream_nsubs(f.s), 2);
@@ -836,13 +875,13 @@ START_TEST(test_unsubscribe)
 	ck_assert_int_eq(stream_nsubs(f.s), 0);
 	ck_assert_int_eq(rp.n, 0);
 	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_uint_eq(sc.held_bufs, 0);
 	/* with nobody subscribed, tensors are unseen and come straight back */
 	feed(&f, 3, ALL, T0 + 5000);
 	counters(&f, &rc, &sc);
 	ck_assert_uint_eq(sc.unseen, 1);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	cons_close(&a);
 	cons_close(&b1);
 	cons_close(&b2);
@@ -850,67 +889,306 @@ START_TEST(test_unsubscribe)
 }
 END_TEST
 
-/* (6) No free buffer: the batch is dropped whole and counted; the
- * stream recovers once buffers come back. */
-START_TEST(test_no_buffer)
+/* The daemon's writable mapping of a stream's sidecar, found the way
+ * any code in the process could: /proc/self/maps. */
+static uint8_t *
+daemon_sidecar_mapping(void)
+{
+	char line[512];
+	FILE *fp = fopen("/proc/self/maps", "r");
+	unsigned long lo = 0, hi;
+	char perms[8];
+
+	ck_assert_ptr_nonnull(fp);
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (strstr(line, "daqiri-bitmap") == NULL ||
+		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+			continue;
+		if (strcmp(perms, "rw-s") == 0)
+			break;
+		lo = 0;
+	}
+	fclose(fp);
+	ck_assert_msg(lo != 0, "no writable mapping of the sidecar");
+	return (uint8_t *)lo;
+}
+
+/* (6) Attack 2: a consumer reopens its tensor and sidecar fds O_RDWR
+ * through /proc/self/fd; the seals refuse every way to write or resize
+ * them, while the daemon's own mapping still works. */
+START_TEST(test_consumer_cannot_write)
 {
 	struct fix f;
 	struct cons c;
-	struct daqiri_desc d[4], e;
+	struct daqiri_desc d;
+	char path[64];
+	int fdi[2] = { 0, 1 };
+
+	fix_init(&f, 4 + SPARE, 0);
+	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 2, 1, 1), 0);
+	for (int j = 0; j < 2; j++) {
+		size_t len = j == 0 ? c.info.map_bytes : c.bitmaps_len;
+		const char *what = j == 0 ? "tensor" : "bitmap";
+		uint8_t byte = 0x5A;
+		void *m;
+		int fd, seals;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", c.fds[fdi[j]]);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		/* the reopen itself succeeds (memfd inodes are 0777) ... */
+		ck_assert_msg(fd >= 0, "%s: reopen O_RDWR: %s", what,
+		    strerror(errno));
+		seals = fcntl(fd, F_GET_SEALS);
+		ck_assert_msg(seals & F_SEAL_FUTURE_WRITE, "%s: not sealed",
+		    what);
+		ck_assert(seals & F_SEAL_SEAL);
+		/* ... but nothing written through it */
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		ck_assert_msg(m == MAP_FAILED && errno == EPERM,
+		    "%s: mmap(PROT_WRITE) allowed", what);
+		errno = 0;
+		ck_assert_int_eq(pwrite(fd, &byte, 1, 0), -1);
+		ck_assert_msg(errno == EPERM, "%s: write: %s", what,
+		    strerror(errno));
+		ck_assert_int_eq(ftruncate(fd, 0), -1);
+		ck_assert_int_eq(errno, EPERM);
+		ck_assert_int_eq(ftruncate(fd, (off_t)len * 2), -1);
+		ck_assert_int_eq(errno, EPERM);
+		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+		m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+		ck_assert_ptr_ne(m, MAP_FAILED);
+		ck_assert_int_eq(mprotect(m, len, PROT_READ | PROT_WRITE), -1);
+		ck_assert_int_eq(errno, EACCES);
+		munmap(m, len);
+		close(fd);
+	}
+	/* the daemon still writes its tensors and sidecar */
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);
+	ck_assert_int_eq(pop(&c, &d), 1);
+	check_tensor(&c, &d, 0, ALL);
+	cons_close(&c);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (6b) The plan's duplicate detection is its own: clearing the sidecar
+ * the consumers map (here through the daemon's own writable mapping,
+ * since a consumer cannot get one) neither makes a duplicate count as
+ * placed nor changes what is published. */
+START_TEST(test_sidecar_is_a_copy)
+{
+	struct fix f;
+	struct cons c;
+	struct daqiri_desc d;
 	struct reorder_counters rc;
 	struct stream_counters sc;
-	const uint64_t tmo = 200 * 1000;	/* timeout_us 200 */
+	uint8_t *side;
 
-	fix_init(&f, 4, 200);
-	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
-	ck_assert_uint_eq(c.info.max_held, 4);
+	fix_init(&f, 4 + SPARE, 0);
+	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 2, 1, 1), 0);
 	stream_service(f.s, T0);
-	for (uint32_t k = 0; k < 4; k++) {
+	side = daemon_sidecar_mapping();
+	feed(&f, 0, 0x0F, T0);			/* slots 0-3 */
+	memset(side, 0, c.bitmaps_len);
+	feed(&f, 0, 0x0F, T0 + 100);		/* the same four again */
+	memset(side, 0, c.bitmaps_len);
+	feed(&f, 0, 0x03, T0 + 200);		/* and two once more */
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(rc.duplicate, 6);
+	ck_assert_uint_eq(rc.placed, 4);
+	ck_assert_uint_eq(sc.published, 0);
+	ck_assert_int_eq(pop(&c, &d), 0);
+	memset(side, 0xFF, c.bitmaps_len);
+	feed(&f, 0, 0xF0, T0 + 300);		/* the other four */
+	ck_assert_int_eq(pop(&c, &d), 1);
+	ck_assert_uint_eq(d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(d.packets_received, PPB);
+	check_tensor(&c, &d, 0, ALL);		/* the bitmap copied at publish */
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(rc.placed, PPB);
+	ck_assert_uint_eq(rc.missing_slots, 0);
+	cons_close(&c);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (7) Admission: the max_held of a stream's subscriptions add up to at
+ * most nbufs - window - 1; a request over it is refused naming the
+ * numbers, a default takes what is left, and an ended subscription gives
+ * its share back. */
+START_TEST(test_admission)
+{
+	struct fix f;
+	struct cons a, b, x;
+	char want[256];
+
+	fix_init(&f, 4 + SPARE, 0);		/* 4 to hold */
+	ck_assert_uint_eq(stream_held_budget(f.s), 4);
+	ck_assert_int_eq(subscribe(&f, &a, DAQIRI_SUB_BROADCAST, "", 3, 1, 1), 0);
+	ck_assert_int_lt(subscribe(&f, &x, DAQIRI_SUB_BROADCAST, "", 2, 2, 1), 0);
+	ck_assert_int_eq(last_err.status, DAQIRI_ST_NO_RESOURCES);
+	snprintf(want, sizeof(want), "stream 'eth0/r0': max_held 2 would make "
+	    "5 held buffers, more than the 4 of %u buffers the reorder window "
+	    "leaves (window %u)", 4 + SPARE, WINDOW);
+	ck_assert_str_eq(last_err.msg, want);
+	/* no max_held given: a quarter of the buffers (2), or what is left */
+	ck_assert_int_eq(subscribe(&f, &b, DAQIRI_SUB_SHARED, "g", 0, 2, 2), 0);
+	ck_assert_uint_eq(b.info.max_held, 1);
+	ck_assert_int_lt(subscribe(&f, &x, DAQIRI_SUB_SHARED, "g", 0, 2, 3), 0);
+	ck_assert_int_eq(last_err.status, DAQIRI_ST_NO_RESOURCES);
+	ck_assert_ptr_nonnull(strstr(last_err.msg, "no buffers left"));
+	ck_assert_ptr_nonnull(strstr(last_err.msg, "up to 4, all of the 4 of"));
+	/* ending a gives its 3 back at once */
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 1), 1);
+	ck_assert_int_eq(subscribe(&f, &x, DAQIRI_SUB_BROADCAST, "", 3, 3, 1), 0);
+	cons_close(&x);
+	cons_close(&a);
+	cons_close(&b);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (7b) Attack 3: one connection opens subscriptions until refused and
+ * never releases; the consumer that was there first still gets every
+ * tensor and no batch is dropped for want of a buffer. */
+START_TEST(test_one_conn_cannot_starve)
+{
+	enum { NB = 16 + SPARE, BATCHES = 40 };
+	struct fix f;
+	struct cons good, bad[NB];
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	int nbad = 0, rcode;
+	uint32_t held = 0;
+
+	fix_init(&f, NB, 0);
+	ck_assert_int_eq(subscribe(&f, &good, DAQIRI_SUB_BROADCAST, "", 1, 1, 1), 0);
+	while ((rcode = subscribe(&f, &bad[nbad], DAQIRI_SUB_BROADCAST, "",
+	    NB, 2, (uint32_t)nbad + 1)) == 0 || nbad < NB) {
+		if (rcode != 0) {
+			/* asking for all of them fails; what is left does not */
+			ck_assert_int_eq(last_err.status, DAQIRI_ST_NO_RESOURCES);
+			if (subscribe(&f, &bad[nbad], DAQIRI_SUB_BROADCAST, "",
+			    0, 2, (uint32_t)nbad + 1) != 0)
+				break;
+		}
+		held += bad[nbad].info.max_held;
+		nbad++;
+	}
+	ck_assert_int_eq(last_err.status, DAQIRI_ST_NO_RESOURCES);
+	ck_assert_uint_eq(held, stream_held_budget(f.s) - 1);
+	stream_service(f.s, T0);
+	for (uint32_t k = 0; k < BATCHES; k++) {
 		feed(&f, k, ALL, T0 + k * 1000);
-		ck_assert_int_eq(pop(&c, &d[k]), 1);
-		check_tensor(&c, &d[k], k, ALL);
+		ck_assert_int_eq(pop(&good, &d), 1);
+		ck_assert_uint_eq(d.seq, k);
+		check_tensor(&good, &d, k, ALL);
+		release(&good, d.buf_index);
+		stream_service(f.s, T0 + k * 1000 + 500);
 	}
 	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(sc.free_bufs, 0);
-	ck_assert_uint_eq(sc.held_bufs, 4);
+	ck_assert_uint_eq(rc.batches_no_buffer, 0);
+	ck_assert_uint_eq(rc.no_buffer_packets, 0);
+	ck_assert_uint_eq(sc.published, BATCHES);
+	ck_assert_uint_le(sc.held_bufs, held);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "overruns"), 0);
+	cons_close(&good);
+	for (int k = 0; k < nbad; k++)
+		cons_close(&bad[k]);
+	fix_fini(&f);
+}
+END_TEST
 
-	feed(&f, 4, ALL, T0 + 10000);
-	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(rc.batches_no_buffer, 1);
-	ck_assert_uint_eq(rc.no_buffer_packets, PPB);
-	ck_assert_uint_eq(rc.placed, 4 * PPB);
-	ck_assert_uint_eq(sc.published, 4);
-	ck_assert_int_eq(pop(&c, &e), 0);
+/* (8) hold_timeout_ms: a subscription that holds a buffer too long is
+ * ended with "held too long" (which buffer, how long), its buffers come
+ * back, it is counted; one that releases in time is untouched. Stream
+ * time is the test's. */
+START_TEST(test_hold_timeout)
+{
+	const uint64_t ms = 1000000;
+	struct fix f;
+	struct cons h, g;
+	struct daqiri_desc d, hd;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	struct reaped rp;
+	char st[32], want[128];
 
-	for (uint32_t k = 0; k < 4; k++)
-		release(&c, d[k].buf_index);
-	stream_service(f.s, T0 + 11000);
-	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(sc.free_bufs, 4);
+	memset(&rp, 0, sizeof(rp));
+	fix_init(&f, 8 + SPARE, 0);
+	ck_assert_int_eq(stream_set_limits(f.s, STREAM_MAX_SUBS, 10), 0);
+	ck_assert_int_eq(subscribe(&f, &h, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
+	ck_assert_int_eq(subscribe(&f, &g, DAQIRI_SUB_BROADCAST, "", 4, 2, 1), 0);
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);				/* delivered at T0 + PPB */
+	ck_assert_int_eq(pop(&h, &hd), 1);
+	ck_assert_int_eq(pop(&g, &d), 1);
+	release(&g, d.buf_index);
+	/* g keeps getting and releasing tensors, each within 10 ms; h
+	 * holds tensors 0-3 (its max_held) */
+	for (uint32_t k = 1; k <= 4; k++) {
+		uint64_t t = T0 + k * 2 * ms;
 
-	/* batch 5 gets a buffer; it waits behind the dropped batch 4 until
-	 * that one's deadline */
-	feed(&f, 5, ALL, T0 + 12000);
-	ck_assert_int_eq(pop(&c, &e), 0);
-	stream_service(f.s, T0 + 10000 + tmo);
-	ck_assert_int_eq(pop(&c, &e), 1);
-	ck_assert_uint_eq(e.seq, 4);
-	ck_assert_uint_eq(e.flags, DAQIRI_F_COMPLETE);
-	check_tensor(&c, &e, 5, ALL);
-	release(&c, e.buf_index);
-	feed(&f, 6, ALL, T0 + 13000);
-	ck_assert_int_eq(pop(&c, &e), 1);
-	ck_assert_uint_eq(e.seq, 5);
-	check_tensor(&c, &e, 6, ALL);
-	release(&c, e.buf_index);
-	stream_service(f.s, T0 + 14000 + tmo);
+		feed(&f, k, ALL, t);
+		stream_service(f.s, t + ms);
+		ck_assert_int_eq(pop(&g, &d), 1);
+		release(&g, d.buf_index);
+		stream_service(f.s, t + ms + 1);
+	}
+	stream_service(f.s, T0 + 10 * ms + PPB);
 	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(rc.batches_no_buffer, 1);
-	ck_assert_uint_eq(rc.no_buffer_packets, PPB);
-	ck_assert_uint_eq(rc.placed, 6 * PPB);
-	ck_assert_uint_eq(sc.published, 6);
-	ck_assert_uint_eq(sc.free_bufs, 4);
-	cons_close(&c);
+	ck_assert_uint_eq(sc.subs_held_too_long, 0);	/* 10 ms, not more */
+	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "active");
+	ck_assert_double_eq(sub_field(&f, 1, 1, "held"), 4);
+	/* checked at most every STREAM_HOLD_CHECK_NS: surely by then */
+	stream_service(f.s, T0 + 10 * ms + PPB + STREAM_HOLD_CHECK_NS);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.subs_held_too_long, 1);
+	ck_assert_uint_eq(sc.subs_broken, 0);
+	ck_assert_uint_eq(sc.held_bufs, 0);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
+	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "broken");
+	ck_assert_str_eq(sub_state(&f, 2, 1, st, sizeof(st)), "active");
+	stream_reap(f.s, reap_cb, &rp);
+	ck_assert_int_eq(rp.n, 1);
+	ck_assert_uint_eq(rp.conn_id, 1);
+	snprintf(want, sizeof(want), "held too long: buffer %u for %llu ms, "
+	    "more than daemon.hold_timeout_ms 10", hd.buf_index,
+	    (unsigned long long)(10 + STREAM_HOLD_CHECK_NS / ms));
+	ck_assert_str_eq(rp.why, want);
+	/* g goes on */
+	feed(&f, 6, ALL, T0 + 20 * ms);
+	ck_assert_int_eq(pop(&g, &d), 1);
+	check_tensor(&g, &d, 6, ALL);
+	cons_close(&h);
+	cons_close(&g);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (8b) hold_timeout_ms 0 (and streams made without limits): a buffer
+ * may be held forever. */
+START_TEST(test_hold_forever)
+{
+	struct fix f;
+	struct cons h;
+	struct daqiri_desc d;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+
+	fix_init(&f, 4 + SPARE, 0);
+	ck_assert_int_eq(stream_set_limits(f.s, STREAM_MAX_SUBS, 0), 0);
+	ck_assert_int_eq(subscribe(&f, &h, DAQIRI_SUB_BROADCAST, "", 1, 1, 1), 0);
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);
+	ck_assert_int_eq(pop(&h, &d), 1);
+	stream_service(f.s, T0 + 3600ull * 1000000000ull);
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.subs_held_too_long, 0);
+	ck_assert_uint_eq(sc.held_bufs, 1);
+	cons_close(&h);
 	fix_fini(&f);
 }
 END_TEST
@@ -1050,7 +1328,7 @@ START_TEST(test_json_views)
 	};
 	static const char *const handoff_keys[] = {
 		"published", "delivered", "unseen", "overruns", "subs_broken",
-		"free_bufs", "held_bufs", "open_bufs",
+		"subs_held_too_long", "free_bufs", "held_bufs", "open_bufs",
 	};
 	static const char *const cons_keys[] = {
 		"stream", "conn", "sub_id", "pid", "uid", "mode", "group", "state",
@@ -1059,7 +1337,7 @@ START_TEST(test_json_views)
 	};
 	int n = 0;
 
-	fix_init(&f, 4, 0);
+	fix_init(&f, 6 + SPARE, 0);
 	ck_assert_int_eq(subscribe(&f, &a, DAQIRI_SUB_BROADCAST, "", 4, 5, 1), 0);
 	ck_assert_int_eq(subscribe(&f, &b, DAQIRI_SUB_SHARED, "grp", 2, 6, 3), 0);
 	stream_service(f.s, T0);
@@ -1085,7 +1363,8 @@ START_TEST(test_json_views)
 	    "reorder_type")), "cpu");
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(o,
 	    "input_type")), "raw");
-	ck_assert_double_eq(cJSON_GetObjectItem(o, "nbufs")->valuedouble, 4);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "nbufs")->valuedouble,
+	    f.nbufs);
 	ck_assert_double_eq(cJSON_GetObjectItem(o, "packets_per_batch")->valuedouble,
 	    PPB);
 	ck_assert_double_eq(cJSON_GetObjectItem(o, "slot_bytes")->valuedouble,
@@ -1094,7 +1373,7 @@ START_TEST(test_json_views)
 	    PPB * PAYLOAD);
 	ck_assert_double_eq(cJSON_GetObjectItem(o, "payload_bytes")->valuedouble,
 	    PAYLOAD);
-	ck_assert_double_eq(cJSON_GetObjectItem(o, "window")->valuedouble, 4);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "window")->valuedouble, WINDOW);
 	ck_assert_double_eq(cJSON_GetObjectItem(o, "subscribers")->valuedouble, 2);
 	cJSON_Delete(o);
 
@@ -1122,7 +1401,8 @@ START_TEST(test_json_views)
 	ck_assert_double_eq(cJSON_GetObjectItem(x, "delivered")->valuedouble, 2);
 	ck_assert_double_eq(cJSON_GetObjectItem(x, "held_bufs")->valuedouble, 1);
 	ck_assert_double_eq(cJSON_GetObjectItem(x, "open_bufs")->valuedouble, 1);
-	ck_assert_double_eq(cJSON_GetObjectItem(x, "free_bufs")->valuedouble, 2);
+	ck_assert_double_eq(cJSON_GetObjectItem(x, "free_bufs")->valuedouble,
+	    f.nbufs - 2);
 	cJSON_Delete(o);
 
 	arr = cJSON_CreateArray();
@@ -1204,7 +1484,15 @@ stream_suite(void)
 	tcase_add_test(tc, test_bad_completion_ring);
 	tcase_add_test(tc, test_subscribe_limits);
 	tcase_add_test(tc, test_unsubscribe);
-	tcase_add_test(tc, test_no_buffer);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("isolation");
+	tcase_add_test(tc, test_consumer_cannot_write);
+	tcase_add_test(tc, test_sidecar_is_a_copy);
+	tcase_add_test(tc, test_admission);
+	tcase_add_test(tc, test_one_conn_cannot_starve);
+	tcase_add_test(tc, test_hold_timeout);
+	tcase_add_test(tc, test_hold_forever);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("raw_json");
