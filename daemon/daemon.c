@@ -248,8 +248,8 @@ op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	     struct control_sub_fds *fds, struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
-	struct stream *s = find_stream(d, req->stream);
-	int rc;
+	struct stream *s = find_stream(d, req->stream), *t;
+	int rc, mine = 0;
 
 	if (s == NULL)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
@@ -259,6 +259,14 @@ op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
 		    "daemon.max_consumers (%u) reached",
 		    d->cfg->daemon.max_consumers), DAQIRI_ST_TOO_MANY_CONSUMERS;
+	FOR_EACH_STREAM(d, t)
+		mine += stream_conn_nsubs(t, peer->conn_id);
+	if ((uint32_t)mine >= d->cfg->daemon.max_subscriptions_per_connection)
+		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
+		    "this connection has %d subscriptions, the most "
+		    "daemon.max_subscriptions_per_connection (%u) allows", mine,
+		    d->cfg->daemon.max_subscriptions_per_connection),
+		    DAQIRI_ST_TOO_MANY_CONSUMERS;
 	if (++d->next_sub_id == 0)
 		d->next_sub_id = 1;
 	rc = stream_subscribe(s, req, peer, d->next_sub_id, info, fds->fd,
@@ -619,6 +627,19 @@ queue_frame_bytes(const struct cfg *c, const struct cfg_queue *q)
 	return b > 0 ? b : 2048;
 }
 
+/* A stream may take every subscription the daemon admits. */
+static int
+stream_limits(const struct cfg *c, struct stream *s)
+{
+	int rc = stream_set_limits(s, c->daemon.max_consumers,
+	    c->daemon.hold_timeout_ms);
+
+	if (rc != 0)
+		log_warnx("stream '%s': room for %u subscriptions: %s",
+		    stream_name(s), c->daemon.max_consumers, strerror(-rc));
+	return rc;
+}
+
 static int
 interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 {
@@ -664,6 +685,8 @@ interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 			log_warnx("%s", err);
 			return -1;
 		}
+		if (stream_limits(c, f->streams[j]) != 0)
+			return -1;
 		f->scfg[j] = r;
 		f->nstreams++;
 	}
@@ -674,6 +697,8 @@ interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 			log_warnx("%s", err);
 			return -1;
 		}
+		if (stream_limits(c, f->raws[q]) != 0)
+			return -1;
 		rc = worker_create(&f->workers[q], ifc, q, f->eng, f->flows,
 		    f->streams, f->scfg, f->nstreams, f->raws[q], err,
 		    sizeof(err));
