@@ -5,6 +5,9 @@
 # received one reaches the stream, and the stream places it or counts it
 # under one reason (duplicate, late, malformed, no_buffer); intentional
 # losses come out as missing slots, and a consumer sees every tensor.
+# Admission control keeps a consumer from holding the buffers the
+# reorder window needs, so no_buffer stays 0 here (check_reorder drives
+# that path with an owner that has none).
 . tests/system/lib.sh
 
 PPB=128
@@ -15,7 +18,8 @@ NBUFS=32
 # batch out while its own packets still wait in the socket (they would
 # then count as late, legitimately, and placed would fall short of
 # unique). Only the last lossy batches wait for it.
-make_config -e 's/timeout_us: 100000 /timeout_us: 1000000 /'
+make_config -e 's/timeout_us: 100000 /timeout_us: 1000000 /' \
+	-e 's/hold_timeout_ms: 10000 /hold_timeout_ms: 0 /'
 start_daemon
 
 bg "$BUILD/tests/good-consumer" -s "$SOCK" --max-held 24 "$STREAM" > "$T/consumer.out"
@@ -87,8 +91,16 @@ expect_eq "placed unchanged" "$r_placed" "$placed1"
 k=$i_kernel_drops
 
 # ---------------------------------------------------------------------------
-note "phase 3: a consumer holds every buffer: later batches have none"
-bg "$BUILD/tests/bad-consumer" -s "$SOCK" --max-held $NBUFS --hold "$STREAM" > "$T/holder.out"
+note "phase 3: a consumer asks to hold every buffer: refused; holding all it may drops nothing"
+# Admission: the max_held of a stream's subscriptions add up to at most
+# nbufs - window - 1 = 27; the good consumer has 24 of them.
+if "$BUILD/tests/bad-consumer" -s "$SOCK" --max-held $NBUFS --hold "$STREAM" > "$T/greedy.out" 2> "$T/greedy.err"; then
+	fail "a subscription holding all $NBUFS buffers was admitted"
+fi
+grep -q "max_held $NBUFS would make $((24 + NBUFS)) held buffers, more than the 27 of $NBUFS buffers the reorder window leaves (window 4)" "$T/greedy.err" ||
+	fail "refusal does not name the numbers: $(cat "$T/greedy.err")"
+HELD3=3
+bg "$BUILD/tests/bad-consumer" -s "$SOCK" --max-held $HELD3 --hold "$STREAM" > "$T/holder.out"
 HOLDER=$LAST_PID
 wait_line "$T/holder.out" '^subscribed'
 expect_eq "free buffers before phase 3" "$(sstat .handoff.free_bufs)" $NBUFS
@@ -97,17 +109,18 @@ run_sim --batches $B3 --rate 20kpps
 sent3=$(sim_field sent)
 expect_eq "sim sent" "$sent3" $((B3 * PPB))
 # The sequence restarted at 0 (a new sim run), far behind batch 99: one
-# resync. The first 32 batches take the 32 buffers, which the holder
-# keeps; the other 8 find none and are dropped whole at their deadline.
-wait_for ".streams[] | select(.name == \"$STREAM\") | .reorder.batches_no_buffer == $((B3 - NBUFS)) and .reorder.packets_in == $((r_packets_in + sent3)) and .handoff.open_bufs == 0" 15
+# resync. The holder keeps its first three; every batch still finds a
+# buffer.
+wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.published == $((pub1 + B3)) and .reorder.packets_in == $((r_packets_in + sent3)) and .handoff.open_bufs == 0 and .handoff.held_bufs == $HELD3" 15
 read_stream
 expect_eq "kernel drops in phase 3" $((i_kernel_drops - k)) 0
 expect_eq "resync" "$r_resync" 1
-expect_eq "published" "$h_published" $((pub1 + NBUFS))
-expect_eq "no_buffer_packets" "$r_no_buffer_packets" $(((B3 - NBUFS) * PPB))
-expect_eq "placed" "$r_placed" $((placed1 + NBUFS * PPB))
-expect_eq "holder holds" "$(consumer "$HOLDER" held)" $NBUFS
-expect_eq "free buffers" "$h_free_bufs" 0
+expect_eq "published" "$h_published" $((pub1 + B3))
+expect_eq "batches_no_buffer" "$r_batches_no_buffer" 0
+expect_eq "no_buffer_packets" "$r_no_buffer_packets" 0
+expect_eq "placed" "$r_placed" $((placed1 + B3 * PPB))
+expect_eq "holder holds" "$(consumer "$HOLDER" held)" $HELD3
+expect_eq "free buffers" "$h_free_bufs" $((NBUFS - HELD3))
 
 # ---------------------------------------------------------------------------
 note "totals over the three phases"
@@ -136,7 +149,7 @@ expect_eq "consumer timeout + evicted tensors" \
 note "the holder leaves: every buffer is free again"
 kill -TERM "$HOLDER"
 wait_gone "$HOLDER"
-expect_eq "holder got" "$(kv "$T/holder.out" got)" $NBUFS
+expect_eq "holder got" "$(kv "$T/holder.out" got)" $HELD3
 wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.free_bufs == $NBUFS and .handoff.held_bufs == 0"
 # (the main thread frees ended subscriptions at its next 100 ms tick)
 wait_consumers '.consumers | length == 0' 5

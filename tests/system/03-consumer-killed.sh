@@ -9,8 +9,11 @@
 
 NBUFS=32
 HELD=8
+# Holders keep their buffers for the whole test: no hold timeout.
+make_config -e 's/hold_timeout_ms: 10000 /hold_timeout_ms: 0 /'
 start_daemon
-bg "$BUILD/tests/good-consumer" -s "$SOCK" --max-held 16 "$STREAM" > "$T/good.out"
+# 8 + two holders of 8: within the 27 of 32 buffers the window leaves
+bg "$BUILD/tests/good-consumer" -s "$SOCK" --max-held 8 "$STREAM" > "$T/good.out"
 GOOD=$LAST_PID
 wait_line "$T/good.out" '^subscribed'
 
