@@ -637,6 +637,10 @@ stream_limits(const struct cfg *c, struct stream *s)
 	if (rc != 0)
 		log_warnx("stream '%s': room for %u subscriptions: %s",
 		    stream_name(s), c->daemon.max_consumers, strerror(-rc));
+	else if (stream_held_budget(s) == 0)
+		log_warnx("stream '%s': its buffers leave none for consumers "
+		    "beside the reorder window (nbufs - window - 1 = 0): every "
+		    "subscribe is refused", stream_name(s));
 	return rc;
 }
 
