@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -79,6 +80,32 @@ mem_populate(struct mem_region *m, uint64_t page)
 	return 0;
 }
 
+/*
+ * A kernel may take the seal and still map the file writable (hugetlbfs
+ * has lagged behind shmem): try what a consumer would, once per memfd,
+ * at start-up. At most a page (st_blksize: the huge page size on
+ * hugetlbfs, whose files are whole huge pages).
+ */
+static void
+mem_probe_seal(int fd, const char *what)
+{
+	struct stat st;
+	size_t len;
+	void *p;
+
+	if (mem_warned_future_write || fstat(fd, &st) == -1 || st.st_size <= 0)
+		return;
+	len = st.st_size < st.st_blksize ? (size_t)st.st_size :
+	    (size_t)st.st_blksize;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return;
+	munmap(p, len);
+	log_warnx("%s: sealed against writes, yet this kernel still maps it "
+	    "writable: a consumer can reopen its fd writable through /proc "
+	    "and overwrite tensors other consumers read", what);
+}
+
 int
 mem_seal_readonly(int fd, const char *what)
 {
@@ -100,6 +127,7 @@ mem_seal_readonly(int fd, const char *what)
 	}
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL) == -1)
 		return -errno;
+	mem_probe_seal(fd, what);
 	return 0;
 }
 
