@@ -193,7 +193,7 @@ SYS_TOOLS := $(patsubst tests/system/%.c,$(BUILD)/tests/%,$(wildcard tests/syste
 $(BUILD)/tests/%: $(BUILD)/obj/tests/system/%.o $(LIBCLIENT_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
 
 system: all $(SYS_TOOLS)
 	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
