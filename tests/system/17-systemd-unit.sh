@@ -22,6 +22,8 @@ grep -qw overlay /proc/filesystems ||
 	{ echo "SKIP: no overlayfs to lay the install over /usr and /etc"; exit 77; }
 
 # Under the build tree, not /tmp: the namespace gets a fresh /tmp.
+# (-o all below: install what this build tree has, never rebuild it with
+# other flags, e.g. an ASan tree.)
 mkdir -p "$BUILD/tests"
 S=$(cd "$BUILD/tests" && mktemp -d "$PWD/systemd-unit.XXXXXX")
 SD=""		# systemd, as this namespace numbers it
@@ -56,7 +58,7 @@ grep -q '^daqiri:' /etc/passwd &&
 
 note "make install into a staging tree"
 STAGE=$S/stage
-make --no-print-directory -s install BUILD="$BUILD" DESTDIR="$STAGE" PREFIX=/usr \
+make --no-print-directory -s -o all install BUILD="$BUILD" DESTDIR="$STAGE" PREFIX=/usr \
 	SYSCONFDIR=/etc SYSTEMDUNITDIR=/usr/lib/systemd/system \
 	SYSUSERSDIR=/usr/lib/sysusers.d TMPFILESDIR=/usr/lib/tmpfiles.d \
 	> "$S/install.log" 2>&1 || { cat "$S/install.log"; fail "make install failed"; }
@@ -148,6 +150,12 @@ AGID=$(ns getent group daqiri-admin | cut -d: -f3)
 [ "$DUID" != 0 ] || fail "user daqiri is root"
 grep -q '^daqiri:' /etc/passwd && fail "sysusers wrote the real /etc/passwd"
 
+note "systemd-analyze verify: the installed units, as this systemd reads them"
+ns systemd-analyze verify daqirid.service daqirid.socket > "$S/verify.out" 2>&1 ||
+	fail "systemd-analyze verify failed: $(cat "$S/verify.out")"
+[ ! -s "$S/verify.out" ] || fail "systemd-analyze verify: $(cat "$S/verify.out")"
+echo "   ok  no complaints"
+
 note "systemctl start daqirid"
 ns systemctl start daqirid.service || {
 	ns journalctl -u daqirid --no-pager | tail -30
@@ -224,6 +232,22 @@ ns setpriv --reuid=65534 --regid=65534 --groups="$DGID,$AGID" \
 ns daqirictl -s "$SOCKP" -j flow list | jq -e '[.. | objects | select(.id? == 9)] | length >= 1' \
 	> /dev/null || fail "flow 9 not listed after add"
 echo "   ok  daqiri-admin: flow add"
+
+note "watchdog: a stopped daqirid is killed and restarted (WatchdogSec=10s)"
+OLD=$MAIN
+ns kill -STOP "$OLD" || fail "cannot stop daqirid"
+i=0
+while :; do
+	MAIN=$(ns systemctl show -P MainPID daqirid.service)
+	st=$(ns systemctl show -P ActiveState daqirid.service)
+	[ "$MAIN" -gt 0 ] && [ "$MAIN" != "$OLD" ] && [ "$st" = active ] && break
+	i=$((i + 1)); [ $i -lt 300 ] || fail "no restart within 30 s of SIGSTOP (state $st)"
+	sleep 0.1
+done
+ns journalctl -u daqirid.service --no-pager > "$S/journal" 2>&1 || true
+grep -q 'Watchdog timeout' "$S/journal" || fail "restarted, but not by the watchdog"
+ns daqirictl -s "$SOCKP" status > /dev/null || fail "no status after the restart"
+echo "   ok  watchdog restarted it: pid $OLD -> $MAIN"
 
 note "socket activation: daqirid.socket owns the socket, daqirid starts on connect"
 ns systemctl stop daqirid.service || fail "systemctl stop daqirid failed"
