@@ -182,6 +182,11 @@ if grep -q 'socket receive buffer is' "$S/journal"; then
 	fail "SO_RCVBUFFORCE had no effect: $(grep 'socket receive buffer is' "$S/journal")"
 fi
 echo "   ok  no receive buffer warning (rmem_max $(cat /proc/sys/net/core/rmem_max))"
+# GPUs, /dev/vfio, /dev/infiniband: the sandbox must not close devices
+# (PrivateDevices= or any DeviceAllow= would).
+expect_eq "device policy" "$(ns systemctl show -P DevicePolicy daqirid.service)" auto
+expect_eq "DeviceAllow (empty: every device)" \
+	"$(ns systemctl show -P DeviceAllow daqirid.service)" ""
 SOCKP=/run/daqiri/daqirid.sock
 expect_eq "control socket mode, owner, group" \
 	"$(ns stat -c '%a %U %G' "$SOCKP")" "660 daqiri daqiri"
