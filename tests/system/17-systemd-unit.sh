@@ -36,9 +36,26 @@ NS_PIDS=""	# every process in its namespaces, as numbered here
 sd_cleanup() {
 	if [ -n "$SD" ] && kill -0 "$SD" 2> /dev/null; then
 		kill -9 "$SD" 2> /dev/null || true
+		i=0
+		while kill -0 "$SD" 2> /dev/null && [ $i -lt 100 ]; do
+			i=$((i + 1)); sleep 0.05
+		done
 	fi
 	cleanup
+	cgroups_clean
 	rm -rf "$S"
+}
+
+# The cgroup tree is not namespaced here: systemd makes its slices and
+# scopes in the machine's hierarchy and leaves them when it ends. Remove
+# the ones this run made (not there before it), once they are empty.
+cgroups_list() {
+	find /sys/fs/cgroup -mindepth 2 -type d 2> /dev/null | sort
+}
+cgroups_clean() {
+	[ -f "$S/cgroups.before" ] || return 0
+	cgroups_list | comm -13 "$S/cgroups.before" - | sort -r |
+		while read -r d; do rmdir "$d" 2> /dev/null || true; done
 }
 trap sd_cleanup EXIT INT TERM
 
@@ -115,6 +132,7 @@ EOF
 mkdir -p "$S/rw"
 
 note "boot systemd in its own namespaces"
+cgroups_list > "$S/cgroups.before"
 bg unshare --pid --fork --mount --mount-proc --net --uts --ipc sh "$S/boot.sh" \
 	> "$S/boot.log" 2>&1
 UNSHARE=$LAST_PID
@@ -319,4 +337,7 @@ for p in $SD $NS_PIDS; do
 done
 SD=""
 grep -q '^daqiri:' /etc/passwd && fail "the real /etc/passwd has a user daqiri after the test"
+cgroups_clean
+left=$(cgroups_list | comm -13 "$S/cgroups.before" -)
+[ -z "$left" ] || fail "cgroups left behind: $left"
 echo "ok"
