@@ -746,6 +746,15 @@ control_up(struct daemon *d)
 	    c->daemon.max_consumers, &daemon_control_ops, d);
 }
 
+void
+daemon_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+}
+
 static int
 loop_setup(struct daemon *d)
 {
@@ -756,11 +765,8 @@ loop_setup(struct daemon *d)
 	};
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	/* Workers inherit the mask, so only the loop sees these. */
+	/* main() blocked these already; again, for a caller that did not */
+	daemon_signals(&set);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
@@ -797,7 +803,7 @@ notify_status(struct daemon *d)
 		placed += rc.placed;
 		tensors += sc.published;
 		dropped += rc.duplicate + rc.late + rc.malformed +
-		    rc.no_buffer_packets;
+		    rc.no_buffer_packets + rc.backend_error_packets;
 	}
 	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
 	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,
