@@ -12,6 +12,11 @@
 
 /* Main-loop tick: reaping subscriptions, watchdog, status. */
 #define DAEMON_TICK_MS		100
+/* Without a systemd watchdog, a worker heartbeat older than this shows
+ * as stale in status (with one, half the watchdog interval). */
+#define DAEMON_STALE_NS		(1000ull * 1000 * 1000)
+/* ... and never less than this: workers wake every quarter of it. */
+#define DAEMON_STALE_MIN_NS	(4ull * 1000 * 1000)
 
 /*
  * The signals the main loop takes through its signalfd (TERM, INT, HUP).
