@@ -102,4 +102,37 @@ ctl status > /dev/null || fail "daqirictl status does not answer"
 
 note "SIGTERM still stops it in order"
 stop_daemon
+
+# Before the fix, TERM was blocked only in the main-loop set-up: a SIGTERM
+# during start-up (here: while daqirid reads its config from a FIFO, so the
+# moment is certain) took the default action and killed it unannounced.
+note "SIGTERM during start-up: kept pending, then an orderly stop"
+rm -f "$T/notify"
+bg "$BUILD/tests/sdnotify-recv" "$T/notify" 60 > "$T/notify2.log"
+i=0
+while [ ! -S "$T/notify" ]; do
+	i=$((i + 1)); [ $i -lt 100 ] || fail "notify listener did not start"
+	sleep 0.05
+done
+mkfifo "$T/cfg.fifo"
+NOTIFY_SOCKET=$T/notify bg "$BUILD/daqirid" -c "$T/cfg.fifo" -s "$SOCK" -l info 2> "$T/daemon2.log"
+DAEMON_PID=$LAST_PID
+exec 3> "$T/cfg.fifo"		# returns once daqirid has opened it
+kill -TERM "$DAEMON_PID"
+cat "$T/daqirid.yaml" >&3
+exec 3>&-
+i=0
+while kill -0 "$DAEMON_PID" 2>/dev/null; do
+	i=$((i + 1)); [ $i -lt 200 ] || fail "daqirid did not stop within 10 s of its start"
+	sleep 0.05
+done
+rc=0
+wait "$DAEMON_PID" || rc=$?
+expect_eq "exit status after a SIGTERM during start-up" "$rc" 0
+i=0
+while ! grep -q '^STOPPING=1$' "$T/notify2.log"; do
+	i=$((i + 1)); [ $i -lt 100 ] || fail "no STOPPING=1: $(cat "$T/notify2.log")"
+	sleep 0.05
+done
+grep -q '^READY=1$' "$T/notify2.log" || fail "no READY=1 before the stop"
 echo "ok"
