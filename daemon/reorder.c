@@ -132,6 +132,7 @@ struct reorder_plan {
 	uint64_t next_seq;		/* seq of the next published tensor */
 	uint8_t *bounce;		/* in_bytes: a payload split in two */
 	uint64_t pending;		/* packets placed since the last commit */
+	bool written;			/* any batch written since then */
 	uint64_t err_log_ns;		/* last backend error line; 0 = none */
 	uint64_t err_unlogged;		/* failures since that line */
 };
@@ -249,6 +250,8 @@ commit(struct reorder_plan *p, uint64_t now_ns)
 	int rc;
 
 	rc = p->be->commit(p->be_state);
+	if (rc == 0 && !p->written)
+		return;
 	if (rc == 0) {
 		p->c.placed += p->pending;
 	} else {
@@ -261,6 +264,7 @@ commit(struct reorder_plan *p, uint64_t now_ns)
 	for (i = 0; i <= p->ring_mask; i++)
 		p->ring[i].written = false;
 	p->pending = 0;
+	p->written = false;
 }
 
 /* Publish (or, without a buffer or after a backend error, drop) the
@@ -278,7 +282,7 @@ publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 		complete = r->received == p->g.ppb;
 		if (!complete && !r->failed) {
 			p->be->fill(p->be_state, &r->buf);
-			r->written = true;
+			r->written = p->written = true;
 		}
 		commit(p, now_ns);
 		if (!r->failed && p->be->finish != NULL &&
@@ -447,7 +451,7 @@ one_packet(struct reorder_plan *p, const struct reorder_pkt *pkt,
 		return;
 	}
 	p->be->place(p->be_state, &r->buf, slot, payload_of(p, pkt));
-	r->written = true;
+	r->written = p->written = true;
 	p->pending++;		/* placed once commit() confirms it */
 }
 
