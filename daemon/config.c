@@ -291,6 +291,7 @@ struct pctx {
 	int rx_iface_of[CFG_MAX_REGIONS];	/* interface index + 1, 0 none */
 	int reorder_line_of[CFG_MAX_REGIONS];	/* its reorder's line, 0 none */
 	char reorder_of[CFG_MAX_REGIONS][CFG_NAME_MAX];
+	struct cfg_pos num_bufs_at[CFG_MAX_REGIONS];	/* line 0: not given */
 };
 
 /* A quoted user string in a message: short, printable. */
@@ -1313,8 +1314,11 @@ parse_region(struct pctx *x, yaml_node_t *n, struct cfg_region *r, int idx)
 		r->kind = (enum cfg_mem_kind)k;
 	if ((v = mval(&m, "affinity")) != NULL)
 		get_int(x, "affinity", v, 0, CFG_AFFINITY_MAX, &r->affinity);
-	if ((v = mval(&m, "num_bufs")) != NULL)
-		get_u32(x, "num_bufs", v, 1, UINT32_MAX, &r->num_bufs);
+	if ((v = mval(&m, "num_bufs")) != NULL &&
+	    get_u32(x, "num_bufs", v, 1, UINT32_MAX, &r->num_bufs) &&
+	    idx >= 0 && idx < CFG_MAX_REGIONS)
+		/* a reorder output checks it against DAQIRI_NBUFS_MAX */
+		x->num_bufs_at[idx] = pos_of(v);
 	if ((v = mval(&m, "buf_size")) != NULL)
 		get_u64(x, "buf_size", v, 1, CFG_BUF_SIZE_MAX, &r->buf_size);
 	if ((v = mval(&m, "access")) != NULL) {
@@ -2031,6 +2035,16 @@ parse_method(struct pctx *x, yaml_node_t *n, struct cfg_reorder *r)
 			    r->seq.bit_width);
 			return false;
 		}
+		if (r->seq.bit_width - r->batch.bit_width > DAQIRI_PPB_LOG2) {
+			err(x, v, "batch_number: bit_width %u leaves 2^%u "
+			    "packets per batch (sequence_number bit_width %u "
+			    "- %u); a tensor holds at most 2^%u = %u packets "
+			    "(DAQIRI_PPB_MAX)", r->batch.bit_width,
+			    r->seq.bit_width - r->batch.bit_width,
+			    r->seq.bit_width, r->batch.bit_width,
+			    DAQIRI_PPB_LOG2, DAQIRI_PPB_MAX);
+			return false;
+		}
 		r->packets_per_batch = 1u << (r->seq.bit_width -
 					       r->batch.bit_width);
 		return true;
@@ -2049,12 +2063,21 @@ parse_method(struct pctx *x, yaml_node_t *n, struct cfg_reorder *r)
 				      &r->packets_per_batch);
 		if (!ok)
 			return false;
+		/* a tensor's slots: the descriptor and the bitmap count them */
+		if (r->packets_per_batch > DAQIRI_PPB_MAX) {
+			err(x, v, "packets_per_batch: %u is more than a tensor "
+			    "holds: at most 2^%u = %u packets (DAQIRI_PPB_MAX)",
+			    r->packets_per_batch, DAQIRI_PPB_LOG2,
+			    DAQIRI_PPB_MAX);
+			return false;
+		}
 		space = 1ull << r->seq.bit_width;
 		if (space % r->packets_per_batch != 0) {
 			err(x, v, "packets_per_batch: %u does not divide the "
 			    "2^%u sequence numbers; use a power of two up to "
 			    "%llu", r->packets_per_batch, r->seq.bit_width,
-			    (unsigned long long)space);
+			    (unsigned long long)(space < DAQIRI_PPB_MAX ?
+			    space : DAQIRI_PPB_MAX));
 			return false;
 		}
 		return true;
@@ -2274,6 +2297,18 @@ check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 	r->slot_bytes = slot;
 	if (!method_ok || r->region_idx < 0)
 		return;
+	if (x->c->regions[r->region_idx].num_bufs > DAQIRI_NBUFS_MAX) {
+		const struct cfg_region *g = &x->c->regions[r->region_idx];
+		struct cfg_pos nb = x->num_bufs_at[r->region_idx];
+
+		/* reported where the number is, not where it is used */
+		err_at(x, nb.line != 0 ? nb : g->pos, "num_bufs: %u tensor "
+		    "buffers in region '%s', the output of reorder config "
+		    "'%s'; a stream has at most %u (DAQIRI_NBUFS_MAX: every "
+		    "buffer must fit a subscription's release ring)",
+		    g->num_bufs, g->name, r->name, DAQIRI_NBUFS_MAX);
+		return;
+	}
 	need = (uint64_t)r->packets_per_batch * slot;
 	if (x->c->regions[r->region_idx].buf_size < need)
 		err(x, mget(m, "memory_region"), "memory_region: buf_size %llu "

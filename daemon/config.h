@@ -12,8 +12,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Limits of one configuration; exceeding one is a diagnostic, not a crash. */
-#define CFG_NAME_MAX		64	/* bytes of a name, NUL included */
+#include "daqiri_limits.h"
+
+/* Limits of one configuration; exceeding one is a diagnostic, not a crash.
+ * What the protocol and rings also limit comes from daqiri_limits.h. */
+#define CFG_NAME_MAX		DAQIRI_NAME_MAX	/* bytes, NUL included */
 #define CFG_PATH_MAX		256
 #define CFG_MAX_REGIONS		32
 #define CFG_MAX_INTERFACES	8

@@ -63,6 +63,8 @@ struct daemon {
 	uint32_t next_sub_id;
 	uint64_t wd_usec;		/* systemd watchdog interval, 0 = off */
 	uint64_t last_wd_ns;
+	uint64_t stale_ns;		/* a heartbeat older than this: stuck */
+	bool wd_stuck;			/* not feeding: a worker is stuck */
 	uint64_t last_status_ns;
 	bool stop;
 };
@@ -126,6 +128,45 @@ count_subs(struct daemon *d)
 	return n;
 }
 
+/* Age of a worker's heartbeat at now (0 when it beat after now). */
+static uint64_t
+heartbeat_age(const struct worker *w, uint64_t now)
+{
+	uint64_t b = worker_heartbeat_ns(w);
+
+	return now > b ? now - b : 0;
+}
+
+/* Every RX worker: queue, core, heartbeat age, and stale when the
+ * watchdog rule counts it stuck. */
+static int
+workers_json(struct daemon *d, cJSON *reply)
+{
+	cJSON *a = cJSON_AddArrayToObject(reply, "workers");
+	uint64_t now = daqiri_mono_ns();
+
+	if (a == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].nworkers; q++) {
+			struct worker *w = d->ifs[i].workers[q];
+			uint64_t age = heartbeat_age(w, now);
+			cJSON *o = cJSON_CreateObject();
+
+			if (o == NULL || !cJSON_AddItemToArray(a, o) ||
+			    cJSON_AddStringToObject(o, "queue",
+				worker_queue_name(w)) == NULL ||
+			    cJSON_AddNumberToObject(o, "core",
+				worker_core(w)) == NULL ||
+			    cJSON_AddNumberToObject(o, "heartbeat_age_ms",
+				(double)(age / 1000000)) == NULL ||
+			    cJSON_AddBoolToObject(o, "stale",
+				age > d->stale_ns) == NULL)
+				return -ENOMEM;
+		}
+	return 0;
+}
+
 static int
 op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 {
@@ -150,7 +191,12 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 	    cJSON_AddNumberToObject(reply, "interfaces", d->nifs) == NULL ||
 	    cJSON_AddNumberToObject(reply, "rx_queues", nqueues) == NULL ||
 	    cJSON_AddNumberToObject(reply, "streams", nstreams) == NULL ||
-	    cJSON_AddNumberToObject(reply, "subscriptions", count_subs(d)) == NULL)
+	    cJSON_AddNumberToObject(reply, "subscriptions", count_subs(d)) == NULL ||
+	    cJSON_AddNumberToObject(reply, "watchdog_ms",
+		(double)(d->wd_usec / 1000)) == NULL ||
+	    cJSON_AddBoolToObject(reply, "watchdog_fed", d->wd_usec != 0 &&
+		!d->wd_stuck) == NULL ||
+	    workers_json(d, reply) != 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -775,6 +821,15 @@ control_up(struct daemon *d)
 	    c->daemon.max_consumers, &daemon_control_ops, d);
 }
 
+void
+daemon_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+}
+
 static int
 loop_setup(struct daemon *d)
 {
@@ -785,11 +840,8 @@ loop_setup(struct daemon *d)
 	};
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	/* Workers inherit the mask, so only the loop sees these. */
+	/* main() blocked these already; again, for a caller that did not */
+	daemon_signals(&set);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
@@ -826,11 +878,44 @@ notify_status(struct daemon *d)
 		placed += rc.placed;
 		tensors += sc.published;
 		dropped += rc.duplicate + rc.late + rc.malformed +
-		    rc.no_buffer_packets;
+		    rc.no_buffer_packets + rc.backend_error_packets;
 	}
 	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
 	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,
 	    (unsigned long long)placed, (unsigned long long)dropped);
+}
+
+/*
+ * True while every RX worker's heartbeat advanced within stale_ns (half
+ * the watchdog interval, the feeding period; a worker beats at least four
+ * times in it). Otherwise the watchdog goes unfed and systemd restarts
+ * the daemon: a wedged worker stops its streams for good while the main
+ * thread would go on answering. Logged once per episode.
+ */
+static bool
+workers_alive(struct daemon *d, uint64_t now)
+{
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].nworkers; q++) {
+			struct worker *w = d->ifs[i].workers[q];
+			uint64_t age = heartbeat_age(w, now);
+
+			if (age <= d->stale_ns)
+				continue;
+			if (!d->wd_stuck)
+				log_warnx("queue '%s': its RX worker's heartbeat "
+				    "has not advanced for %llu ms; no longer "
+				    "feeding the systemd watchdog, so systemd "
+				    "restarts daqirid", worker_queue_name(w),
+				    (unsigned long long)(age / 1000000));
+			d->wd_stuck = true;
+			return false;
+		}
+	if (d->wd_stuck)
+		log_warnx("every RX worker's heartbeat advances again; feeding "
+		    "the systemd watchdog");
+	d->wd_stuck = false;
+	return true;
 }
 
 static void
@@ -845,7 +930,8 @@ on_tick(struct daemon *d)
 	for (int i = 0; i < d->nifs; i++)
 		for (int q = 0; q < d->ifs[i].nworkers; q++)
 			worker_reap(d->ifs[i].workers[q]);
-	if (d->wd_usec != 0 && now - d->last_wd_ns >= d->wd_usec * 1000 / 2) {
+	if (d->wd_usec != 0 && now - d->last_wd_ns >= d->wd_usec * 1000 / 2 &&
+	    workers_alive(d, now)) {
 		sd_notify(0, "WATCHDOG=1");
 		d->last_wd_ns = now;
 	}
@@ -961,6 +1047,13 @@ daemon_run(const struct cfg *c, const char *socket_path,
 		log_warn("main loop setup");
 		goto out;
 	}
+	if (sd_watchdog_enabled(0, &d->wd_usec) <= 0)
+		d->wd_usec = 0;
+	/* a healthy worker beats four times per feeding period (wd/2) */
+	d->stale_ns = d->wd_usec != 0 ? d->wd_usec * 1000 / 2 :
+	    DAEMON_STALE_NS;
+	if (d->stale_ns < DAEMON_STALE_MIN_NS)
+		d->stale_ns = DAEMON_STALE_MIN_NS;
 	for (int i = 0; i < d->nifs; i++) {
 		struct dif *f = &d->ifs[i];
 
@@ -969,14 +1062,14 @@ daemon_run(const struct cfg *c, const char *socket_path,
 			goto out;
 		}
 		for (int q = 0; q < f->nworkers; q++)
+			worker_set_idle(f->workers[q], d->stale_ns / 4);
+		for (int q = 0; q < f->nworkers; q++)
 			if (worker_start(f->workers[q]) != 0) {
 				log_warnx("queue '%s': cannot start its worker",
 				    worker_queue_name(f->workers[q]));
 				goto out;
 			}
 	}
-	if (sd_watchdog_enabled(0, &d->wd_usec) <= 0)
-		d->wd_usec = 0;
 	log_info("daqirid %s running: %d interface(s), control socket %s",
 	    DAQIRI_VERSION, d->nifs, d->socket_path);
 	sd_notifyf(0, "READY=1\nSTATUS=receiving; control socket %s\nMAINPID=%d",

@@ -6,10 +6,24 @@
 #ifndef DAQIRI_DAEMON_H
 #define DAQIRI_DAEMON_H
 
+#include <signal.h>
+
 #include "config.h"
 
 /* Main-loop tick: reaping subscriptions, watchdog, status. */
 #define DAEMON_TICK_MS		100
+/* Without a systemd watchdog, a worker heartbeat older than this shows
+ * as stale in status (with one, half the watchdog interval). */
+#define DAEMON_STALE_NS		(1000ull * 1000 * 1000)
+/* ... and never less than this: workers wake every quarter of it. */
+#define DAEMON_STALE_MIN_NS	(4ull * 1000 * 1000)
+
+/*
+ * The signals the main loop takes through its signalfd (TERM, INT, HUP).
+ * main() blocks them before anything can start a thread, so every thread
+ * inherits the mask and none can take the default action on them.
+ */
+void daemon_signals(sigset_t *set);
 
 /*
  * Run the daemon on validated config c with its control socket at

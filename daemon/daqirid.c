@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,8 +69,19 @@ main(int argc, char **argv)
 	static struct cfg cfg;
 	static struct cfg_diags diags;
 	struct options o = { .level = -1 };
+	sigset_t sigs;
 	int ch;
 
+	/*
+	 * First of all: CUDA, DPDK and libsystemd may start threads, and a
+	 * thread with TERM unblocked takes the default action on it, killing
+	 * the daemon without its orderly stop. Threads inherit this mask.
+	 */
+	daemon_signals(&sigs);
+	if ((errno = pthread_sigmask(SIG_BLOCK, &sigs, NULL)) != 0) {
+		fprintf(stderr, "daqirid: blocking signals: %s\n", strerror(errno));
+		return 1;
+	}
 	while ((ch = getopt(argc, argv, "c:nvs:l:hV")) != -1) {
 		switch (ch) {
 		case 'c':

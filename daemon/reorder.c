@@ -60,6 +60,20 @@
  * deadline, a slide, a resync or a flush. The next batch to open asks the
  * owner again, so the stream recovers as soon as a buffer is free.
  *
+ * Backend errors. placed counts a packet when the backend's commit()
+ * after it succeeds (the plan commits at the end of every burst and
+ * before every publication, so no packet waits uncounted when stats are
+ * read). A failed commit() counts the packets it covered as
+ * `backend_error_packets` and marks every batch they went to failed; a
+ * failed finish() marks its batch. A failed batch stays in the window
+ * like a no-buffer one (its later packets count as backend_error_packets,
+ * duplicates still as duplicate) and when it would be published it is
+ * dropped instead: its buffer goes back through owner.put(), it counts
+ * once in batches_backend_error and takes no descriptor seq. So a tensor
+ * is published only when every write into it was confirmed. The first
+ * failure is logged, then at most one line per REORDER_ERROR_LOG_NS with
+ * the count since the last line.
+ *
  * Bitmap: bit s (slot s) is bitmap[s / 64] >> (s % 64) & 1. Nothing here
  * allocates, locks or makes a syscall per packet.
  */
@@ -69,12 +83,14 @@
 
 #include "convert.h"
 #include "convert_cpu.h"
+#include "log.h"
 #include "reorder.h"
 
 const char *const reorder_counter_names[REORDER_NCOUNTERS] = {
 	"packets_in", "placed", "duplicate", "late", "malformed",
 	"no_buffer_packets", "batches_complete", "batches_timeout",
 	"batches_evicted", "batches_no_buffer", "resync", "missing_slots",
+	"backend_error_packets", "batches_backend_error",
 };
 
 _Static_assert(sizeof(struct reorder_counters) ==
@@ -90,6 +106,8 @@ struct rbatch {
 	uint32_t received;
 	bool open;
 	bool has_buf;
+	bool written;			/* written to since the last commit */
+	bool failed;			/* a write into buf failed: drop it */
 	struct reorder_buf buf;
 };
 
@@ -113,6 +131,10 @@ struct reorder_plan {
 	uint32_t nopen;
 	uint64_t next_seq;		/* seq of the next published tensor */
 	uint8_t *bounce;		/* in_bytes: a payload split in two */
+	uint64_t pending;		/* packets placed since the last commit */
+	bool written;			/* any batch written since then */
+	uint64_t err_log_ns;		/* last backend error line; 0 = none */
+	uint64_t err_unlogged;		/* failures since that line */
 };
 
 static int
@@ -204,34 +226,88 @@ open_batch(struct reorder_plan *p, struct rbatch *r, uint64_t pos,
 	p->nopen++;
 }
 
-/* Publish (or, without a buffer, drop) the oldest open batch. cause is
- * the flag a partial batch gets. */
+static void
+backend_failed(struct reorder_plan *p, const char *what, int rc,
+	       uint64_t now_ns)
+{
+	p->err_unlogged++;
+	if (p->err_log_ns != 0 && now_ns - p->err_log_ns < REORDER_ERROR_LOG_NS)
+		return;
+	log_warnx("reorder '%s': backend %s: %s failed: %s; batches written "
+	    "to are dropped (backend_error; %llu failure(s) since the last "
+	    "report)", p->cfg.name, p->be->name, what, strerror(rc < 0 ? -rc :
+	    rc != 0 ? rc : EIO), (unsigned long long)p->err_unlogged);
+	p->err_log_ns = now_ns != 0 ? now_ns : 1;
+	p->err_unlogged = 0;
+}
+
+/* Commit what was placed since the last commit; count it placed, or on
+ * failure backend_error_packets, failing every batch it went to. */
+static void
+commit(struct reorder_plan *p, uint64_t now_ns)
+{
+	uint32_t i;
+	int rc;
+
+	rc = p->be->commit(p->be_state);
+	if (rc == 0 && !p->written)
+		return;
+	if (rc == 0) {
+		p->c.placed += p->pending;
+	} else {
+		p->c.backend_error_packets += p->pending;
+		for (i = 0; i <= p->ring_mask; i++)
+			if (p->ring[i].open && p->ring[i].written)
+				p->ring[i].failed = true;
+		backend_failed(p, "commit", rc, now_ns);
+	}
+	for (i = 0; i <= p->ring_mask; i++)
+		p->ring[i].written = false;
+	p->pending = 0;
+	p->written = false;
+}
+
+/* Publish (or, without a buffer or after a backend error, drop) the
+ * oldest open batch. cause is the flag a partial batch gets. */
 static void
 publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 {
 	struct rbatch *r = slot_of(p, p->head_pos);
 	struct daqiri_desc d;
 	uint64_t q, end;
-	bool complete;
+	bool complete = false;
+	int rc;
 
 	if (r->has_buf) {
 		complete = r->received == p->g.ppb;
+		if (!complete && !r->failed) {
+			p->be->fill(p->be_state, &r->buf);
+			r->written = p->written = true;
+		}
+		commit(p, now_ns);
+		if (!r->failed && p->be->finish != NULL &&
+		    (rc = p->be->finish(p->be_state, &r->buf)) != 0) {
+			r->failed = true;
+			backend_failed(p, "finish", rc, now_ns);
+		}
+	}
+	if (r->has_buf && r->failed) {
+		p->c.batches_backend_error++;
+		if (p->owner.put != NULL)
+			p->owner.put(p->owner.ctx, &r->buf);
+	} else if (r->has_buf) {
 		memset(&d, 0, sizeof(d));
 		if (complete) {
 			d.flags = DAQIRI_F_COMPLETE;
 			p->c.batches_complete++;
 		} else {
 			d.flags = DAQIRI_F_HAS_GAPS | cause;
-			p->be->fill(p->be_state, &r->buf);
 			p->c.missing_slots += p->g.ppb - r->received;
 			if (cause == DAQIRI_F_TIMEOUT)
 				p->c.batches_timeout++;
 			else
 				p->c.batches_evicted++;
 		}
-		p->be->commit(p->be_state);
-		if (p->be->finish)
-			p->be->finish(p->be_state, &r->buf);
 		d.buf_index = r->buf.index;
 		d.seq = p->next_seq++;
 		d.batch_id = r->id;
@@ -369,8 +445,14 @@ one_packet(struct reorder_plan *p, const struct reorder_pkt *pkt,
 	r->buf.bitmap[slot / 64] |= 1ull << (slot % 64);
 	r->received++;
 	r->last_rx_ns = pkt->rx_ns;
+	if (r->failed) {
+		/* the batch is dropped anyway: do not write into it */
+		p->c.backend_error_packets++;
+		return;
+	}
 	p->be->place(p->be_state, &r->buf, slot, payload_of(p, pkt));
-	p->c.placed++;
+	r->written = p->written = true;
+	p->pending++;		/* placed once commit() confirms it */
 }
 
 void
@@ -384,7 +466,7 @@ reorder_burst(struct reorder_plan *p, const struct reorder_pkt *pkts,
 		one_packet(p, &pkts[i], now_ns);
 		drain(p, now_ns);
 	}
-	p->be->commit(p->be_state);
+	commit(p, now_ns);
 }
 
 void
@@ -398,7 +480,7 @@ reorder_flush(struct reorder_plan *p, uint64_t now_ns)
 {
 	drain(p, now_ns);
 	publish_all(p, DAQIRI_F_FLUSH, now_ns);
-	p->be->commit(p->be_state);
+	commit(p, now_ns);
 }
 
 /* Only the oldest open batch's deadline can publish anything: a newer

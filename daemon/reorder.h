@@ -16,7 +16,13 @@
 #include "../proto/desc.h"
 
 /* Per-plan counters. Invariant after every call:
- * packets_in = placed + duplicate + late + malformed + no_buffer_packets */
+ * packets_in = placed + duplicate + late + malformed + no_buffer_packets
+ *              + backend_error_packets
+ * placed counts packets whose write the backend confirmed (its commit()
+ * succeeded); backend_error_packets those whose write failed, and every
+ * later packet of a batch that failed. A failed batch is never published:
+ * its buffer goes back to the owner and it counts once in
+ * batches_backend_error. */
 struct reorder_counters {
 	uint64_t packets_in;
 	uint64_t placed;
@@ -30,10 +36,15 @@ struct reorder_counters {
 	uint64_t batches_no_buffer;
 	uint64_t resync;
 	uint64_t missing_slots;
+	uint64_t backend_error_packets;
+	uint64_t batches_backend_error;
 };
 
 /* Names of the counters in struct order, for stats output. */
-#define REORDER_NCOUNTERS 12
+#define REORDER_NCOUNTERS 14
+
+/* A backend failing burst after burst logs at most this often. */
+#define REORDER_ERROR_LOG_NS	1000000000ull
 extern const char *const reorder_counter_names[REORDER_NCOUNTERS];
 
 /*
@@ -83,6 +94,12 @@ struct reorder_plan;
  * publishes anything (so a published tensor is always fully written, or
  * for device memory, ordered before the buffer's event). fill() writes
  * the missing slots of buf (bit clear in bitmap) per cfg fill.
+ * place() and fill() cannot fail on their own: a backend that could not
+ * do their work (a CUDA error, a source it cannot read) says so at the
+ * next commit(). commit() returns 0 when everything placed or filled
+ * since the previous commit() is written, or a negative errno when any
+ * of it may not be; the plan then drops every batch written to since.
+ * finish() returns 0, or a negative errno: that batch is dropped.
  */
 struct reorder_backend {
 	const char *name;
@@ -93,7 +110,7 @@ struct reorder_backend {
 	int (*commit)(void *state);
 	void (*fill)(void *state, const struct reorder_buf *buf);
 	/* called just before publish(); e.g. records the CUDA event */
-	void (*finish)(void *state, const struct reorder_buf *buf);
+	int (*finish)(void *state, const struct reorder_buf *buf);
 };
 
 extern const struct reorder_backend reorder_backend_cpu;

@@ -798,6 +798,7 @@ struct rc_state {
 	unsigned gx;
 	struct rc_kparams kp;
 	bool failed;			/* a CUDA error: stop using the GPU */
+	uint64_t lost_seen;		/* st.lost at the last commit */
 	unsigned cur;
 	struct rc_table t[REORDER_CUDA_NTABLES];
 	struct reorder_cuda_stats st;
@@ -1005,10 +1006,18 @@ rc_place(void *state, const struct reorder_buf *buf, uint32_t slot,
 	s->st.jobs++;
 }
 
+/* A slot place() or fill() could not write fails the commit too, so the
+ * plan drops its batch instead of publishing it as written. */
 static int
 rc_commit(void *state)
 {
-	return rc_flush((struct rc_state *)state);
+	struct rc_state *s = (struct rc_state *)state;
+	int rc = rc_flush(s);
+
+	if (rc == 0 && s->st.lost != s->lost_seen)
+		rc = -EFAULT;
+	s->lost_seen = s->st.lost;
+	return rc;
 }
 
 static void
@@ -1056,30 +1065,36 @@ rc_fill_slots(void *state, const struct reorder_buf *buf)
 	}
 }
 
-static void
+static int
 rc_finish(void *state, const struct reorder_buf *buf)
 {
 	struct rc_state *s = (struct rc_state *)state;
 	struct rc_bufent *b = rc_buf(s, buf);
 	cudaError_t e;
 
-	(void)rc_flush(s);
-	if (b->kind == RC_KIND_HOST || b->alias == nullptr || s->failed)
-		return;
+	if (rc_flush(s) != 0)
+		return -EIO;
+	if (b->kind == RC_KIND_HOST)
+		return 0;
+	if (b->alias == nullptr || s->failed)
+		return -EIO;
 	(void)cudaSetDevice(s->dev);	/* the event is made on it */
 	if (b->ev == nullptr && rc_event_get(buf->data, &b->ev) != 0) {
 		s->failed = true;
 		s->st.errors++;
-		return;
+		return -EIO;
 	}
 	if ((e = cudaEventRecord(b->ev, s->stream)) != cudaSuccess) {
 		rc_fail(s, "gpu reorder: cudaEventRecord", e);
-		return;
+		return -EIO;
 	}
 	/* a consumer reads registered host memory with the CPU */
 	if (b->kind == RC_KIND_PINNED &&
-	    (e = cudaEventSynchronize(b->ev)) != cudaSuccess)
+	    (e = cudaEventSynchronize(b->ev)) != cudaSuccess) {
 		rc_fail(s, "gpu reorder: kernel", e);
+		return -EIO;
+	}
+	return 0;
 }
 
 static void

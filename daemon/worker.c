@@ -63,6 +63,9 @@ struct worker {
 	pthread_t thr;
 	bool started;
 	_Atomic int stop;
+	_Atomic uint64_t beat_ns;	/* last loop iteration, monotonic */
+	uint64_t idle_ns;		/* longest sleep without a beat */
+	bool wedge;			/* test only: WORKER_WEDGE_ENV */
 
 	struct worker_counters ctr;
 	struct flow_stats fstats;
@@ -153,6 +156,19 @@ take_flow_change(struct worker *w)
 	atomic_store_explicit(&w->pending, NULL, memory_order_release);
 }
 
+/* Test only: hang as a worker stuck in a call would, without beating,
+ * but still let an orderly stop join the thread. */
+static void
+wedge(struct worker *w)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	log_warnx("queue '%s': %s: this worker stops now (test only)",
+	    w->name, WORKER_WEDGE_ENV);
+	while (!atomic_load_explicit(&w->stop, memory_order_acquire))
+		nanosleep(&ts, NULL);
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -160,10 +176,13 @@ worker_main(void *arg)
 	uint64_t now = daqiri_mono_ns();
 
 	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
-		uint64_t deadline = now + WORKER_IDLE_NS;
+		uint64_t deadline = now + w->idle_ns;
 		int64_t timeout;
 		uint64_t drain;
 		int n;
+
+		/* the watchdog is fed only while this advances */
+		atomic_store_explicit(&w->beat_ns, now, memory_order_relaxed);
 
 		for (int k = 0; k < w->nws; k++) {
 			uint64_t d = stream_next_deadline(w->ws[k].s);
@@ -189,6 +208,10 @@ worker_main(void *arg)
 				ws->n = 0;
 			}
 			w->eng->ops->release(w->q, (unsigned)n);
+			if (w->wedge) {
+				wedge(w);
+				break;
+			}
 		} else if (n < 0) {
 			w->ctr.rx_errors++;
 			if (n != -EINTR && n != -EAGAIN) {
@@ -337,6 +360,15 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	w->q = eng->ops->rxq(eng, qi);
 	w->flows = flow_table_clone(flows, 0);
 	w->wake_fd = -1;
+	w->idle_ns = WORKER_IDLE_NS;
+	atomic_store_explicit(&w->beat_ns, daqiri_mono_ns(),
+	    memory_order_relaxed);
+	{
+		const char *wq = getenv(WORKER_WEDGE_ENV);
+
+		w->wedge = wq != NULL && (strcmp(wq, w->name) == 0 ||
+		    strcmp(wq, cq->name) == 0);
+	}
 	if (w->q == NULL || w->flows == NULL) {
 		int rc = w->q == NULL ? -EINVAL : -ENOMEM;
 
@@ -457,6 +489,26 @@ const char *
 worker_queue_name(const struct worker *w)
 {
 	return w->name;
+}
+
+uint64_t
+worker_heartbeat_ns(const struct worker *w)
+{
+	return atomic_load_explicit(&((struct worker *)w)->beat_ns,
+	    memory_order_relaxed);
+}
+
+void
+worker_set_idle(struct worker *w, uint64_t idle_ns)
+{
+	w->idle_ns = idle_ns > 0 && idle_ns < WORKER_IDLE_NS ? idle_ns :
+	    WORKER_IDLE_NS;
+}
+
+int
+worker_core(const struct worker *w)
+{
+	return w->core;
 }
 
 int

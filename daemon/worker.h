@@ -17,8 +17,12 @@
 #include "flow.h"
 #include "stream.h"
 
-/* Longest a worker sleeps without looking at its commands and counters. */
+/* Longest a worker sleeps without looking at its commands and counters
+ * (and without a heartbeat; worker_set_idle() may shorten it). */
 #define WORKER_IDLE_NS		(50u * 1000u * 1000u)
+/* Test-only: the worker of this queue ("<interface>/<queue>" or the
+ * queue's name) stops beating after its first burst (daqirid(8)). */
+#define WORKER_WEDGE_ENV	"DAQIRID_TEST_WEDGE_WORKER"
 #define WORKER_MAX_STREAMS	CFG_MAX_REORDERS
 /* Longest the counters the main thread reads lag behind while busy. */
 #define WORKER_SNAP_NS		(1000u * 1000u)
@@ -72,6 +76,20 @@ int worker_start(struct worker *w);
 /* Ask it to stop, flush its streams and join it. NULL-safe. */
 void worker_stop(struct worker *w);
 void worker_destroy(struct worker *w);
+
+/*
+ * Heartbeat: the worker stores the CLOCK_MONOTONIC time of every loop
+ * iteration, at least every idle interval even with no traffic, so a
+ * heartbeat older than a few of them means the worker is stuck (in a
+ * syscall, a backend, a lock). worker_heartbeat_ns() reads it (any
+ * thread; the time of worker_create() before the first iteration).
+ * worker_set_idle() bounds the idle interval to idle_ns (at most
+ * WORKER_IDLE_NS; before worker_start()).
+ */
+uint64_t worker_heartbeat_ns(const struct worker *w);
+void worker_set_idle(struct worker *w, uint64_t idle_ns);
+/* The core it is pinned to, or -1. */
+int worker_core(const struct worker *w);
 
 /* Consistent copy of its counters (any thread). */
 void worker_snapshot(struct worker *w, struct worker_counters *out);

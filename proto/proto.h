@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "daqiri_client.h"	/* the shared enums: dtype, mem kind, fill, mode */
+#include "daqiri_limits.h"
 
 /*
  * Protocol version, sent in "hello"; the daemon answers any other value
@@ -26,15 +27,10 @@
  */
 #define DAQIRI_PROTO_VERSION	1
 
-/* Limits (PROTOCOL.md "Limits"). */
-#define DAQIRI_MSG_SIZE_MAX	65536	/* bytes of one message, either way */
-#define DAQIRI_STREAM_NAME_MAX	128	/* "<iface>/<name>", NUL included */
-#define DAQIRI_NAME_MAX		64	/* iface, group, flow, client names */
+/* Limits (PROTOCOL.md "Limits"). Those the config and the rings share
+ * (message size, names, nbufs, max_held, ppb) are in daqiri_limits.h. */
 #define DAQIRI_ERR_MSG_MAX	192	/* human error message, NUL included */
 #define DAQIRI_SUB_MAX_FDS	4	/* fds following a subscribe reply */
-#define DAQIRI_MAX_HELD_MAX	65536u	/* max_held upper bound */
-#define DAQIRI_NBUFS_MAX	65536u	/* tensor buffers of a stream */
-#define DAQIRI_PPB_MAX		(1u << 24)	/* slots of a tensor */
 #define DAQIRI_FLOW_MAX_QUEUES	8	/* target queues of one flow */
 #define DAQIRI_IPC_HANDLE_BYTES	64	/* cudaIpcMemHandle_t / EventHandle_t */
 

@@ -54,6 +54,7 @@ daqiri_ring_init(struct daqiri_ring *r, void *mem, size_t len, uint32_t depth,
 	size_t need = daqiri_ring_size(depth);
 
 	if (r == NULL || mem == NULL || need == 0 || len < need || nbufs == 0 ||
+	    nbufs > DAQIRI_NBUFS_MAX ||
 	    ((uintptr_t)mem & (DAQIRI_RING_CACHELINE - 1)) != 0)
 		return -EINVAL;
 	memset(mem, 0, RING_COMP_OFF);
@@ -90,7 +91,8 @@ daqiri_ring_attach(struct daqiri_ring *r, void *mem, size_t len)
 	depth = h->depth;
 	if (h->magic != DAQIRI_RING_MAGIC || h->version != DAQIRI_RING_VERSION ||
 	    h->desc_size != sizeof(struct daqiri_desc) || !depth_ok(depth) ||
-	    h->nbufs == 0 || h->comp_off != RING_COMP_OFF ||
+	    h->nbufs == 0 || h->nbufs > DAQIRI_NBUFS_MAX ||
+	    h->comp_off != RING_COMP_OFF ||
 	    h->rel_off != RING_COMP_OFF + depth * sizeof(struct daqiri_desc) ||
 	    h->size != daqiri_ring_size(depth) || h->size != len)
 		return -EPROTO;
@@ -118,8 +120,8 @@ daqiri_ring_create(struct daqiri_ring *r, uint32_t depth, uint32_t nbufs,
 	void *p;
 	int f, e;
 
-	if (r == NULL || n == 0 || nbufs == 0 || fd == NULL || mem == NULL ||
-	    len == NULL)
+	if (r == NULL || n == 0 || nbufs == 0 || nbufs > DAQIRI_NBUFS_MAX ||
+	    fd == NULL || mem == NULL || len == NULL)
 		return -EINVAL;
 	f = memfd_create("daqiri-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (f < 0)

@@ -12,13 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daqiri_limits.h"
 #include "desc.h"
 
 #define DAQIRI_RING_MAGIC	0x474e495249514144ull	/* "DAQIRING" LE */
 #define DAQIRI_RING_VERSION	1u
 #define DAQIRI_RING_CACHELINE	64
-#define DAQIRI_RING_DEPTH_MIN	2u
-#define DAQIRI_RING_DEPTH_MAX	65536u
+/* DAQIRI_RING_DEPTH_MIN/MAX: daqiri_limits.h */
 /* Depth when the subscriber asks for none: the daemon uses the larger of
  * this and nbufs rounded up to a power of two (so a release never finds
  * the release ring full, see PROTOCOL.md). */

@@ -50,7 +50,7 @@ expect_eq "no_stream" "$i_no_stream" 0
 expect_eq "misrouted" "$i_misrouted" 0
 expect_eq "raw stream packets_in" "$(ctl -j stats | jq '.streams[] | select(.kind == "raw") | .raw.packets_in')" 0
 expect_eq "placed + duplicate + late + malformed + no_buffer = packets_in" \
-	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets)) "$r_packets_in"
+	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets + r_backend_error_packets)) "$r_packets_in"
 expect_eq "malformed" "$r_malformed" 0
 expect_eq "no_buffer_packets" "$r_no_buffer_packets" 0
 expect_eq "resync" "$r_resync" 0
@@ -128,7 +128,7 @@ sent=$((sent1 + sent2 + sent3))
 expect_eq "rx_packets + kernel_drops = sim sent" $((i_rx_packets + i_kernel_drops)) $sent
 expect_eq "packets_in = rx_packets" "$r_packets_in" "$i_rx_packets"
 expect_eq "placed + duplicate + late + malformed + no_buffer = packets_in" \
-	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets)) "$r_packets_in"
+	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets + r_backend_error_packets)) "$r_packets_in"
 expect_eq "missing_slots (the holder's batches were complete)" "$r_missing_slots" "$missing1"
 
 note "the consumer saw every tensor, in order"

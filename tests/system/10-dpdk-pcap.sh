@@ -66,7 +66,7 @@ expect_eq "stream packets_in = sensor frames + short ones" "$r_packets_in" $((se
 expect_eq "raw stream packets_in = frames for no flow" \
 	"$(ctl -j stats | jq --arg s $RAW '.streams[] | select(.name == $s) | .raw.packets_in')" $JUNK
 expect_eq "placed + duplicate + late + malformed + no_buffer = packets_in" \
-	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets)) "$r_packets_in"
+	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets + r_backend_error_packets)) "$r_packets_in"
 expect_eq "placed = mkpcap unique" "$r_placed" "$unique"
 expect_eq "duplicate + late = mkpcap duplicates" $((r_duplicate + r_late)) "$dups"
 expect_eq "malformed = short frames" "$r_malformed" $SHORT
@@ -111,7 +111,7 @@ read_stream
 expect_eq "malformed" "$r_malformed" 0
 expect_eq "duplicate" "$r_duplicate" 0
 expect_eq "placed + duplicate + late + malformed + no_buffer = packets_in" \
-	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets)) "$r_packets_in"
+	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets + r_backend_error_packets)) "$r_packets_in"
 note "phase 2: $i_rx_packets frames replayed, $r_resync loops (resync), $h_published tensors"
 stop_daemon
 echo "ok"

@@ -117,7 +117,7 @@ expect_eq "rx_packets + kernel_drops = sim sent + unmatched" $((i_rx_packets + k
 expect_eq "stream packets_in = rx_packets - unmatched" "$r_packets_in" $((i_rx_packets - i_unmatched))
 expect_eq "misrouted" "$i_misrouted" 0
 expect_eq "placed + duplicate + late + malformed + no_buffer = packets_in" \
-	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets)) "$r_packets_in"
+	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer_packets + r_backend_error_packets)) "$r_packets_in"
 expect_eq "malformed" "$r_malformed" 0
 expect_eq "published" "$h_published" $B
 expect_eq "placed + missing_slots = ppb x published" $((r_placed + r_missing_slots)) $((PPB * B))

@@ -550,7 +550,7 @@ static const struct rule_case rules[] = {
 	{ "ppb does not divide", SOCK, "packets_per_batch: 128",
 	  "packets_per_batch: @100", E,
 	  "packets_per_batch: 100 does not divide the 2^32 sequence numbers; "
-	  "use a power of two up to 4294967296", NULL, NULL },
+	  "use a power of two up to 16777216", NULL, NULL },
 	{ "ppb 0", SOCK, "packets_per_batch: 128", "packets_per_batch: @0",
 	  E, "packets_per_batch: must be between 1 and 4294967295, got 0", NULL, NULL },
 	{ "input_type", SOCK, "input_type: int4", "input_type: @uint8", E,
@@ -592,6 +592,28 @@ static const struct rule_case rules[] = {
 	{ "timeout_us negative", SOCK, "output_type: fp16}\n",
 	  "output_type: fp16}\n          timeout_us: @-1\n", E,
 	  "timeout_us: must be between 0 and 4294967295, got -1", NULL, NULL },
+
+	/* one set of limits (daqiri_limits.h): what no stream can serve */
+	{ "tensor num_bufs beyond the ring", SOCK, "      num_bufs: 4\n",
+	  "      num_bufs: @65537\n", E,
+	  "num_bufs: 65537 tensor buffers in region 'tensors', the output of "
+	  "reorder config 'tensor'; a stream has at most 65536 "
+	  "(DAQIRI_NBUFS_MAX: every buffer must fit a subscription's release "
+	  "ring)", NULL, NULL },
+	{ "packets_per_batch 2^25", SOCK, "packets_per_batch: 128",
+	  "packets_per_batch: @33554432", E,
+	  "packets_per_batch: 33554432 is more than a tensor holds: at most "
+	  "2^24 = 16777216 packets (DAQIRI_PPB_MAX)", NULL, NULL },
+	{ "batch field leaves 2^25 packets", SOCK,
+	  "            seq_packets_per_batch:\n"
+	  "              sequence_number: {bit_offset: 336, bit_width: 32}\n"
+	  "              packets_per_batch: 128\n",
+	  "            seq_batch_number:\n"
+	  "              sequence_number: {bit_offset: 336, bit_width: 32}\n"
+	  "              batch_number: @{bit_offset: 336, bit_width: 7}\n", E,
+	  "batch_number: bit_width 7 leaves 2^25 packets per batch "
+	  "(sequence_number bit_width 32 - 7); a tensor holds at most 2^24 = "
+	  "16777216 packets (DAQIRI_PPB_MAX)", NULL, NULL },
 
 	/* daemon: */
 	{ "socket_mode decimal", SOCK, "socket_mode: 0660",
@@ -765,6 +787,46 @@ START_TEST(test_bases_are_clean)
 		ck_assert_int_eq(rc, 0);
 		ck_assert_int_eq(d->ndiags, 0);
 	}
+	free(c);
+	free(d);
+}
+END_TEST
+
+/* The limits themselves pass, and a receive region (not a stream's
+ * tensors) may have more buffers than a ring. */
+START_TEST(test_limits_at_maximum)
+{
+	struct cfg *c = new_cfg();
+	struct cfg_diags *d = new_diags();
+	long mark;
+	char *t1 = build(base_sock, "      num_bufs: 4\n",
+	    "      num_bufs: 65536\n", &mark);
+	char *t2 = build(t1, "      num_bufs: 1024\n",
+	    "      num_bufs: 100000\n", &mark);
+	char *t3 = build(base_sock, "packets_per_batch: 128",
+	    "packets_per_batch: 16777216", &mark);
+	char *t4 = build(t3, "      buf_size: 4096000",
+	    "      buf_size: 536870912000", &mark);
+	int rc;
+
+	rc = cfg_parse(t2, strlen(t2), "t.yaml", c, d);
+	if (d->ndiags)
+		dump_diags(d);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(c->regions[1].num_bufs, DAQIRI_NBUFS_MAX);
+	rc = cfg_parse(t4, strlen(t4), "t.yaml", c, d);
+	if (d->ndiags)
+		dump_diags(d);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(c->interfaces[0].rx.reorders[0].packets_per_batch,
+	    DAQIRI_PPB_MAX);
+	/* the limits the checker applies are the ring's and the protocol's */
+	ck_assert_uint_eq(DAQIRI_NBUFS_MAX, DAQIRI_RING_DEPTH_MAX);
+	ck_assert_uint_eq(CFG_NAME_MAX, DAQIRI_NAME_MAX);
+	free(t1);
+	free(t2);
+	free(t3);
+	free(t4);
 	free(c);
 	free(d);
 }
@@ -1404,6 +1466,7 @@ config_suite(void)
 	tcase_add_test(tc, test_payload_derived_socket);
 	tcase_add_test(tc, test_dtype_and_slot);
 	tcase_add_test(tc, test_equal);
+	tcase_add_test(tc, test_limits_at_maximum);
 	tcase_add_test(tc, test_builtin_default);
 	tcase_add_test(tc, test_round_trip_shipped);
 	suite_add_tcase(s, tc);

@@ -188,7 +188,7 @@ static void
 check_invariant(const struct reorder_counters *c)
 {
 	ck_assert_uint_eq(c->packets_in, c->placed + c->duplicate + c->late +
-	    c->malformed + c->no_buffer_packets);
+	    c->malformed + c->no_buffer_packets + c->backend_error_packets);
 }
 
 /* ------------------------------------------------------------------ */
@@ -529,7 +529,8 @@ START_TEST(test_counter_names)
 		"packets_in", "placed", "duplicate", "late", "malformed",
 		"no_buffer_packets", "batches_complete", "batches_timeout",
 		"batches_evicted", "batches_no_buffer", "resync",
-		"missing_slots",
+		"missing_slots", "backend_error_packets",
+		"batches_backend_error",
 	};
 	int i;
 
@@ -1104,6 +1105,180 @@ START_TEST(test_batch_id_wrap)
 			ck_assert_uint_eq(slot_tag(&h->tp.log[k], 1), k);
 		}
 	}
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* A backend that fails on request, as the CUDA one does after an error. */
+
+static struct {
+	int fail_commits;		/* this many next commit()s fail */
+	int fail_finishes;		/* ... and finish()es */
+	int commits, finishes, fills;
+} fb;
+
+static void
+fb_place(void *state, const struct reorder_buf *buf, uint32_t slot,
+	 const uint8_t *in)
+{
+	(void)state;
+	memcpy((uint8_t *)buf->data + 4 * (uint64_t)slot, in, 4);
+}
+
+static int
+fb_commit(void *state)
+{
+	(void)state;
+	fb.commits++;
+	if (fb.fail_commits > 0) {
+		fb.fail_commits--;
+		return -EIO;
+	}
+	return 0;
+}
+
+static void
+fb_fill(void *state, const struct reorder_buf *buf)
+{
+	(void)state;
+	(void)buf;
+	fb.fills++;
+}
+
+static int
+fb_finish(void *state, const struct reorder_buf *buf)
+{
+	(void)state;
+	(void)buf;
+	fb.finishes++;
+	if (fb.fail_finishes > 0) {
+		fb.fail_finishes--;
+		return -EIO;
+	}
+	return 0;
+}
+
+static const struct reorder_backend fail_backend = {
+	.name = "failing", .place = fb_place, .commit = fb_commit,
+	.fill = fb_fill, .finish = fb_finish,
+};
+
+static void
+h_init_failing(struct harness *h, const struct cfg_reorder *r, int nbufs)
+{
+	struct reorder_owner o;
+
+	memset(&fb, 0, sizeof(fb));
+	memset(h, 0, sizeof(*h));
+	h->cfg = *r;
+	o = tp_owner(&h->tp);
+	h->p = reorder_create(r, &o, &fail_backend);
+	ck_assert_ptr_nonnull(h->p);
+	tp_init(&h->tp, nbufs, reorder_geom(h->p)->tensor_bytes,
+	    r->packets_per_batch);
+	h->tp.release_at_publish = true;
+}
+
+/* Issue 7 item 5: a failed commit() was ignored and the batch published
+ * COMPLETE with its packets counted placed. Now the batch is dropped, its
+ * buffer returns, and the packets move to backend_error_packets. */
+START_TEST(test_backend_commit_error_drops_batch)
+{
+	struct cfg_reorder r = simple_cfg(4, 16, 4, 0);
+	struct harness *h = malloc(sizeof(*h));
+
+	h_init_failing(h, &r, 2);
+	h_send(h, 0, 0, 1);
+	h_send(h, 1, 1, 1);
+	ck_assert_uint_eq(C(h)->placed, 2);
+	fb.fail_commits = 1;
+	h_send(h, 2, 2, 2);		/* its commit fails */
+	ck_assert_uint_eq(C(h)->placed, 2);
+	ck_assert_uint_eq(C(h)->backend_error_packets, 1);
+	h_send(h, 2, 2, 2);		/* a duplicate is still a duplicate */
+	ck_assert_uint_eq(C(h)->duplicate, 1);
+	h_send(h, 3, 3, 3);		/* completes the failed batch */
+	ck_assert_uint_eq(C(h)->backend_error_packets, 2);
+	ck_assert_uint_eq(h->tp.nlog, 0);	/* not published */
+	ck_assert_uint_eq(C(h)->batches_backend_error, 1);
+	ck_assert_uint_eq(C(h)->batches_complete, 0);
+	ck_assert_int_eq(h->tp.state[0], B_FREE);	/* buffer returned */
+	/* the stream goes on: the next batch is published, seq 0 */
+	h_batch(h, 1, 4);
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	ck_assert_uint_eq(h->tp.log[0].d.seq, 0);
+	ck_assert_uint_eq(h->tp.log[0].d.batch_id, 1);
+	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(C(h)->batches_complete, 1);
+	ck_assert_uint_eq(C(h)->placed, 6);
+	check_invariant(C(h));
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
+/* A commit failing in a burst fails every batch written to in it, and
+ * only those. */
+START_TEST(test_backend_commit_error_fails_batches_of_burst)
+{
+	struct cfg_reorder r = simple_cfg(2, 16, 4, 0);
+	struct harness *h = malloc(sizeof(*h));
+
+	h_init_failing(h, &r, 4);
+	h_send(h, 0, 0, 1);		/* batch 0, committed fine */
+	h_frame(h, 0, 2, 2, 2);		/* batch 1 */
+	h_frame(h, 1, 4, 4, 2);		/* batch 2 */
+	fb.fail_commits = 1;
+	reorder_burst(h->p, h->pkts, 2, 2);
+	check_invariant(C(h));
+	ck_assert_uint_eq(C(h)->backend_error_packets, 2);
+	h_send(h, 1, 1, 3);		/* batch 0 complete: published */
+	h_send(h, 3, 3, 3);		/* batch 1 complete: dropped */
+	h_send(h, 5, 5, 3);		/* batch 2 complete: dropped */
+	ck_assert_uint_eq(C(h)->batches_backend_error, 2);
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	ck_assert_uint_eq(h->tp.log[0].d.batch_id, 0);
+	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(C(h)->placed, 2);
+	ck_assert_uint_eq(C(h)->backend_error_packets, 4);
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
+/* A partial batch whose fill cannot be committed, and a batch whose
+ * finish() fails, are dropped too; missing_slots and the timeout count
+ * only what was published. */
+START_TEST(test_backend_fill_and_finish_errors)
+{
+	struct cfg_reorder r = simple_cfg(4, 16, 4, 100);
+	struct harness *h = malloc(sizeof(*h));
+
+	h_init_failing(h, &r, 2);
+	h_send(h, 0, 0, 1000);
+	h_send(h, 1, 1, 1000);
+	fb.fail_commits = 1;		/* the commit after the fill */
+	reorder_poll(h->p, 1000 + 100000);
+	check_invariant(C(h));
+	ck_assert_int_eq(fb.fills, 1);
+	ck_assert_uint_eq(h->tp.nlog, 0);
+	ck_assert_uint_eq(C(h)->batches_backend_error, 1);
+	ck_assert_uint_eq(C(h)->batches_timeout, 0);
+	ck_assert_uint_eq(C(h)->missing_slots, 0);
+	ck_assert_uint_eq(C(h)->placed, 2);	/* their writes succeeded */
+	fb.fail_finishes = 1;
+	h_batch(h, 1, 200000);
+	ck_assert_uint_eq(h->tp.nlog, 0);
+	ck_assert_uint_eq(C(h)->batches_backend_error, 2);
+	ck_assert_int_eq(h->tp.state[0], B_FREE);
+	ck_assert_int_eq(h->tp.state[1], B_FREE);
+	h_batch(h, 2, 300000);
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	ck_assert_uint_eq(h->tp.log[0].d.seq, 0);
+	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_F_COMPLETE);
+	check_invariant(C(h));
 	h_fini(h);
 	free(h);
 }
@@ -1795,7 +1970,7 @@ compare(const struct tpool *tp, const struct model *m,
 		    (unsigned long long)a[k], (unsigned long long)b[k]);
 	}
 	if (c->packets_in != c->placed + c->duplicate + c->late +
-	    c->malformed + c->no_buffer_packets)
+	    c->malformed + c->no_buffer_packets + c->backend_error_packets)
 		ck_abort_msg("seed %llu: invariant broken",
 		    (unsigned long long)seed);
 	if (tp->nlog != m->npubs)
@@ -2074,6 +2249,9 @@ reorder_suite(void)
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_split_frames);
 	tcase_add_test(tc, test_flush_and_destroy_return_buffers);
+	tcase_add_test(tc, test_backend_commit_error_drops_batch);
+	tcase_add_test(tc, test_backend_commit_error_fails_batches_of_burst);
+	tcase_add_test(tc, test_backend_fill_and_finish_errors);
 	tcase_add_test(tc, test_batch_id_wrap);
 	tcase_add_test(tc, test_no_buffer_batch_keeps_its_place);
 	suite_add_tcase(s, tc);

@@ -102,7 +102,8 @@ counters(struct fix *f, struct reorder_counters *rc, struct stream_counters *sc)
 	stream_publish_counters(f->s);
 	stream_snapshot(f->s, rc, sc);
 	ck_assert_uint_eq(rc->packets_in, rc->placed + rc->duplicate +
-	    rc->late + rc->malformed + rc->no_buffer_packets);
+	    rc->late + rc->malformed + rc->no_buffer_packets +
+	    rc->backend_error_packets);
 	ck_assert_uint_eq(sc->free_bufs + sc->held_bufs + sc->open_bufs,
 	    f->nbufs);
 }
@@ -1294,7 +1295,7 @@ START_TEST(test_raw_stream)
 	ck_assert_uint_eq(rc.placed, 4);
 	ck_assert_uint_eq(rc.malformed, 1);		/* the oversize frame */
 	ck_assert_uint_eq(rc.packets_in, rc.placed + rc.malformed +
-	    rc.no_buffer_packets);
+	    rc.no_buffer_packets + rc.backend_error_packets);
 	ck_assert_uint_eq(sc.published, 1);
 	ck_assert_uint_eq(sc.held_bufs, 1);
 	ck_assert_int_eq(daqiri_rel_push(&ring, idx), 0);
