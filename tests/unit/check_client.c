@@ -700,6 +700,47 @@ START_TEST(test_busy_poll_and_epoll)
 }
 END_TEST
 
+/* The wake-up socket made blocking by the caller still works (the
+ * library reads it with MSG_DONTWAIT), and daqiri_sub_arm() arms it: the
+ * next publish makes it readable. */
+START_TEST(test_wake_arm)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct pollfd p = { .events = POLLIN };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	int r, armed = 0;
+
+	start_server(FAKE_NORMAL);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s), 0);
+	p.fd = daqiri_sub_fd(s);
+	ck_assert_int_ge(p.fd, 0);
+	ck_assert_int_eq(fcntl(p.fd, F_SETFL, 0), 0);
+	receive_n(s, 100, false);
+	ck_assert_int_eq(daqiri_sub_arm(NULL), -EINVAL);
+	/* the fake publishes every millisecond: arm until it says nothing
+	 * is waiting, then the socket turns readable */
+	while (armed < 20) {
+		r = daqiri_sub_arm(s);
+		ck_assert(r == 0 || r == 1);
+		if (r == 0)
+			break;
+		while (daqiri_next(s, &t, 0) == 1)
+			ck_assert_int_eq(daqiri_release(s, &t), 0);
+		armed++;
+	}
+	ck_assert_int_lt(armed, 20);
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	ck_assert(p.revents & POLLIN);
+	ck_assert_int_eq(daqiri_next(s, &t, 0), 1);
+	ck_assert_int_eq(daqiri_release(s, &t), 0);
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
 START_TEST(test_timeout)
 {
 	struct daqiri *d;
@@ -941,6 +982,7 @@ client_suite(void)
 	tcase_add_test(tc, test_subscribe_errors);
 	tcase_add_test(tc, test_receive);
 	tcase_add_test(tc, test_busy_poll_and_epoll);
+	tcase_add_test(tc, test_wake_arm);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_test(tc, test_daemon_death);
 	tcase_add_test(tc, test_daemon_death_busy);
