@@ -86,8 +86,8 @@ void stream_set_wake_fd(struct stream *s, int fd);
 
 /*
  * Main-thread side. Subscribe peer to the stream as subscription sub_id:
- * creates its ring and eventfd, fills *info and fds[] (read-only tensor
- * memfd, read-only bitmap memfd, ring memfd, eventfd; the caller owns
+ * creates its ring and wake-up socketpair, fills *info and fds[] (read-only tensor
+ * memfd, read-only bitmap memfd, ring memfd, the consumer's wake socket; the caller owns
  * them whatever the result) and hands the subscription to the worker.
  * Returns 0 or a negative errno with *err set.
  */
