@@ -86,9 +86,10 @@ void stream_set_wake_fd(struct stream *s, int fd);
 
 /*
  * Main-thread side. Subscribe peer to the stream as subscription sub_id:
- * creates its ring and wake-up socketpair, fills *info and fds[] (read-only tensor
- * memfd, read-only bitmap memfd, ring memfd, the consumer's wake socket; the caller owns
- * them whatever the result) and hands the subscription to the worker.
+ * creates its ring and wake-up socketpair, fills *info and fds[]
+ * (read-only tensor memfd, read-only bitmap memfd, ring memfd, the
+ * consumer's end of the wake socketpair; the caller owns them whatever
+ * the result) and hands the subscription to the worker.
  * Returns 0 or a negative errno with *err set.
  */
 int stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
