@@ -31,6 +31,12 @@
 # 1 on its core, as a dedicated RX core would let it, and so does the
 # pipe's echo side on the same core, so that the baseline stays like for
 # like; BENCH_HANDOFF_RT=0 measures the plain shared-core setup.
+# BENCH_HANDOFF_RT=2 also runs the sleeping consumer and the pipe's
+# other side SCHED_FIFO 1 on core $BENCH_SIM_CORE, for a machine whose
+# other tenants share that core (their CFS slices otherwise show up as
+# millisecond tails in both modes). The busy-polling consumer always
+# stays SCHED_OTHER: a spinning FIFO task would starve that core and be
+# throttled by the kernel's RT limit.
 set -eu
 BUILD=${BUILD:-build}
 MAKE=${MAKE:-make}
@@ -97,17 +103,21 @@ handoff() {
 		-e 's/buf_size: 4096000/buf_size: 256/' etc/daqirid.yaml > "$cfg"
 	"$BUILD/daqirid" -n -c "$cfg" >/dev/null || { echo "handoff: config invalid"; return 1; }
 	rt=""
-	if [ "$HO_RT" = 1 ]; then
+	crt=""
+	if [ "$HO_RT" = 1 ] || [ "$HO_RT" = 2 ]; then
 		if chrt -f 1 true 2>/dev/null; then
 			rt="chrt -f 1"
 		else
 			echo "handoff: chrt -f 1 not permitted; daemon and pipe echo at normal priority"
 		fi
 	fi
-	echo "handoff: daemon and pipe echo side: ${rt:-normal priority}"
+	if [ -n "$rt" ] && [ "$HO_RT" = 2 ]; then
+		crt=$rt
+	fi
+	echo "handoff: daemon and pipe echo side: ${rt:-normal priority}; sleeping consumer and pipe ping side: ${crt:-normal priority}"
 
 	# shellcheck disable=SC2086
-	"$BUILD/bench_handoff" pipe --rounds "$PIPE_ROUNDS" --cpu "$SIM_CORE" \
+	$crt "$BUILD/bench_handoff" pipe --rounds "$PIPE_ROUNDS" --cpu "$SIM_CORE" \
 		--peer-cpu "$RX_CORE" ${rt:+--peer-fifo} > "$T/pipe.out"
 	cat "$T/pipe.out"
 	pipe_us=$(sed -n 's/.* oneway_p50_us=\([0-9.]*\).*/\1/p' "$T/pipe.out")
@@ -119,12 +129,14 @@ handoff() {
 	"$BUILD/bench_e2e" -s "$sock" wait 10 || { cat "$T/handoff-daemon.log"; return 1; }
 	for mode in busy sleep; do
 		flag=""
+		cr=$crt
 		if [ "$mode" = busy ]; then
 			flag=--busy
+			cr=""
 		fi
 		rm -f "$T/ho.out"
 		# shellcheck disable=SC2086
-		timeout 120 "$BUILD/bench_handoff" -s "$sock" consume $flag --cpu "$SIM_CORE" \
+		timeout 120 $cr "$BUILD/bench_handoff" -s "$sock" consume $flag --cpu "$SIM_CORE" \
 			--max-held "$HO_MAX_HELD" --samples "$HO_SAMPLES" --warmup "$HO_WARMUP" \
 			"$STREAM" > "$T/ho.out" &
 		cpid=$!
