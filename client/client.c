@@ -47,7 +47,7 @@ struct daqiri_sub {
 	struct daqiri_ring ring;
 	uint32_t flags;
 	bool closed;			/* the daemon ended it (event) */
-	int evfd;
+	int wake_fd;			/* our end of the wake-up socketpair */
 	const uint8_t *tensor_map;	/* host kinds */
 	size_t tensor_len;
 	const uint8_t *bitmap_map;
@@ -455,8 +455,8 @@ sub_free(struct daqiri_sub *s)
 		munmap((void *)s->bitmap_map, s->bitmap_len);
 	if (s->ring_map != NULL)
 		munmap(s->ring_map, s->ring_len);
-	if (s->evfd >= 0)
-		close(s->evfd);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
 	free(s->held);
 	free(s);
 }
@@ -606,18 +606,19 @@ sub_receive_fds(struct daqiri *d, struct daqiri_sub *s)
 				r = daqiri_ring_attach(&s->ring, p, s->ring_len);
 				if (r == 0 && s->ring.nbufs != in->nbufs)
 					r = -EPROTO;
+				/* A new ring asks for wake-ups; a spinning
+				 * reader wants none, and the daemon then
+				 * makes no system call for it. */
+				if (r == 0 && (s->flags & DAQIRI_SUB_BUSY_POLL))
+					daqiri_ring_disarm(&s->ring);
 			}
 			break;
-		case DAQIRI_FD_EVENTFD:
-			/* Ours alone to read: non-blocking so a spurious
-			 * wake-up never blocks the reader. */
-			r = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-			if (r == 0) {
-				s->evfd = fd;
-				fd = -1;
-			} else {
-				r = -errno;
-			}
+		case DAQIRI_FD_WAKE:
+			/* Our own socket: whatever the caller does to it
+			 * cannot reach the daemon's end. Reads use
+			 * MSG_DONTWAIT, so its file flags do not matter. */
+			s->wake_fd = fd;
+			fd = -1;
 			break;
 		default:
 			r = -EPROTO;
@@ -722,7 +723,7 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 		daqiri_msg_free(&m);
 		return -ENOMEM;
 	}
-	s->evfd = -1;
+	s->wake_fd = -1;
 	s->flags = o.flags;
 	if (daqiri_sub_info_decode(m.json, &s->info, &err) < 0) {
 		/* Without readable metadata the fd series that follows
@@ -865,12 +866,27 @@ try_pop(struct daqiri_sub *s, struct daqiri_tensor *t)
 	return fill_tensor(s, &dc, t);
 }
 
+/*
+ * Before reporting "empty" or sleeping: take the wake-ups already queued
+ * off the socket (so a level-triggered poll does not fire for nothing),
+ * then arm need_wakeup and look at the ring again (ring.h explains the
+ * order). 0 = armed and still empty, 1 = a descriptor arrived.
+ */
+static int
+sub_arm(struct daqiri_sub *s)
+{
+	int r = daqiri_wake_drain(s->wake_fd);
+
+	if (r < 0)
+		return r;
+	return daqiri_ring_arm(&s->ring);
+}
+
 int
 daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 {
 	struct pollfd p[2];
 	uint64_t deadline = 0, now, last_check = 0;
-	uint64_t v;
 	int r, wait;
 
 	if (s == NULL || t == NULL ||
@@ -899,13 +915,21 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 			if (s->closed)
 				continue;
 		}
-		if (timeout_ms == 0)
-			return 0;
 		if (s->flags & DAQIRI_SUB_BUSY_POLL) {
-			if (timeout_ms > 0 && now >= deadline)
+			if (timeout_ms == 0 ||
+			    (timeout_ms > 0 && now >= deadline))
 				return 0;
 			continue;
 		}
+		/* Armed also when returning 0 at once: a caller that polls
+		 * daqiri_sub_fd() itself is woken by the next publish. */
+		r = sub_arm(s);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
+		if (timeout_ms == 0)
+			return 0;
 		wait = -1;
 		if (timeout_ms > 0) {
 			now = daqiri_mono_ns();
@@ -913,7 +937,7 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 				return 0;
 			wait = (int)((deadline - now + 999999) / 1000000);
 		}
-		p[0].fd = s->evfd;
+		p[0].fd = s->wake_fd;
 		p[0].events = POLLIN;
 		p[1].fd = s->d->fd;
 		p[1].events = POLLIN;
@@ -921,12 +945,8 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 		r = poll(p, 2, wait);
 		if (r < 0)
 			return errno == EINTR ? -EINTR : -errno;
-		if (p[0].revents & POLLIN) {
-			/* Reset the counter before looking at the ring
-			 * again: a publish after this read wakes us anew. */
-			if (read(s->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				return -errno;
-		}
+		/* The wake-up is read by the next sub_arm(), off the path
+		 * between waking and returning the tensor. */
 	}
 }
 
@@ -949,7 +969,15 @@ daqiri_release(struct daqiri_sub *s, const struct daqiri_tensor *t)
 int
 daqiri_sub_fd(const struct daqiri_sub *s)
 {
-	return s != NULL ? s->evfd : -EINVAL;
+	return s != NULL ? s->wake_fd : -EINVAL;
+}
+
+int
+daqiri_sub_arm(struct daqiri_sub *s)
+{
+	if (s == NULL)
+		return -EINVAL;
+	return sub_arm(s);
 }
 
 int

@@ -76,7 +76,8 @@ enum daqiri_tensor_flag {
 /* Subscription option flags. */
 enum daqiri_sub_flag {
 	/* daqiri_next() spins on the ring instead of sleeping on the
-	 * eventfd (still honours the timeout and notices a dead daemon). */
+	 * wake-up socket (still honours the timeout and notices a dead
+	 * daemon); the daemon then sends no wake-ups at all. */
 	DAQIRI_SUB_BUSY_POLL = 1u << 0,
 	/* host_pinned streams: register the mapping with CUDA
 	 * (cudaHostRegister, read-only); -ENOTSUP without CUDA support. */
@@ -209,10 +210,25 @@ int daqiri_next(struct daqiri_sub *sub, struct daqiri_tensor *t,
  */
 int daqiri_release(struct daqiri_sub *sub, const struct daqiri_tensor *t);
 
-/* The eventfd the daemon signals after publishing (EPOLLIN), for the
- * caller's own event loop; after it fires, call daqiri_next(sub, t, 0)
- * until it returns 0. */
+/*
+ * The wake-up socket (a datagram socket of the caller's own), for the
+ * caller's own event loop: it turns readable (EPOLLIN) when the daemon
+ * publishes while the subscription is armed. The daemon wakes only a
+ * sleeper that said so: arm with daqiri_sub_arm() -- or with a
+ * daqiri_next(sub, t, 0) that returned 0, which arms too -- before each
+ * wait. After it fires, call daqiri_next(sub, t, 0) until it returns 0,
+ * then wait again. Do not read the socket yourself (the library drains
+ * it when arming); whatever you do to it cannot disturb the daemon.
+ */
 int daqiri_sub_fd(const struct daqiri_sub *sub);
+
+/*
+ * Ask for a wake-up on daqiri_sub_fd() at the next publish, for a caller
+ * about to wait on it. Returns 0 (armed, nothing waiting: wait now), 1 (a
+ * tensor arrived meanwhile: call daqiri_next() instead of waiting),
+ * -EPROTO (corrupted ring), -EINVAL.
+ */
+int daqiri_sub_arm(struct daqiri_sub *sub);
 
 /* End a subscription and free it (held tensors become invalid; the daemon
  * takes their buffers back). NULL-safe. Returns 0 or a negative errno

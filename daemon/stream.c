@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -63,7 +62,7 @@ struct sub {
 	void *ring_mem;
 	size_t ring_len;
 	int ring_fd;
-	int efd;
+	int wake_fd;			/* daemon's end of the wake-up socketpair */
 
 	/* worker-owned */
 	uint32_t *held_pos;		/* per buffer: 1 + its place in held,
@@ -317,7 +316,6 @@ group_cursor(struct stream *s, const char *name)
 static int
 deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 {
-	uint64_t one = 1;
 	int rc;
 
 	if (u->nheld >= u->max_held) {
@@ -336,9 +334,12 @@ deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 	}
 	held_add(u, d->buf_index, s->now_ns);
 	atomic_fetch_add_explicit(&u->delivered, 1, memory_order_relaxed);
-	/* Wakes a blocking consumer. The only possible failure, EAGAIN at a
-	 * counter of 2^64 - 2, still leaves it signalled. */
-	(void)!write(u->efd, &one, sizeof(one));
+	/* Only a consumer that armed need_wakeup is asleep; a busy-polling
+	 * one costs no system call. The send cannot block whatever the
+	 * consumer did to its own socket, and every failure (a wake-up
+	 * already queued, the consumer's end closed) needs no action. */
+	if (daqiri_ring_wake_wanted(&u->ring))
+		(void)daqiri_wake_signal(u->wake_fd);
 	return 1;
 }
 
@@ -941,8 +942,8 @@ sub_free(struct sub *u)
 		munmap(u->ring_mem, u->ring_len);
 	if (u->ring_fd >= 0)
 		close(u->ring_fd);
-	if (u->efd >= 0)
-		close(u->efd);
+	if (u->wake_fd >= 0)
+		close(u->wake_fd);
 	free(u->held);
 	free(u->held_pos);
 	free(u);
@@ -1059,7 +1060,7 @@ fill_info(const struct stream *s, const struct sub *u,
 	info->fds[0] = s->ipc_fd >= 0 ? DAQIRI_FD_IPC : DAQIRI_FD_TENSOR;
 	info->fds[1] = DAQIRI_FD_BITMAP;
 	info->fds[2] = DAQIRI_FD_RING;
-	info->fds[3] = DAQIRI_FD_EVENTFD;
+	info->fds[3] = DAQIRI_FD_WAKE;
 }
 
 int
@@ -1124,7 +1125,7 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	struct sub *u;
 	uint32_t depth, budget, left;
 	uint64_t used;
-	int rc;
+	int rc, wake_peer = -1;
 
 	*nfds = 0;
 	if (s->nall >= (int)s->max_subs)
@@ -1154,7 +1155,7 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
 		    "out of memory"), -ENOMEM;
 	u->ring_fd = -1;
-	u->efd = -1;
+	u->wake_fd = -1;
 	u->conn_id = peer->conn_id;
 	u->sub_id = sub_id;
 	u->pid = peer->pid;
@@ -1185,11 +1186,10 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		    strerror(-rc));
 		goto fail;
 	}
-	u->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (u->efd < 0) {
-		rc = -errno;
-		daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES, "eventfd: %s",
-		    strerror(errno));
+	rc = daqiri_wake_create(&u->wake_fd, &wake_peer);
+	if (rc != 0) {
+		daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+		    "wake-up socketpair: %s", strerror(-rc));
 		goto fail;
 	}
 	fill_info(s, u, info);
@@ -1197,7 +1197,9 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	fds[0] = control_reopen_ro(s->ipc_fd >= 0 ? s->ipc_fd : s->region->fd);
 	fds[1] = control_reopen_ro(s->bitmap_fd);
 	fds[2] = fcntl(u->ring_fd, F_DUPFD_CLOEXEC, 0);
-	fds[3] = fcntl(u->efd, F_DUPFD_CLOEXEC, 0);
+	/* The consumer's own socket, not a dup of the daemon's end. */
+	fds[3] = wake_peer;
+	wake_peer = -1;
 	*nfds = 4;
 	for (int k = 0; k < 4; k++) {
 		if (fds[k] < 0) {
@@ -1218,6 +1220,8 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	return 0;
 fail:
 	/* control closes fds[] whatever the result */
+	if (wake_peer >= 0)
+		close(wake_peer);
 	sub_free(u);
 	return rc;
 }

@@ -110,9 +110,10 @@ void stream_set_wake_fd(struct stream *s, int fd);
 
 /*
  * Main-thread side. Subscribe peer to the stream as subscription sub_id:
- * creates its ring and eventfd, fills *info and fds[] (read-only tensor
- * memfd, read-only bitmap memfd, ring memfd, eventfd; the caller owns
- * them whatever the result) and hands the subscription to the worker.
+ * creates its ring and wake-up socketpair, fills *info and fds[]
+ * (read-only tensor memfd, read-only bitmap memfd, ring memfd, the
+ * consumer's end of the wake socketpair; the caller owns them whatever
+ * the result) and hands the subscription to the worker.
  * A max_held that would break stream_held_budget() is refused
  * (DAQIRI_ST_NO_RESOURCES, naming the numbers); none given means a
  * quarter of the buffers or what the budget leaves, if anything.

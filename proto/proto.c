@@ -70,7 +70,7 @@ static const char *const fd_kind_names[] = {
 	[DAQIRI_FD_IPC] = "ipc",
 	[DAQIRI_FD_BITMAP] = "bitmap",
 	[DAQIRI_FD_RING] = "ring",
-	[DAQIRI_FD_EVENTFD] = "eventfd",
+	[DAQIRI_FD_WAKE] = "wake",
 };
 _Static_assert(sizeof(fd_kind_names) / sizeof(fd_kind_names[0]) ==
     DAQIRI_FD_MAX, "fd kind name table");
@@ -1244,7 +1244,7 @@ daqiri_sub_info_check(const struct daqiri_sub_info *s, struct daqiri_err *err)
 	for (i = 0; i < s->nfds; i++) {
 		static const enum daqiri_fd_kind order[] = {
 			DAQIRI_FD_TENSOR, DAQIRI_FD_BITMAP, DAQIRI_FD_RING,
-			DAQIRI_FD_EVENTFD
+			DAQIRI_FD_WAKE
 		};
 		enum daqiri_fd_kind want = order[i];
 

@@ -24,8 +24,11 @@
  * with version_mismatch and closes the connection.
  *   1  first version: hello, streams, subscribe (+ sub_fd series),
  *      unsubscribe, status, stats, consumers, flow_list/add/del, event.
+ *   2  the fourth subscription fd is "wake", an AF_UNIX datagram socket
+ *      of the consumer's own (was "eventfd", a dup of the daemon's), and
+ *      ring version 2 adds the need_wakeup word the daemon sends on.
  */
-#define DAQIRI_PROTO_VERSION	1
+#define DAQIRI_PROTO_VERSION	2
 
 /* Limits (PROTOCOL.md "Limits"). Those the config and the rings share
  * (message size, names, nbufs, max_held, ppb) are in daqiri_limits.h. */
@@ -83,7 +86,7 @@ enum daqiri_fd_kind {
 	DAQIRI_FD_IPC,		/* "ipc": device kind, memfd of CUDA IPC handles */
 	DAQIRI_FD_BITMAP,	/* "bitmap": read-only sidecar memfd */
 	DAQIRI_FD_RING,		/* "ring": the ring pair memfd (read-write) */
-	DAQIRI_FD_EVENTFD,	/* "eventfd": signalled after publishing */
+	DAQIRI_FD_WAKE,		/* "wake": socket the daemon wakes a sleeper on */
 	DAQIRI_FD_MAX
 };
 
@@ -271,7 +274,7 @@ int daqiri_flow_req_encode(enum daqiri_msg_type t,
 /*
  * Check a daqiri_sub_info for consistency (every rule in the struct's
  * comments, and fds matching the memory kind: host kinds tensor, bitmap,
- * ring, eventfd; device ipc, bitmap, ring, eventfd). Returns 0 or -1 with
+ * ring, wake; device ipc, bitmap, ring, wake). Returns 0 or -1 with
  * *err (status bad_field / out_of_range).
  */
 int daqiri_sub_info_check(const struct daqiri_sub_info *s,

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ring.h"
@@ -70,6 +71,7 @@ daqiri_ring_init(struct daqiri_ring *r, void *mem, size_t len, uint32_t depth,
 	atomic_init(&h->comp_tail, 0);
 	atomic_init(&h->rel_head, 0);
 	atomic_init(&h->rel_tail, 0);
+	atomic_init(&h->need_wakeup, 1);
 	handle_fill(r, mem, depth, nbufs);
 	r->comp_pos = 0;
 	r->rel_pos = 0;
@@ -234,4 +236,95 @@ daqiri_comp_pending(const struct daqiri_ring *r)
 	uint32_t n = r->comp_pos - tail;
 
 	return n > r->depth ? r->depth : n;
+}
+
+/*
+ * Why the fences. The daemon stores comp_head then loads need_wakeup; the
+ * consumer stores need_wakeup then loads comp_head. That is the
+ * store-buffering pattern: with only release/acquire both loads may see
+ * the old values (the daemon sees "awake", the consumer sees "empty"),
+ * and the consumer sleeps on a tensor nobody wakes it for. A seq_cst
+ * fence between the store and the load on both sides forbids that
+ * outcome (C11 7.17.4): at least one side sees the other's store, so
+ * either the daemon sends or the consumer does not sleep. On x86 each
+ * fence is one mfence (or locked op); the busy-polling consumer never
+ * arms, and the daemon's fence is a few ns next to the ring push.
+ */
+bool
+daqiri_ring_wake_wanted(struct daqiri_ring *r)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	/* A plain load first: the common busy-poll case does not write the
+	 * consumer's cache line. */
+	if (atomic_load_explicit(&r->shm->need_wakeup,
+	    memory_order_relaxed) == 0)
+		return false;
+	return atomic_exchange_explicit(&r->shm->need_wakeup, 0,
+	    memory_order_relaxed) != 0;
+}
+
+int
+daqiri_ring_arm(struct daqiri_ring *r)
+{
+	uint32_t head, avail;
+
+	atomic_store_explicit(&r->shm->need_wakeup, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	head = atomic_load_explicit(&r->shm->comp_head, memory_order_acquire);
+	avail = head - r->comp_pos;
+	if (avail > r->depth)
+		return -EPROTO;
+	return avail != 0;
+}
+
+void
+daqiri_ring_disarm(struct daqiri_ring *r)
+{
+	atomic_store_explicit(&r->shm->need_wakeup, 0, memory_order_relaxed);
+}
+
+int
+daqiri_wake_create(int *mine, int *theirs)
+{
+	int sv[2], one = 1, e;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+	    sv) < 0)
+		return -errno;
+	/* The kernel raises 1 to its minimum send buffer (a few KiB). */
+	if (shutdown(sv[0], SHUT_RD) < 0 ||
+	    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &one, sizeof(one)) < 0) {
+		e = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return e;
+	}
+	*mine = sv[0];
+	*theirs = sv[1];
+	return 0;
+}
+
+int
+daqiri_wake_signal(int fd)
+{
+	static const char b = 1;
+
+	return send(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int
+daqiri_wake_drain(int fd)
+{
+	char b[16];
+	int n = 0;
+
+	for (;;) {
+		if (recv(fd, b, sizeof(b), MSG_DONTWAIT) >= 0) {
+			n++;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN || errno == EWOULDBLOCK ? n : -errno;
+	}
 }

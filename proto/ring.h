@@ -4,11 +4,20 @@
  * sealed memfd: a completion ring (daemon -> consumer, struct daqiri_desc
  * entries) and a release ring (consumer -> daemon, uint32 buffer indexes).
  * Single producer / single consumer each way, C11 acquire/release atomics.
+ *
+ * The wake-up beside it is one end of an AF_UNIX datagram socketpair: the
+ * consumer gets a socket of its own (not a dup of the daemon's open file
+ * description, as the eventfd was), so nothing it does to its end -- clear
+ * O_NONBLOCK, stop reading, shut it down, close it -- can make the
+ * daemon's non-blocking send block. The daemon sends only when the
+ * consumer asked for it in need_wakeup before it went to sleep, so a
+ * busy-polling consumer costs the daemon no system call at all.
  */
 #ifndef DAQIRI_PROTO_RING_H
 #define DAQIRI_PROTO_RING_H
 
 #include <stdalign.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,7 +25,8 @@
 #include "desc.h"
 
 #define DAQIRI_RING_MAGIC	0x474e495249514144ull	/* "DAQIRING" LE */
-#define DAQIRI_RING_VERSION	1u
+/* 2: need_wakeup word at 320, entries from 384 (PROTOCOL.md changelog). */
+#define DAQIRI_RING_VERSION	2u
 #define DAQIRI_RING_CACHELINE	64
 /* DAQIRI_RING_DEPTH_MIN/MAX: daqiri_limits.h */
 /* Depth when the subscriber asks for none: the daemon uses the larger of
@@ -32,8 +42,10 @@
  *   128  comp_tail  written by the consumer
  *   192  rel_head   written by the consumer
  *   256  rel_tail   written by the daemon
- *   320  completion entries: depth x struct daqiri_desc (64 B)
- *   320 + depth*64  release entries: depth x uint32_t
+ *   320  need_wakeup  set by the consumer before it sleeps, cleared by
+ *        the daemon when it sends the wake-up
+ *   384  completion entries: depth x struct daqiri_desc (64 B)
+ *   384 + depth*64  release entries: depth x uint32_t
  *   size rounded up to DAQIRI_RING_PAGE.
  * Positions are free-running uint32 counters (they wrap at 2^32); an
  * entry lives at index pos & (depth - 1).
@@ -51,9 +63,13 @@ struct daqiri_ring_shm {
 	alignas(DAQIRI_RING_CACHELINE) _Atomic uint32_t comp_tail;
 	alignas(DAQIRI_RING_CACHELINE) _Atomic uint32_t rel_head;
 	alignas(DAQIRI_RING_CACHELINE) _Atomic uint32_t rel_tail;
+	/* Own cache line: the consumer writes it on every sleep, and it must
+	 * not bounce the line the daemon's comp_head lives in. Any nonzero
+	 * value means "asleep, send a wake-up". */
+	alignas(DAQIRI_RING_CACHELINE) _Atomic uint32_t need_wakeup;
 };
 
-_Static_assert(sizeof(struct daqiri_ring_shm) == 320, "ring header layout");
+_Static_assert(sizeof(struct daqiri_ring_shm) == 384, "ring header layout");
 
 /*
  * One side's private handle on a ring. Every geometry value the code
@@ -139,5 +155,48 @@ int daqiri_rel_pop(struct daqiri_ring *r, uint32_t *buf_index);
 /* Daemon: descriptors published and not yet taken by the consumer (for
  * stats), clamped to [0, depth] whatever the consumer wrote. */
 uint32_t daqiri_comp_pending(const struct daqiri_ring *r);
+
+/*
+ * The wake-up protocol (PROTOCOL.md "Ring layout"). A new ring starts
+ * with need_wakeup set, so a consumer that sleeps on its socket before it
+ * ever armed still gets the first publish.
+ *
+ * Daemon, after a successful daqiri_comp_push(): true when the consumer
+ * is (about to be) asleep and wants a wake-up; the word is cleared, so a
+ * burst of publishes sends one wake-up per sleep. No system call.
+ */
+bool daqiri_ring_wake_wanted(struct daqiri_ring *r);
+
+/*
+ * Consumer, before it sleeps: set need_wakeup, then look at the ring
+ * again. Returns 0 (armed: safe to sleep on the wake socket), 1 when
+ * descriptors arrived meanwhile (do not sleep; pop them), -EPROTO when
+ * comp_head is impossible.
+ */
+int daqiri_ring_arm(struct daqiri_ring *r);
+
+/* Consumer: clear need_wakeup (a busy-polling reader wants no wake-ups). */
+void daqiri_ring_disarm(struct daqiri_ring *r);
+
+/*
+ * Daemon: a wake-up socketpair (AF_UNIX, SOCK_DGRAM, non-blocking,
+ * close-on-exec). *mine is shut for reading (the consumer cannot queue
+ * data or fds at the daemon) and has the smallest send buffer (a wake-up
+ * nobody reads holds a few hundred bytes of kernel memory, not the
+ * default ~200 KiB); *theirs goes to the consumer. Returns 0 or -errno.
+ */
+int daqiri_wake_create(int *mine, int *theirs);
+
+/*
+ * Daemon: send one wake-up on fd (MSG_DONTWAIT | MSG_NOSIGNAL). Never
+ * blocks. Returns 0, or the send's -errno: -EAGAIN (one is already queued:
+ * the consumer is signalled), -ECONNREFUSED / -EPIPE (it closed or shut
+ * its end: nobody to wake), others; none of them needs an action.
+ */
+int daqiri_wake_signal(int fd);
+
+/* Consumer: read every queued wake-up off fd without blocking. Returns
+ * the number read, or -errno for an error other than EAGAIN. */
+int daqiri_wake_drain(int fd);
 
 #endif

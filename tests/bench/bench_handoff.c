@@ -54,12 +54,14 @@ usage(int rc)
 	    "usage: bench_handoff [-s SOCKET] consume STREAM [--busy] "
 	    "[--samples N] [--warmup N]\n"
 	    "                     [--idle-ms MS] [--cpu C] [--max-held N]\n"
-	    "       bench_handoff pipe [--rounds N] [--cpu C] [--peer-cpu C]\n"
+	    "       bench_handoff pipe [--rounds N] [--cpu C] [--peer-cpu C] "
+	    "[--peer-fifo]\n"
 	    "consume: prints 'ready' once subscribed, then after N samples "
-	    "(or MS without a\ntensor) one 'handoff mode=busy|eventfd ...' "
+	    "(or MS without a\ntensor) one 'handoff mode=busy|sleep ...' "
 	    "line of publish -> seen latencies.\npipe: one byte back and "
 	    "forth between two processes; one 'pipe ...' line with\nthe "
-	    "one-way time (round trip / 2).\n");
+	    "one-way time (round trip / 2); --peer-fifo runs the echo side "
+	    "SCHED_FIFO 1\n(as bench.sh runs the daemon on that core).\n");
 	exit(rc);
 }
 
@@ -221,7 +223,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 	}
 	qsort(lat, n, sizeof(*lat), cmp_u64);
 	printf("handoff mode=%s samples=%llu seen=%llu seq_gaps=%llu",
-	    busy ? "busy" : "eventfd", (unsigned long long)n,
+	    busy ? "busy" : "sleep", (unsigned long long)n,
 	    (unsigned long long)seen, (unsigned long long)gaps_seq);
 	print_us("p50_us", quantile(lat, n, 0.50));
 	print_us("p90_us", quantile(lat, n, 0.90));
@@ -243,8 +245,10 @@ cmd_pipe(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'n' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "peer-cpu", required_argument, NULL, 'p' },
+		{ "peer-fifo", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 }
 	};
+	bool peer_fifo = false;
 	uint64_t rounds = HO_DEFAULT_ROUNDS, *half;
 	int ping[2], pong[2], cpu = -1, peer_cpu = -1, ch, status;
 	char b = 'x';
@@ -261,6 +265,9 @@ cmd_pipe(int argc, char **argv)
 			break;
 		case 'p':
 			peer_cpu = (int)parse_num("--peer-cpu", optarg);
+			break;
+		case 'f':
+			peer_fifo = true;
 			break;
 		default:
 			usage(2);
@@ -280,6 +287,13 @@ cmd_pipe(int argc, char **argv)
 	if (pid == 0) {
 		/* the echo side: blocking read, write straight back */
 		pin(peer_cpu, "pipe peer");
+		if (peer_fifo) {
+			struct sched_param sp = { .sched_priority = 1 };
+
+			if (sched_setscheduler(0, SCHED_FIFO, &sp) == -1)
+				fprintf(stderr, "bench_handoff: pipe peer: "
+				    "SCHED_FIFO: %s\n", strerror(errno));
+		}
 		close(ping[1]);
 		close(pong[0]);
 		while (read(ping[0], &b, 1) == 1)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# The daemon killed with SIGKILL: every consumer, blocked on the eventfd,
+# The daemon killed with SIGKILL: every consumer, asleep on its wake-up socket,
 # busy-polling or holding tensors, gets -ENOTCONN within a second. Then
 # an orderly stop (SIGTERM): the batches still open are flushed to the
 # consumer before it gets -ENOTCONN, so no tensor is lost at shutdown.

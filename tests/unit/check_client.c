@@ -2,7 +2,7 @@
 /*
  * Tests of libdaqiri-client against a fake daemon: a forked process that
  * runs the real control server (daemon/control.c) with callbacks that
- * make a real memfd tensor region, bitmap sidecar, ring and eventfd and
+ * make a real memfd tensor region, bitmap sidecar, ring and wake socket and
  * publish tensors in the simulator's pattern. `check_client --serve PATH
  * [idle|corrupt|die]` runs that fake daemon alone (for trying daqirictl
  * and daqiri-consume by hand).
@@ -59,7 +59,8 @@ struct fake_sub {
 	void *ring_mem;
 	size_t ring_len;
 	int ring_fd;
-	int efd;
+	int wake_fd;			/* fake daemon's end */
+	int wake_peer;			/* handed to the client */
 	bool held[FAKE_NBUFS];
 	uint64_t published;
 	int tensor_fd, bitmap_fd;
@@ -139,8 +140,8 @@ sub_release(struct fake_sub *u)
 		munmap(u->ring_mem, u->ring_len);
 	if (u->ring_fd >= 0)
 		close(u->ring_fd);
-	if (u->efd >= 0)
-		close(u->efd);
+	if (u->wake_fd > 0)
+		close(u->wake_fd);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -173,7 +174,9 @@ fake_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	    &u->ring_mem, &u->ring_len);
 	if (r < 0)
 		return r;
-	u->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r = daqiri_wake_create(&u->wake_fd, &u->wake_peer);
+	if (r < 0)
+		return r;
 	/* Each subscription gets a region of its own: the fake has no
 	 * buffer sharing between subscribers. */
 	u->tensor_fd = memfd_create("fake-tensors", MFD_CLOEXEC);
@@ -219,7 +222,7 @@ fake_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	info->fds[0] = DAQIRI_FD_TENSOR;
 	info->fds[1] = DAQIRI_FD_BITMAP;
 	info->fds[2] = DAQIRI_FD_RING;
-	info->fds[3] = DAQIRI_FD_EVENTFD;
+	info->fds[3] = DAQIRI_FD_WAKE;
 	if (dev) {
 		/* A handle file of the right size; no GPU behind it. */
 		int h = memfd_create("fake-ipc", MFD_CLOEXEC);
@@ -239,7 +242,7 @@ fake_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	}
 	fds->fd[1] = control_reopen_ro(u->bitmap_fd);
 	fds->fd[2] = fcntl(u->ring_fd, F_DUPFD_CLOEXEC, 0);
-	fds->fd[3] = fcntl(u->efd, F_DUPFD_CLOEXEC, 0);
+	fds->fd[3] = u->wake_peer;	/* the control closes it after sending */
 	fds->n = 4;
 	return 0;
 }
@@ -354,13 +357,11 @@ fake_tick(struct fake *f)
 			    (uint64_t)ts.tv_nsec;
 		}
 		if (daqiri_comp_push(&u->ring, &d) == 0) {
-			uint64_t one = 1;
-
 			u->held[b] = true;
 			u->published++;
 			f->seq++;
-			if (write(u->efd, &one, sizeof(one)) < 0)
-				continue;
+			if (daqiri_ring_wake_wanted(&u->ring))
+				(void)daqiri_wake_signal(u->wake_fd);
 		}
 		if (f->mode == FAKE_DIE && u->published == FAKE_DIE_AFTER)
 			_exit(0);
@@ -674,7 +675,7 @@ START_TEST(test_busy_poll_and_epoll)
 	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
 	receive_n(s, 100, true);
 	/* a second subscription on the same connection, driven by the
-	 * caller's own epoll on the eventfd */
+	 * caller's own epoll on the wake socket */
 	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s2), 0);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, daqiri_sub_fd(s2), &ev),
@@ -693,6 +694,47 @@ START_TEST(test_busy_poll_and_epoll)
 	}
 	close(ep);
 	ck_assert_int_eq(daqiri_unsubscribe(s2), 0);
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
+/* The wake-up socket made blocking by the caller still works (the
+ * library reads it with MSG_DONTWAIT), and daqiri_sub_arm() arms it: the
+ * next publish makes it readable. */
+START_TEST(test_wake_arm)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct pollfd p = { .events = POLLIN };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	int r, armed = 0;
+
+	start_server(FAKE_NORMAL);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s), 0);
+	p.fd = daqiri_sub_fd(s);
+	ck_assert_int_ge(p.fd, 0);
+	ck_assert_int_eq(fcntl(p.fd, F_SETFL, 0), 0);
+	receive_n(s, 100, false);
+	ck_assert_int_eq(daqiri_sub_arm(NULL), -EINVAL);
+	/* the fake publishes every millisecond: arm until it says nothing
+	 * is waiting, then the socket turns readable */
+	while (armed < 20) {
+		r = daqiri_sub_arm(s);
+		ck_assert(r == 0 || r == 1);
+		if (r == 0)
+			break;
+		while (daqiri_next(s, &t, 0) == 1)
+			ck_assert_int_eq(daqiri_release(s, &t), 0);
+		armed++;
+	}
+	ck_assert_int_lt(armed, 20);
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	ck_assert(p.revents & POLLIN);
+	ck_assert_int_eq(daqiri_next(s, &t, 0), 1);
+	ck_assert_int_eq(daqiri_release(s, &t), 0);
 	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
 	daqiri_disconnect(d);
 	stop_server();
@@ -940,6 +982,7 @@ client_suite(void)
 	tcase_add_test(tc, test_subscribe_errors);
 	tcase_add_test(tc, test_receive);
 	tcase_add_test(tc, test_busy_poll_and_epoll);
+	tcase_add_test(tc, test_wake_arm);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_test(tc, test_daemon_death);
 	tcase_add_test(tc, test_daemon_death_busy);

@@ -113,10 +113,10 @@ END_TEST
 
 START_TEST(test_decode_requests)
 {
-	ACCEPT("{\"type\":\"hello\",\"version\":1}");
+	ACCEPT("{\"type\":\"hello\",\"version\":2}");
 	ck_assert_int_eq(M.type, DAQIRI_MSG_HELLO);
-	ck_assert_uint_eq(M.u.hello.version, 1);
-	ACCEPT("{\"type\":\"hello\",\"version\":1,\"client\":\"my app 1\","
+	ck_assert_uint_eq(M.u.hello.version, 2);
+	ACCEPT("{\"type\":\"hello\",\"version\":2,\"client\":\"my app 1\","
 	    "\"id\":7}");
 	ck_assert_str_eq(M.u.hello.client, "my app 1");
 	ck_assert(M.has_id);
@@ -124,7 +124,7 @@ START_TEST(test_decode_requests)
 	ACCEPT(" {\"type\":\"streams\"} \n");
 	ck_assert_int_eq(M.type, DAQIRI_MSG_STREAMS);
 	ck_assert(!M.has_id);
-	ACCEPT("{\"type\":\"status\",\"version\":1}");
+	ACCEPT("{\"type\":\"status\",\"version\":2}");
 	ACCEPT("{\"type\":\"stats\"}");
 	ACCEPT("{\"type\":\"consumers\",\"id\":4294967295}");
 	ck_assert_uint_eq(M.id, 4294967295u);
@@ -222,9 +222,9 @@ START_TEST(test_decode_malformed)
 	REJECT("{\"type\":\"reboot\"}", DAQIRI_ST_UNKNOWN_TYPE);
 	REJECT("{\"type\":\"STATUS\"}", DAQIRI_ST_UNKNOWN_TYPE);
 	REJECT("{\"type\":\"status\\u0000x\"}", DAQIRI_ST_BAD_JSON);
-	REJECT("{\"type\":\"hello\",\"version\":1,\"client\":\"a\\\\u0000\"}x",
+	REJECT("{\"type\":\"hello\",\"version\":2,\"client\":\"a\\\\u0000\"}x",
 	    DAQIRI_ST_BAD_JSON);
-	ACCEPT("{\"type\":\"hello\",\"version\":1,\"client\":\"a\\\\u0000\"}");
+	ACCEPT("{\"type\":\"hello\",\"version\":2,\"client\":\"a\\\\u0000\"}");
 	/* a bad request is still answered with its id */
 	REJECT("{\"type\":\"reboot\",\"id\":12}", DAQIRI_ST_UNKNOWN_TYPE);
 	ck_assert(M.has_id);
@@ -232,7 +232,7 @@ START_TEST(test_decode_malformed)
 
 	/* version */
 	REJECT("{\"type\":\"hello\"}", DAQIRI_ST_VERSION_MISMATCH);
-	REJECT("{\"type\":\"hello\",\"version\":2}", DAQIRI_ST_VERSION_MISMATCH);
+	REJECT("{\"type\":\"hello\",\"version\":3}", DAQIRI_ST_VERSION_MISMATCH);
 	REJECT("{\"type\":\"hello\",\"version\":0}", DAQIRI_ST_VERSION_MISMATCH);
 	REJECT("{\"type\":\"hello\",\"version\":\"1\"}",
 	    DAQIRI_ST_VERSION_MISMATCH);
@@ -254,11 +254,11 @@ START_TEST(test_decode_malformed)
 	REJECT("{\"type\":\"status\",\"id\":4294967296}",
 	    DAQIRI_ST_OUT_OF_RANGE);
 	REJECT("{\"type\":\"status\",\"id\":0.5}", DAQIRI_ST_BAD_FIELD);
-	REJECT("{\"type\":\"hello\",\"version\":1,\"client\":7}",
+	REJECT("{\"type\":\"hello\",\"version\":2,\"client\":7}",
 	    DAQIRI_ST_BAD_FIELD);
-	REJECT("{\"type\":\"hello\",\"version\":1,\"client\":\"a\\nb\"}",
+	REJECT("{\"type\":\"hello\",\"version\":2,\"client\":\"a\\nb\"}",
 	    DAQIRI_ST_BAD_FIELD);
-	REJECT("{\"type\":\"hello\",\"version\":1,\"client\":"
+	REJECT("{\"type\":\"hello\",\"version\":2,\"client\":"
 	    "\"0123456789012345678901234567890123456789012345678901234567890123"
 	    "\"}", DAQIRI_ST_OUT_OF_RANGE);
 
@@ -411,7 +411,7 @@ good_info(void)
 	s.fds[0] = DAQIRI_FD_TENSOR;
 	s.fds[1] = DAQIRI_FD_BITMAP;
 	s.fds[2] = DAQIRI_FD_RING;
-	s.fds[3] = DAQIRI_FD_EVENTFD;
+	s.fds[3] = DAQIRI_FD_WAKE;
 	return s;
 }
 
@@ -850,7 +850,7 @@ xchg(struct srv *s, int fd, const char *req)
 	return (int)M.u.reply.status;
 }
 
-#define HELLO "{\"type\":\"hello\",\"version\":1,\"client\":\"test\"}"
+#define HELLO "{\"type\":\"hello\",\"version\":2,\"client\":\"test\"}"
 
 START_TEST(test_control_requests)
 {
@@ -957,9 +957,9 @@ START_TEST(test_control_version_mismatch)
 	srv_start(&s, 0, "");
 	fd = cli_connect(s.path);
 	ck_assert_int_eq(set_nb(fd), 0);
-	ck_assert_int_eq(xchg(&s, fd, "{\"type\":\"hello\",\"version\":2}"),
+	ck_assert_int_eq(xchg(&s, fd, "{\"type\":\"hello\",\"version\":3}"),
 	    DAQIRI_ST_VERSION_MISMATCH);
-	ck_assert_ptr_nonnull(strstr(M.u.reply.message, "speaks 1"));
+	ck_assert_ptr_nonnull(strstr(M.u.reply.message, "speaks 2"));
 	/* then the daemon hangs up */
 	ck_assert_int_eq(cli_recv(&s, fd, buf, sizeof(buf), NULL), 0);
 	ck_assert_int_eq(s.st.conn_closed, 1);

@@ -7,12 +7,16 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,11 +64,12 @@ START_TEST(test_size)
 	ck_assert_uint_eq(daqiri_ring_size(DAQIRI_RING_DEPTH_MAX * 2), 0);
 	ck_assert_uint_eq(daqiri_ring_size(100), 0);
 	ck_assert_uint_eq(daqiri_ring_size(2), DAQIRI_RING_PAGE);
-	ck_assert_uint_eq(daqiri_ring_size(64), 8192);	/* 320+4096+256 */
+	ck_assert_uint_eq(daqiri_ring_size(64), 8192);	/* 384+4096+256 */
+	ck_assert_uint_eq(daqiri_ring_size(4), DAQIRI_RING_PAGE);
 	ck_assert_uint_eq(daqiri_ring_size(DAQIRI_RING_DEPTH_MAX) %
 	    DAQIRI_RING_PAGE, 0);
 	ck_assert_uint_ge(daqiri_ring_size(DAQIRI_RING_DEPTH_MAX),
-	    320 + (size_t)DAQIRI_RING_DEPTH_MAX * 68);
+	    384 + (size_t)DAQIRI_RING_DEPTH_MAX * 68);
 }
 END_TEST
 
@@ -84,7 +89,9 @@ START_TEST(test_init_attach)
 	ck_assert_int_eq(daqiri_ring_init(&d, m, len, DEPTH, NBUFS), 0);
 	h = m;
 	ck_assert_uint_eq(h->magic, DAQIRI_RING_MAGIC);
-	ck_assert_uint_eq(h->rel_off, 320 + DEPTH * 64);
+	ck_assert_uint_eq(h->version, 2);
+	ck_assert_uint_eq(h->comp_off, 384);
+	ck_assert_uint_eq(h->rel_off, 384 + DEPTH * 64);
 	ck_assert_int_eq(daqiri_ring_attach(&c, m, len), 0);
 	ck_assert_uint_eq(c.depth, DEPTH);
 	ck_assert_uint_eq(c.nbufs, NBUFS);
@@ -93,8 +100,15 @@ START_TEST(test_init_attach)
 	h->magic ^= 1;
 	ck_assert_int_eq(daqiri_ring_attach(&c, m, len), -EPROTO);
 	h->magic ^= 1;
-	h->version = 2;
+	/* a version 1 ring (no need_wakeup word) or a newer one */
+	h->version = 1;
 	ck_assert_int_eq(daqiri_ring_attach(&c, m, len), -EPROTO);
+	h->version = DAQIRI_RING_VERSION + 1;
+	ck_assert_int_eq(daqiri_ring_attach(&c, m, len), -EPROTO);
+	h->version = DAQIRI_RING_VERSION;
+	h->comp_off = 320;
+	ck_assert_int_eq(daqiri_ring_attach(&c, m, len), -EPROTO);
+	h->comp_off = 384;
 	h->version = DAQIRI_RING_VERSION;
 	h->depth = 32;
 	ck_assert_int_eq(daqiri_ring_attach(&c, m, len), -EPROTO);
@@ -295,6 +309,189 @@ START_TEST(test_create_sealed)
 }
 END_TEST
 
+/* need_wakeup: where it lives, its start value, arm / wanted / disarm. */
+START_TEST(test_need_wakeup)
+{
+	struct daqiri_ring d, c;
+	struct daqiri_desc x = mkdesc(0), y;
+	size_t len;
+	void *m = ring_mem(DEPTH, &len);
+
+	ck_assert_uint_eq(offsetof(struct daqiri_ring_shm, need_wakeup), 320);
+	ck_assert_uint_eq(offsetof(struct daqiri_ring_shm, need_wakeup) %
+	    DAQIRI_RING_CACHELINE, 0);
+	ck_assert_int_eq(daqiri_ring_init(&d, m, len, DEPTH, NBUFS), 0);
+	ck_assert_int_eq(daqiri_ring_attach(&c, m, len), 0);
+	/* a new ring asks for the first wake-up: a consumer that sleeps
+	 * before it ever armed is still woken */
+	ck_assert_uint_eq(atomic_load(&d.shm->need_wakeup), 1);
+	ck_assert_int_eq(daqiri_comp_push(&d, &x), 0);
+	ck_assert(daqiri_ring_wake_wanted(&d));
+	ck_assert_uint_eq(atomic_load(&d.shm->need_wakeup), 0);
+	/* one wake-up per sleep */
+	ck_assert_int_eq(daqiri_comp_push(&d, &x), 0);
+	ck_assert(!daqiri_ring_wake_wanted(&d));
+	/* arming with descriptors waiting says so: do not sleep */
+	ck_assert_int_eq(daqiri_ring_arm(&c), 1);
+	ck_assert_int_eq(daqiri_comp_pop(&c, &y), 1);
+	ck_assert_int_eq(daqiri_comp_pop(&c, &y), 1);
+	ck_assert_int_eq(daqiri_ring_arm(&c), 0);
+	ck_assert_uint_eq(atomic_load(&d.shm->need_wakeup), 1);
+	ck_assert_int_eq(daqiri_comp_push(&d, &x), 0);
+	ck_assert(daqiri_ring_wake_wanted(&d));
+	/* a busy poller disarms: no wake-up wanted, whatever is pushed */
+	daqiri_ring_disarm(&c);
+	ck_assert_int_eq(daqiri_comp_push(&d, &x), 0);
+	ck_assert(!daqiri_ring_wake_wanted(&d));
+	/* any nonzero value the consumer writes means armed */
+	atomic_store(&c.shm->need_wakeup, 0xdeadbeef);
+	ck_assert(daqiri_ring_wake_wanted(&d));
+	/* a hostile comp_head is seen when arming */
+	atomic_store(&d.shm->comp_head, c.comp_pos + DEPTH + 1);
+	ck_assert_int_eq(daqiri_ring_arm(&c), -EPROTO);
+	free(m);
+}
+END_TEST
+
+/* The wake-up socketpair: whatever the consumer does to its end, the
+ * daemon's send returns at once and nothing reaches the daemon's end. */
+START_TEST(test_wake_socket)
+{
+	int mine, theirs, n = 0, r;
+	char b[8];
+
+	ck_assert_int_eq(daqiri_wake_create(&mine, &theirs), 0);
+	ck_assert_int_eq(fcntl(mine, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	ck_assert_int_eq(fcntl(theirs, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	/* the consumer makes its end blocking: a separate description */
+	ck_assert_int_eq(fcntl(theirs, F_SETFL, 0), 0);
+	ck_assert(fcntl(mine, F_GETFL) & O_NONBLOCK);
+	/* ... and never reads: sends stop with EAGAIN, never block */
+	while ((r = daqiri_wake_signal(mine)) == 0)
+		ck_assert_int_lt(++n, 100000);
+	ck_assert_int_eq(r, -EAGAIN);
+	ck_assert_int_ge(n, 1);
+	ck_assert_int_eq(daqiri_wake_drain(theirs), n);
+	ck_assert_int_eq(daqiri_wake_drain(theirs), 0);
+	ck_assert_int_eq(daqiri_wake_signal(mine), 0);
+	ck_assert_int_eq(daqiri_wake_drain(theirs), 1);
+	/* the consumer cannot queue data (or fds) at the daemon's end */
+	ck_assert_int_eq(send(theirs, "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL), -1);
+	ck_assert_int_eq(errno, EPIPE);
+	ck_assert_int_eq(recv(mine, b, sizeof(b), MSG_DONTWAIT), -1);
+	/* it shuts or closes its end: no SIGPIPE (default action: death) */
+	signal(SIGPIPE, SIG_DFL);
+	ck_assert_int_eq(shutdown(theirs, SHUT_RDWR), 0);
+	r = daqiri_wake_signal(mine);
+	ck_assert(r == -EPIPE || r == -ECONNREFUSED || r == 0);
+	close(theirs);
+	ck_assert_int_eq(daqiri_wake_signal(mine), -ECONNREFUSED);
+	close(mine);
+}
+END_TEST
+
+/* The sleeping consumer in another process: arm, look again, sleep on
+ * the socket. A wake-up lost to the memory ordering would leave it asleep
+ * on a non-empty ring; the poll's timeout catches that. */
+static int
+sleeper(int fd, size_t len, int wfd, uint32_t count)
+{
+	struct pollfd p = { .fd = wfd, .events = POLLIN };
+	struct daqiri_ring c;
+	struct daqiri_desc y;
+	uint64_t next = 0;
+	void *m;
+	int r;
+
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED || daqiri_ring_attach(&c, m, len) != 0)
+		return 2;
+	while (next < count) {
+		r = daqiri_comp_pop(&c, &y);
+		if (r < 0)
+			return 3;
+		if (r == 1) {
+			if (y.seq != next++)
+				return 4;
+			/* this producer does not hold back buffers the way
+			 * the daemon does: its release ring can fill */
+			while ((r = daqiri_rel_push(&c, y.buf_index)) ==
+			    -ENOSPC)
+				sched_yield();
+			if (r < 0)
+				return 4;
+			continue;
+		}
+		if (daqiri_wake_drain(wfd) < 0)
+			return 5;
+		r = daqiri_ring_arm(&c);
+		if (r < 0)
+			return 6;
+		if (r == 1)
+			continue;
+		if (poll(&p, 1, 10000) != 1)
+			return 7;	/* asleep with nobody to wake it */
+	}
+	return 0;
+}
+
+START_TEST(test_fork_sleeper)
+{
+	const uint32_t count = 20000;
+	struct daqiri_ring d;
+	struct daqiri_desc x;
+	uint64_t sent = 0, wakes = 0;
+	uint32_t b;
+	void *mem;
+	size_t len;
+	int fd, st, r, mine, theirs;
+	pid_t pid;
+
+	ck_assert_int_eq(daqiri_ring_create(&d, 16, NBUFS, &fd, &mem, &len),
+	    0);
+	ck_assert_int_eq(daqiri_wake_create(&mine, &theirs), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(sleeper(fd, len, theirs, count));
+	close(theirs);
+	while (sent < count) {
+		x = mkdesc(sent);
+		r = daqiri_comp_push(&d, &x);
+		ck_assert_int_ne(r, -EPROTO);
+		if (r == 0) {
+			sent++;
+			if (daqiri_ring_wake_wanted(&d)) {
+				wakes++;
+				r = daqiri_wake_signal(mine);
+				ck_assert(r == 0 || r == -EAGAIN);
+			}
+		}
+		while (daqiri_rel_pop(&d, &b) == 1)
+			;
+		/* vary the gaps so both sides meet in every order; a full
+		 * ring waits for the consumer, unless it has died */
+		if (r == -ENOSPC) {
+			if (waitpid(pid, &st, WNOHANG) == pid)
+				ck_abort_msg("sleeper ended early: status %d",
+				    WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+			usleep(100);
+		} else if (sent % 3 == 0) {
+			sched_yield();
+		}
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	printf("ring: %u descriptors to a sleeping consumer, %llu wake-ups\n",
+	    count, (unsigned long long)wakes);
+	ck_assert_uint_ge(wakes, 1);
+	munmap(mem, len);
+	close(fd);
+	close(mine);
+}
+END_TEST
+
 static double
 elapsed(const struct timespec *a)
 {
@@ -397,6 +594,9 @@ ring_suite(void)
 	tcase_add_test(tc, test_wrap);
 	tcase_add_test(tc, test_hostile_positions);
 	tcase_add_test(tc, test_create_sealed);
+	tcase_add_test(tc, test_need_wakeup);
+	tcase_add_test(tc, test_wake_socket);
+	tcase_add_test(tc, test_fork_sleeper);
 	tcase_add_test(tc, test_fork_million);
 	suite_add_tcase(s, tc);
 	return s;

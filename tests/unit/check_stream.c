@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -398,8 +401,11 @@ START_TEST(test_broadcast_delivers_all)
 		ck_assert_uint_eq(sc.held_bufs, 0);
 		ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	}
-	ck_assert_int_eq(read(c.fds[3], &ev, sizeof(ev)), (int)sizeof(ev));
-	ck_assert_uint_ge(ev, 1);
+	/* A new ring asks for a wake-up: the first publish sent one; this
+	 * consumer never armed again, so the other ten sent none. */
+	ck_assert_int_eq(recv(c.fds[3], &ev, sizeof(ev), MSG_DONTWAIT), 1);
+	ck_assert_int_eq(recv(c.fds[3], &ev, sizeof(ev), MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
 
 	/* a batch with gaps, published at stop: bitmap and zero fill */
 	feed(&f, 11, 0xB7, T0 + 20000);		/* slots 3 and 6 missing */
@@ -886,6 +892,115 @@ START_TEST(test_unsubscribe)
 	cons_close(&a);
 	cons_close(&b1);
 	cons_close(&b2);
+	fix_fini(&f);
+}
+END_TEST
+
+/* One batch through the worker to c: published, popped and released. */
+static void
+one_batch(struct fix *f, struct cons *c, uint32_t b)
+{
+	struct daqiri_desc d;
+
+	feed(f, b, ALL, T0 + b * 1000);
+	stream_service(f->s, T0 + b * 1000 + 500);
+	ck_assert_int_eq(pop(c, &d), 1);
+	release(c, d.buf_index);
+	stream_service(f->s, T0 + b * 1000 + 600);
+}
+
+/*
+ * Attack 1 of issue 7: the consumer makes its end of the wake-up
+ * blocking and fills it, arming before every publish so the worker sends
+ * each time. With the eventfd (a dup of the daemon's open file
+ * description) clearing O_NONBLOCK and writing 2^64 - 2 made the worker's
+ * next write block forever: this test then hangs and Check's timeout
+ * fails it. Now each publish returns, the tensors keep coming, and the
+ * consumer's writes do not reach the daemon's end.
+ */
+START_TEST(test_wake_cannot_block)
+{
+	uint64_t big = 0xfffffffffffffffeull;
+	struct reorder_counters rc;
+	struct stream_counters sc;
+	struct fix f;
+	struct cons c;
+	char b[8];
+	int n = 0;
+
+	fix_init(&f, 4 + SPARE, 0);
+	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 4, 1, 1),
+	    0);
+	stream_service(f.s, T0);
+	ck_assert_int_eq(fcntl(c.fds[3], F_SETFL, 0), 0);
+	signal(SIGPIPE, SIG_IGN);
+	(void)!write(c.fds[3], &big, sizeof(big));
+	(void)!write(c.fds[3], &big, sizeof(big));
+	signal(SIGPIPE, SIG_DFL);
+	for (uint32_t k = 1; k <= 2000; k++) {
+#if DAQIRI_RING_VERSION >= 2
+		ck_assert_int_eq(daqiri_ring_arm(&c.ring), 0);
+#endif
+		one_batch(&f, &c, k);
+	}
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.published, 2000);
+	ck_assert_uint_eq(sc.unseen, 0);
+	/* The daemon wrote nothing into its own end: only wake-ups wait
+	 * on ours, as many as the daemon's small send buffer holds. */
+	while (recv(c.fds[3], b, sizeof(b), MSG_DONTWAIT) == 1)
+		n++;
+	ck_assert_int_ge(n, 1);
+	ck_assert_int_lt(n, 2000);
+
+	/* A shut or closed end: the send fails with EPIPE / ECONNREFUSED,
+	 * without SIGPIPE (the default action would kill this test). */
+	ck_assert_int_eq(shutdown(c.fds[3], SHUT_RDWR), 0);
+	for (uint32_t k = 2001; k <= 2010; k++) {
+		ck_assert_int_eq(daqiri_ring_arm(&c.ring), 0);
+		one_batch(&f, &c, k);
+	}
+	close(c.fds[3]);
+	c.fds[3] = -1;
+	for (uint32_t k = 2011; k <= 2020; k++) {
+		ck_assert_int_eq(daqiri_ring_arm(&c.ring), 0);
+		one_batch(&f, &c, k);
+	}
+	counters(&f, &rc, &sc);
+	ck_assert_uint_eq(sc.published, 2020);
+	cons_close(&c);
+	fix_fini(&f);
+}
+END_TEST
+
+/* The need_wakeup word: no wake-up for a consumer that does not sleep
+ * (the busy-poll case costs the worker no system call), exactly one per
+ * arming however many tensors follow. */
+START_TEST(test_wake_only_when_armed)
+{
+	struct fix f;
+	struct cons c;
+	char b[8];
+
+	fix_init(&f, 4 + SPARE, 0);
+	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 4, 1, 1),
+	    0);
+	stream_service(f.s, T0);
+	daqiri_ring_disarm(&c.ring);
+	for (uint32_t k = 1; k <= 10; k++)
+		one_batch(&f, &c, k);
+	ck_assert_int_eq(recv(c.fds[3], b, sizeof(b), MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+
+	ck_assert_int_eq(daqiri_ring_arm(&c.ring), 0);
+	for (uint32_t k = 11; k <= 15; k++)
+		one_batch(&f, &c, k);
+	ck_assert_int_eq(recv(c.fds[3], b, sizeof(b), MSG_DONTWAIT), 1);
+	ck_assert_int_eq(recv(c.fds[3], b, sizeof(b), MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	/* the worker cleared the word when it sent */
+	ck_assert_uint_eq(atomic_load(&c.ring.shm->need_wakeup), 0);
+	cons_close(&c);
 	fix_fini(&f);
 }
 END_TEST
@@ -1473,6 +1588,11 @@ stream_suite(void)
 	tc = tcase_create("broadcast");
 	tcase_add_test(tc, test_broadcast_delivers_all);
 	tcase_add_test(tc, test_broadcast_overruns);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("wakeup");
+	tcase_add_test(tc, test_wake_cannot_block);
+	tcase_add_test(tc, test_wake_only_when_armed);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("shared");
