@@ -1169,9 +1169,15 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		if (u->max_held > left)
 			u->max_held = left;
 	}
+	/* A subscription holds at most nbufs buffers, so no more than nbufs
+	 * descriptors can ever wait in its ring: a deeper ring would only
+	 * let a consumer make the daemon pin memory for nothing. */
 	depth = req->depth != 0 ? req->depth : DAQIRI_RING_DEPTH_DEFAULT;
 	if (depth < s->nbufs)
 		depth = round_pow2(s->nbufs);
+	if (depth > DAQIRI_RING_DEPTH_DEFAULT && depth > round_pow2(s->nbufs))
+		depth = round_pow2(s->nbufs) > DAQIRI_RING_DEPTH_DEFAULT ?
+		    round_pow2(s->nbufs) : DAQIRI_RING_DEPTH_DEFAULT;
 	u->held = calloc(u->max_held, sizeof(*u->held));
 	u->held_pos = calloc(s->nbufs, sizeof(*u->held_pos));
 	if (u->held == NULL || u->held_pos == NULL) {

@@ -168,6 +168,9 @@ struct cons {
 /* What the last refused subscribe() was told. */
 static struct daqiri_err last_err;
 
+/* Ring depth the next subscribe() asks for (0 = the default). */
+static uint32_t sub_depth;
+
 static int
 subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
 	  const char *group, uint32_t max_held, uint64_t conn_id,
@@ -187,6 +190,7 @@ subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
 	req.mode = mode;
 	snprintf(req.group, sizeof(req.group), "%s", group);
 	req.max_held = max_held;
+	req.depth = sub_depth;
 	peer.conn_id = conn_id;
 	peer.pid = 4000 + (pid_t)sub_id;
 	peer.uid = 1000;
@@ -748,6 +752,17 @@ START_TEST(test_subscribe_limits)
 	stream_service(f.s, T0);
 	stream_reap(f.s, NULL, NULL);
 	ck_assert_int_eq(stream_nsubs(f.s), 0);
+	/* the deepest ring the protocol allows is cut to what can ever be
+	 * pending (nbufs, at least the default), so a subscription cannot
+	 * make the daemon pin megabytes of ring for nothing */
+	sub_depth = DAQIRI_RING_DEPTH_MAX;
+	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 1, 1, 3), 0);
+	sub_depth = 0;
+	ck_assert_uint_eq(c[0].info.ring_depth, DAQIRI_RING_DEPTH_DEFAULT);
+	cons_close(&c[0]);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 3), 1);
+	stream_service(f.s, T0);
+	stream_reap(f.s, NULL, NULL);
 
 	/* subscribed and ended before the worker ran: never delivered to */
 	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 2, 3, 1), 0);
