@@ -247,7 +247,7 @@ cg_reply(struct cg *g, char **status, const char *what)
 static void
 cg_hello(struct cg *g)
 {
-	static const char h[] = "{\"type\":\"hello\",\"version\":1,"
+	static const char h[] = "{\"type\":\"hello\",\"version\":2,"
 	    "\"client\":\"ctl-garbage\"}";
 	char *st = NULL;
 
@@ -297,7 +297,7 @@ static const char *const valid_requests[] = {
 	"{\"type\":\"stats\",\"id\":17}",
 	"{\"type\":\"flow_list\",\"interface\":\"sensor0\"}",
 	"{\"type\":\"unsubscribe\",\"sub\":3}",
-	"{\"type\":\"hello\",\"version\":1,\"client\":\"x\"}",
+	"{\"type\":\"hello\",\"version\":2,\"client\":\"x\"}",
 };
 
 static const char *const word_pool[] = {
@@ -481,7 +481,7 @@ gen(struct cg *g, enum cat c, struct cg_msg *m)
 	}
 	case CAT_WRONG_VERSION: {
 		static const char *const v[] = {
-			"2", "0", "\"1\"", "-1", "1.5", "1e30", "null",
+			"1", "3", "0", "\"2\"", "-1", "1.5", "1e30", "null",
 			"[1]", "4294967297",
 		};
 
@@ -514,7 +514,7 @@ gen(struct cg *g, enum cat c, struct cg_msg *m)
 		m->need = cg_below(g, 2) ? NEED_HELLO : NEED_NO_HELLO;
 		break;
 	case CAT_SECOND_HELLO:
-		m->buf = xstrdup("{\"type\":\"hello\",\"version\":1}");
+		m->buf = xstrdup("{\"type\":\"hello\",\"version\":2}");
 		m->need = NEED_HELLO;
 		break;
 	case CAT_DEEP:
@@ -572,7 +572,7 @@ gen(struct cg *g, enum cat c, struct cg_msg *m)
 			m->need = NEED_HELLO;
 			break;
 		default:
-			m->buf = xprintf("{\"type\":\"hello\",\"version\":1,"
+			m->buf = xprintf("{\"type\":\"hello\",\"version\":2,"
 			    "\"client\":\"%s\"}", p);
 			m->need = NEED_NO_HELLO;
 			break;

@@ -367,6 +367,19 @@ fake_tick(struct fake *f)
 	}
 }
 
+/* control_init with the limits the tests need: max_clients, no reserve,
+ * no per-uid cap, no hello deadline. */
+static int
+srv_init(struct control **out, const char *path, unsigned mode,
+	 const char *group, const char *admin, uint32_t max_clients,
+	 const struct control_ops *ops, void *ctx)
+{
+	const struct control_opts o = { .mode = mode, .group = group,
+	    .admin_group = admin, .max_clients = max_clients };
+
+	return control_init(out, path, &o, ops, ctx);
+}
+
 /* Serve until killed (or, for a test's child, until the test is gone). */
 static void __attribute__((noreturn))
 fake_serve(const char *path, enum fake_mode mode, bool watch_parent)
@@ -377,7 +390,7 @@ fake_serve(const char *path, enum fake_mode mode, bool watch_parent)
 
 	memset(&f, 0, sizeof(f));
 	f.mode = mode;
-	r = control_init(&f.ctl, path, 0666, "", "", 4, &fake_ops, &f);
+	r = srv_init(&f.ctl, path, 0666, "", "", 4, &fake_ops, &f);
 	if (r < 0)
 		_exit(22);
 	signal(SIGPIPE, SIG_IGN);
@@ -558,7 +571,7 @@ START_TEST(test_requests)
 	free(r);
 	/* types with their own API are refused locally */
 	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"hello\","
-	    "\"version\":1}", &r), -EINVAL);
+	    "\"version\":2}", &r), -EINVAL);
 	ck_assert_ptr_null(r);
 	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"subscribe\","
 	    "\"stream\":\"sim/r0\"}", &r), -EINVAL);
