@@ -47,6 +47,7 @@
 #define CONTROL_OUTQ_LOW	(64u * 1024)
 #define CONTROL_OUTQ_MAX	(DAQIRI_REPLY_BYTES_MAX + 2 * CONTROL_OUTQ_HIGH)
 #define CONTROL_SEND_STALL_MS	10000
+#define CONTROL_DRAIN_MAX	256	/* unread requests discarded at close */
 
 /* The wire names of dtype, memory kind and fill are the config's: the
  * daemon converts its config enums to the protocol's by value. */
@@ -332,13 +333,32 @@ send_error(struct control *c, struct conn *k, enum daqiri_msg_type re,
 
 /* ---- connections */
 
+/*
+ * Close a client's socket so that what we sent last (the reason) stays
+ * readable: closing a unix socket with unread input makes the peer's
+ * next read fail with ECONNRESET before it sees our message. Shutting
+ * our reading side first makes the peer's further sends fail, then what
+ * it had sent is read away.
+ */
+static void
+close_told(struct control *c, int fd)
+{
+	int i;
+
+	shutdown(fd, SHUT_RD);
+	for (i = 0; i < CONTROL_DRAIN_MAX; i++)
+		if (recv(fd, c->rbuf, sizeof(c->rbuf), MSG_DONTWAIT) <= 0)
+			break;
+	close(fd);
+}
+
 static void
 conn_close(struct control *c, struct conn *k)
 {
 	if (k->fd < 0)
 		return;
 	epoll_ctl(c->epfd, EPOLL_CTL_DEL, k->fd, NULL);
-	close(k->fd);
+	close_told(c, k->fd);
 	k->fd = -1;
 	oq_free(k);
 	c->cnt.closed++;
@@ -426,7 +446,7 @@ refuse(struct control *c, int fd, const char *why)
 	if (n > 0)
 		daqiri_send_msg(fd, c->wbuf, (size_t)n, -1);
 	cJSON_Delete(r);
-	close(fd);
+	close_told(c, fd);
 }
 
 /* Open connections of uid that count against the per-uid cap. */

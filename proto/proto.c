@@ -1708,8 +1708,10 @@ daqiri_reply_merge(cJSON **acc, struct daqiri_msg *m, size_t total,
 	re1 = cJSON_GetObjectItemCaseSensitive(m->json, "re");
 	id0 = cJSON_GetObjectItemCaseSensitive(*acc, "id");
 	id1 = cJSON_GetObjectItemCaseSensitive(m->json, "id");
-	if (!cJSON_Compare(re0, re1, true) || !cJSON_Compare(id0, id1, true) ||
-	    ((re0 == NULL) != (re1 == NULL)) || ((id0 == NULL) != (id1 == NULL)))
+	/* (cJSON_Compare calls two absent members different) */
+	if ((re0 == NULL) != (re1 == NULL) || (id0 == NULL) != (id1 == NULL) ||
+	    (re0 != NULL && !cJSON_Compare(re0, re1, true)) ||
+	    (id0 != NULL && !cJSON_Compare(id0, id1, true)))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "reply part %u answers another request", m->u.reply.part);
 	/* Check everything before moving anything. */

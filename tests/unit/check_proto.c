@@ -741,6 +741,11 @@ START_TEST(test_reply_parts)
 	ck_assert_int_ge(n, 20);
 	ck_assert(cJSON_Compare(r, back, true));
 	cJSON_Delete(back);
+	/* a reply without an id (daqirictl sends none) */
+	cJSON_DeleteItemFromObject(r, "id");
+	ck_assert_int_ge(split_merge(r, 400, &back), 10);
+	ck_assert(cJSON_Compare(r, back, true));
+	cJSON_Delete(back);
 	/* an element that cannot fit alone */
 	ck_assert_int_eq(daqiri_reply_split(r, 150, &parts), -EMSGSIZE);
 	ck_assert_int_eq(daqiri_reply_split(r, 60, &parts), -EMSGSIZE);
@@ -1522,6 +1527,8 @@ limits_child(const char *path, int n, int res, int go)
 		if (poll(&p, 1, 5000) != 1)
 			continue;
 		r = daqiri_recv_msg(fds[i], buf, sizeof(buf), NULL);
+		if (r < 0)
+			out[i] = r == -ECONNRESET ? 'R' : 'E';
 		if (r <= 0 || daqiri_msg_decode(buf, (size_t)r, &m, &e) < 0)
 			continue;
 		if (m.u.reply.status == DAQIRI_ST_OK)
