@@ -1513,6 +1513,12 @@ daqiri_reply_split(const cJSON *reply, size_t max, struct daqiri_part **out)
 	*out = NULL;
 	if (!cJSON_IsObject(reply) || max > DAQIRI_MSG_SIZE_MAX)
 		return -EINVAL;
+	/* Parts are joined by member name: each must be one member. */
+	cJSON_ArrayForEach(m, reply)
+		for (e = reply->child; e != m; e = e->next)
+			if (m->string == NULL || e->string == NULL ||
+			    strcmp(m->string, e->string) == 0)
+				return -EINVAL;
 	whole = cJSON_PrintUnformatted((cJSON *)reply);
 	if (whole == NULL)
 		return -ENOMEM;

@@ -312,7 +312,7 @@ int daqiri_sub_info_decode(const cJSON *reply, struct daqiri_sub_info *s,
  * NUL-terminated texts (free with daqiri_parts_free), -EMSGSIZE when an
  * array element or the members that are not arrays do not fit in one
  * message, or the series would pass DAQIRI_REPLY_PARTS_MAX parts,
- * -ENOMEM, -EINVAL (not an object).
+ * -ENOMEM, -EINVAL (not an object, or two members of one name).
  */
 struct daqiri_part {
 	char *text;
