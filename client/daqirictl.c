@@ -543,7 +543,7 @@ is_gauge(const char *name)
 {
 	static const char *const g[] = { "current", "held", "depth", "free",
 	    "open", "uptime", "subscribers", "subscriptions", "consumers",
-	    "nbufs", "pending", "max_", "window", NULL };
+	    "nbufs", "pending", "max_", "window", "queued", "throttled", NULL };
 	int i;
 
 	for (i = 0; g[i] != NULL; i++)
