@@ -3,8 +3,11 @@
  * The control server (control.h): the listening socket, one record per
  * connection, request validation and dispatch to the daemon's callbacks.
  * Connections live in a private epoll set whose fd the daemon's loop
- * watches; nothing here blocks, and a client that cannot take its reply
- * is dropped rather than waited for.
+ * watches, with a timer for hello deadlines; nothing here blocks.
+ * Replies wait in a queue per connection for room in its socket (long
+ * ones as a series of parts); a client that reads slowly is throttled,
+ * one that stops reading is dropped. Admission (control_opts) keeps the
+ * last places for root and the admin group.
  */
 #include <errno.h>
 #include <fcntl.h>
