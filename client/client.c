@@ -73,6 +73,10 @@ struct daqiri {
 	char wbuf[DAQIRI_MSG_SIZE_MAX + 1];
 };
 
+/* Why the last daqiri_connect() of this thread failed, when the daemon
+ * said (daqiri_last_error(NULL)). */
+static _Thread_local char connect_err[DAQIRI_ERR_MSG_MAX + 64];
+
 static void
 set_err(struct daqiri *d, const char *msg)
 {
@@ -334,6 +338,7 @@ daqiri_connect(const char *path, struct daqiri **out)
 	cJSON *hello;
 	int r, fl;
 
+	connect_err[0] = '\0';
 	if (out == NULL)
 		return -EINVAL;
 	*out = NULL;
@@ -397,6 +402,7 @@ daqiri_connect(const char *path, struct daqiri **out)
 	*out = d;
 	return 0;
 fail:
+	snprintf(connect_err, sizeof(connect_err), "%s", d->err);
 	close(d->fd);
 	free(d);
 	return r;
@@ -405,7 +411,7 @@ fail:
 const char *
 daqiri_last_error(const struct daqiri *d)
 {
-	return d != NULL ? d->err : "";
+	return d != NULL ? d->err : connect_err;
 }
 
 int

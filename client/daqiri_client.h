@@ -157,7 +157,9 @@ int daqiri_connect(const char *path, struct daqiri **out);
  * still held become invalid). NULL-safe. */
 void daqiri_disconnect(struct daqiri *d);
 
-/* The daemon's message for the last failed request on d ("" if none). */
+/* The daemon's message for the last failed request on d ("" if none);
+ * d NULL: why the calling thread's last daqiri_connect() failed, when
+ * the daemon said (for instance which connection limit it met). */
 const char *daqiri_last_error(const struct daqiri *d);
 
 /* The connection's socket (for the caller's poll: POLLHUP = daemon gone). */

@@ -940,6 +940,9 @@ START_TEST(test_too_many_connections)
 	for (i = 0; i < 4; i++)
 		ck_assert_int_eq(daqiri_connect(sock_path, &d[i]), 0);
 	ck_assert_int_eq(daqiri_connect(sock_path, &d[4]), -EUSERS);
+	/* and says which limit */
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(NULL),
+	    "too many connections"));
 	daqiri_disconnect(d[0]);
 	usleep(50000);
 	ck_assert_int_eq(daqiri_connect(sock_path, &d[0]), 0);
