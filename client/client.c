@@ -73,6 +73,10 @@ struct daqiri {
 	char wbuf[DAQIRI_MSG_SIZE_MAX + 1];
 };
 
+/* Why the last daqiri_connect() of this thread failed, when the daemon
+ * said (daqiri_last_error(NULL)). */
+static _Thread_local char connect_err[DAQIRI_ERR_MSG_MAX + 64];
+
 static void
 set_err(struct daqiri *d, const char *msg)
 {
@@ -203,12 +207,10 @@ send_obj(struct daqiri *d, cJSON *obj)
 	return r;
 }
 
-/*
- * Wait for the reply to a request (skipping events). Returns 0 with *m
- * the decoded reply (its status not yet looked at), or a negative errno.
- */
+/* The next daemon message that is a reply (skipping events), within
+ * CLIENT_REPLY_TIMEOUT_MS: 0 with *m, or a negative errno. */
 static int
-wait_reply(struct daqiri *d, struct daqiri_msg *m)
+next_reply(struct daqiri *d, struct daqiri_msg *m)
 {
 	uint64_t deadline = daqiri_mono_ns() + CLIENT_REPLY_TIMEOUT_MS * 1000000ull;
 	uint64_t t;
@@ -228,6 +230,61 @@ wait_reply(struct daqiri *d, struct daqiri_msg *m)
 		handle_unsolicited(d, m);
 		daqiri_msg_free(m);
 	}
+}
+
+/*
+ * Wait for the reply to a request. Returns 0 with *m the decoded reply
+ * (its status not yet looked at), or a negative errno. A reply that came
+ * in parts is reassembled: m->json is then the whole reply and d->rlen
+ * is -1 (d->rbuf holds only the last part).
+ */
+static int
+wait_reply(struct daqiri *d, struct daqiri_msg *m)
+{
+	struct daqiri_err err;
+	struct daqiri_msg p;
+	cJSON *acc = NULL;
+	size_t total;
+	int r;
+
+	r = next_reply(d, m);
+	if (r < 0 || !m->u.reply.has_part)
+		return r;
+	total = (size_t)d->rlen;
+	if (daqiri_reply_merge(&acc, m, total, &err) < 0)
+		goto bad;
+	while (m->u.reply.more) {
+		/* each part gets the whole wait: the daemon sends as fast as
+		 * we read */
+		r = next_reply(d, &p);
+		if (r < 0) {
+			cJSON_Delete(acc);
+			daqiri_msg_free(m);
+			return r;
+		}
+		total += (size_t)d->rlen;
+		if (daqiri_reply_merge(&acc, &p, total, &err) < 0) {
+			daqiri_msg_free(&p);
+			goto bad;
+		}
+		m->u.reply.more = p.u.reply.more;
+		m->u.reply.part = p.u.reply.part;
+		daqiri_msg_free(&p);
+	}
+	cJSON_Delete(m->json);
+	m->json = acc;
+	d->rlen = -1;
+	return 0;
+bad:
+	/* The rest of the series cannot be told from the next reply: the
+	 * connection is out of step for good. */
+	cJSON_Delete(acc);
+	daqiri_msg_free(m);
+	snprintf(d->err, sizeof(d->err), "reply in parts: %s", err.msg);
+	d->have_reason = false;
+	shutdown(d->fd, SHUT_RDWR);
+	d->dead = true;
+	return -EPROTO;
 }
 
 /* Status of a decoded reply -> 0 or negative errno; keeps the message. */
@@ -281,6 +338,7 @@ daqiri_connect(const char *path, struct daqiri **out)
 	cJSON *hello;
 	int r, fl;
 
+	connect_err[0] = '\0';
 	if (out == NULL)
 		return -EINVAL;
 	*out = NULL;
@@ -344,6 +402,7 @@ daqiri_connect(const char *path, struct daqiri **out)
 	*out = d;
 	return 0;
 fail:
+	snprintf(connect_err, sizeof(connect_err), "%s", d->err);
 	close(d->fd);
 	free(d);
 	return r;
@@ -352,7 +411,7 @@ fail:
 const char *
 daqiri_last_error(const struct daqiri *d)
 {
-	return d != NULL ? d->err : "";
+	return d != NULL ? d->err : connect_err;
 }
 
 int
@@ -408,7 +467,14 @@ daqiri_request(struct daqiri *d, const char *json, char **reply)
 	r = wait_reply(d, &m);
 	if (r < 0)
 		return r;
-	*reply = strndup(d->rbuf, (size_t)d->rlen);
+	if (d->rlen >= 0) {
+		*reply = strndup(d->rbuf, (size_t)d->rlen);
+	} else {
+		char *txt = cJSON_PrintUnformatted(m.json);
+
+		*reply = txt != NULL ? strdup(txt) : NULL;
+		cJSON_free(txt);
+	}
 	r = *reply == NULL ? -ENOMEM : reply_status(d, &m);
 	daqiri_msg_free(&m);
 	return r;

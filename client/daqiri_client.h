@@ -158,7 +158,9 @@ int daqiri_connect(const char *path, struct daqiri **out);
  * still held become invalid). NULL-safe. */
 void daqiri_disconnect(struct daqiri *d);
 
-/* The daemon's message for the last failed request on d ("" if none). */
+/* The daemon's message for the last failed request on d ("" if none);
+ * d NULL: why the calling thread's last daqiri_connect() failed, when
+ * the daemon said (for instance which connection limit it met). */
 const char *daqiri_last_error(const struct daqiri *d);
 
 /* The connection's socket (for the caller's poll: POLLHUP = daemon gone). */
@@ -166,11 +168,15 @@ int daqiri_fd(const struct daqiri *d);
 
 /*
  * Send one raw JSON request (an object with "type") and return the reply
- * text in *reply (malloc'd, NUL-terminated; free() it). Returns 0 when
+ * text in *reply (malloc'd, NUL-terminated; free() it). A reply the
+ * daemon sent in parts (over 64 KiB: long lists) is returned whole, its
+ * arrays joined, without "part" and "more"; it may be longer than one
+ * message (up to 16 MiB). Returns 0 when
  * the reply says status "ok", the negative errno matching the reply's
  * status otherwise (the reply is still returned), or a negative errno
  * with *reply NULL when no reply came (-ENOTCONN: daemon gone, -EMSGSIZE,
- * -EPROTO). The request must not be "hello" or "subscribe".
+ * -EPROTO: a malformed reply or series of parts, after which the
+ * connection is closed). The request must not be "hello" or "subscribe".
  */
 int daqiri_request(struct daqiri *d, const char *json, char **reply);
 

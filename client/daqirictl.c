@@ -543,7 +543,7 @@ is_gauge(const char *name)
 {
 	static const char *const g[] = { "current", "held", "depth", "free",
 	    "open", "uptime", "subscribers", "subscriptions", "consumers",
-	    "nbufs", "pending", "max_", "window", NULL };
+	    "nbufs", "pending", "max_", "window", "queued", "throttled", NULL };
 	int i;
 
 	for (i = 0; g[i] != NULL; i++)
@@ -956,10 +956,14 @@ main(int argc, char **argv)
 			sock = getenv(DAQIRI_SOCKET_ENV);
 		if (sock == NULL || sock[0] == '\0')
 			sock = DAQIRI_DEFAULT_SOCKET;
-		fprintf(stderr, "daqirictl: cannot connect to %s: %s\n", sock,
-		    r == -EPROTONOSUPPORT ? "the daemon speaks another "
-		    "protocol version" : r == -EUSERS ? "too many connections" :
-		    strerror(-r));
+		if (daqiri_last_error(NULL)[0] != '\0')
+			fprintf(stderr, "daqirictl: cannot connect to %s: %s\n",
+			    sock, daqiri_last_error(NULL));
+		else
+			fprintf(stderr, "daqirictl: cannot connect to %s: %s\n",
+			    sock, r == -EPROTONOSUPPORT ? "the daemon speaks "
+			    "another protocol version" : r == -EUSERS ?
+			    "too many connections" : strerror(-r));
 		return 1;
 	}
 	current = cmd;

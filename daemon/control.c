@@ -3,8 +3,11 @@
  * The control server (control.h): the listening socket, one record per
  * connection, request validation and dispatch to the daemon's callbacks.
  * Connections live in a private epoll set whose fd the daemon's loop
- * watches; nothing here blocks, and a client that cannot take its reply
- * is dropped rather than waited for.
+ * watches, with a timer for hello deadlines; nothing here blocks.
+ * Replies wait in a queue per connection for room in its socket (long
+ * ones as a series of parts); a client that reads slowly is throttled,
+ * one that stops reading is dropped. Admission (control_opts) keeps the
+ * last places for root and the admin group.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,11 +19,13 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "control.h"
+#include "desc.h"
 #include "log.h"
 
 #ifndef DAQIRI_VERSION
@@ -31,6 +36,21 @@
 #define CONTROL_ACCEPTS		64	/* accepts per round */
 #define CONTROL_GROUPS_MAX	65536	/* supplementary groups read */
 #define CONTROL_GRBUF		16384	/* getgrnam_r buffer */
+#define CONTROL_TICK_MS		100	/* hello deadlines, stalled senders */
+/*
+ * Output queue of one connection (STYLE.md 10): a connection whose
+ * queued replies pass CONTROL_OUTQ_HIGH bytes is not read again until
+ * they fall to CONTROL_OUTQ_LOW, so a client that pipelines requests
+ * without reading waits for itself; one that takes nothing off its
+ * socket for CONTROL_SEND_STALL_MS, or whose queue would pass
+ * CONTROL_OUTQ_MAX (one whole reply and the high mark, with room for
+ * events), is dropped as slow.
+ */
+#define CONTROL_OUTQ_HIGH	(256u * 1024)
+#define CONTROL_OUTQ_LOW	(64u * 1024)
+#define CONTROL_OUTQ_MAX	(DAQIRI_REPLY_BYTES_MAX + 2 * CONTROL_OUTQ_HIGH)
+#define CONTROL_SEND_STALL_MS	10000
+#define CONTROL_DRAIN_MAX	256	/* unread requests discarded at close */
 
 /* The wire names of dtype, memory kind and fill are the config's: the
  * daemon converts its config enums to the protocol's by value. */
@@ -54,10 +74,24 @@ _Static_assert((int)DAQIRI_FILL_ZERO == (int)CFG_FILL_ZERO &&
     (int)DAQIRI_FILL_KEEP == (int)CFG_FILL_KEEP &&
     (int)DAQIRI_FILL_MAX == (int)CFG_FILL_MAX, "fill enums agree");
 
+/* One message waiting to be sent, with the fd it carries (owned). */
+struct outmsg {
+	struct outmsg *next;
+	int fd;
+	size_t len;
+	char text[];
+};
+
 struct conn {
 	struct control_peer peer;
 	int fd;				/* -1 once closed */
 	bool hello;
+	bool throttled;			/* not read until the queue drains */
+	uint32_t events;		/* registered with epoll */
+	uint64_t accepted_ns;
+	uint64_t progress_ns;		/* last send, or when queueing began */
+	struct outmsg *oq, **oq_tail;
+	size_t oq_bytes;
 	struct conn *next;
 };
 
@@ -69,9 +103,14 @@ struct control {
 	bool own_path;			/* unlink at fini */
 	dev_t path_dev;
 	ino_t path_ino;
+	int tfd;			/* CONTROL_TICK_MS timer */
 	bool have_admin_gid;
 	gid_t admin_gid;
-	uint32_t max_clients;
+	uint32_t max_clients;		/* connections of anyone */
+	uint32_t reserved_admin;	/* more for root and the admin group */
+	uint32_t max_per_uid;		/* 0 = no per-uid cap */
+	uint32_t hello_timeout_ms;	/* 0 = no deadline */
+	uint32_t send_stall_ms;
 	const struct control_ops *ops;
 	void *ctx;
 	uint64_t next_conn_id;
@@ -86,49 +125,202 @@ struct control {
 
 static void conn_close(struct control *c, struct conn *k);
 
-/* Send obj (consumed) with an optional fd. A full socket drops the
- * connection: the daemon never waits on a client. Returns 0 or -1 (the
- * connection is closed). */
-static int
-conn_send(struct control *c, struct conn *k, cJSON *obj, int fd)
+static void
+oq_free(struct conn *k)
 {
-	int n, r;
+	struct outmsg *o;
 
-	if (k->fd < 0) {
-		cJSON_Delete(obj);
+	while ((o = k->oq) != NULL) {
+		k->oq = o->next;
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o);
+	}
+	k->oq_tail = &k->oq;
+	k->oq_bytes = 0;
+}
+
+/* Register what the connection waits for: requests unless throttled,
+ * room in its socket while anything is queued. */
+static int
+conn_watch(struct control *c, struct conn *k)
+{
+	struct epoll_event ev = { .data.ptr = k };
+	uint32_t want = (k->throttled ? 0 : EPOLLIN) |
+	    (k->oq != NULL ? EPOLLOUT : 0);
+
+	if (want == k->events)
+		return 0;
+	ev.events = want;
+	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, k->fd, &ev) < 0) {
+		log_warn("control: connection %llu: epoll",
+		    (unsigned long long)k->peer.conn_id);
 		return -1;
 	}
-	if (obj == NULL) {
+	k->events = want;
+	return 0;
+}
+
+/* Send what is queued while the socket takes it. Returns 0, or -1 when
+ * the connection was closed. */
+static int
+conn_flush(struct control *c, struct conn *k)
+{
+	struct outmsg *o;
+	int r;
+
+	while (k->fd >= 0 && (o = k->oq) != NULL) {
+		r = daqiri_send_msg(k->fd, o->text, o->len, o->fd);
+		if (r == -EAGAIN)
+			break;
+		if (r < 0) {
+			log_debug("control: connection %llu: send: %s",
+			    (unsigned long long)k->peer.conn_id, strerror(-r));
+			conn_close(c, k);
+			return -1;
+		}
+		k->oq = o->next;
+		if (k->oq == NULL)
+			k->oq_tail = &k->oq;
+		k->oq_bytes -= o->len;
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o);
+		k->progress_ns = daqiri_mono_ns();
+	}
+	if (k->fd < 0)
+		return -1;
+	if (k->throttled && k->oq_bytes <= CONTROL_OUTQ_LOW)
+		k->throttled = false;
+	else if (!k->throttled && k->oq_bytes > CONTROL_OUTQ_HIGH)
+		k->throttled = true;
+	if (conn_watch(c, k) < 0) {
+		conn_close(c, k);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+drop_slow(struct control *c, struct conn *k, const char *why)
+{
+	c->cnt.dropped_slow++;
+	log_info("control: connection %llu (pid %ld) dropped: %s",
+	    (unsigned long long)k->peer.conn_id, (long)k->peer.pid, why);
+	conn_close(c, k);
+}
+
+/* Queue one printed message (and fd, owned from here on) without
+ * sending it. Returns 0 or -1 (the connection is closed; fd too). */
+static int
+conn_queue(struct control *c, struct conn *k, const char *text, size_t len,
+	   int fd)
+{
+	struct outmsg *o;
+
+	if (k->fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (k->oq_bytes + len > CONTROL_OUTQ_MAX) {
+		if (fd >= 0)
+			close(fd);
+		drop_slow(c, k, "not reading its replies");
+		return -1;
+	}
+	o = malloc(sizeof(*o) + len);
+	if (o == NULL) {
+		if (fd >= 0)
+			close(fd);
 		log_warnx("control: connection %llu: out of memory for a reply",
 		    (unsigned long long)k->peer.conn_id);
 		conn_close(c, k);
 		return -1;
 	}
-	n = daqiri_msg_print(obj, c->wbuf, sizeof(c->wbuf));
-	cJSON_Delete(obj);
-	if (n < 0) {
-		log_warnx("control: connection %llu: reply does not fit in %d "
-		    "bytes", (unsigned long long)k->peer.conn_id,
-		    DAQIRI_MSG_SIZE_MAX);
-		conn_close(c, k);
-		return -1;
-	}
-	r = daqiri_send_msg(k->fd, c->wbuf, (size_t)n, fd);
-	if (r == -EAGAIN) {
-		c->cnt.dropped_slow++;
-		log_info("control: connection %llu (pid %ld) dropped: not "
-		    "reading its replies", (unsigned long long)k->peer.conn_id,
-		    (long)k->peer.pid);
-		conn_close(c, k);
-		return -1;
-	}
-	if (r < 0) {
-		log_debug("control: connection %llu: send: %s",
-		    (unsigned long long)k->peer.conn_id, strerror(-r));
-		conn_close(c, k);
-		return -1;
-	}
+	o->next = NULL;
+	o->fd = fd;
+	o->len = len;
+	memcpy(o->text, text, len);
+	if (k->oq == NULL)
+		k->progress_ns = daqiri_mono_ns();
+	*k->oq_tail = o;
+	k->oq_tail = &o->next;
+	k->oq_bytes += len;
 	return 0;
+}
+
+static int send_error(struct control *c, struct conn *k,
+		      enum daqiri_msg_type re, const struct daqiri_msg *m,
+		      enum daqiri_status st, const char *msg);
+
+/*
+ * Send obj (consumed) with an optional fd (owned from here on): queued
+ * behind what waits, then as much sent as the socket takes; the daemon
+ * never waits on a client. A successful reply too big for one message
+ * goes as a series of parts (daqiri_reply_split). Returns 0 or -1 (the
+ * connection is closed).
+ */
+static int
+conn_send(struct control *c, struct conn *k, cJSON *obj, int fd)
+{
+	struct daqiri_part *parts = NULL;
+	const cJSON *st;
+	int n, i, r = 0;
+	bool ok;
+
+	if (k->fd < 0 || obj == NULL) {
+		if (k->fd >= 0) {
+			log_warnx("control: connection %llu: out of memory "
+			    "for a reply", (unsigned long long)k->peer.conn_id);
+			conn_close(c, k);
+		}
+		cJSON_Delete(obj);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	ok = cJSON_IsString(st) && strcmp(st->valuestring, "ok") == 0;
+	n = daqiri_reply_split(obj, DAQIRI_MSG_SIZE_MAX, &parts);
+	if (n > 1 && (fd >= 0 || !ok)) {
+		/* only plain successful replies come in parts */
+		daqiri_parts_free(parts, n);
+		n = -EMSGSIZE;
+	}
+	if (n < 0) {
+		const cJSON *re = cJSON_GetObjectItemCaseSensitive(obj, "re");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(obj, "id");
+		struct daqiri_msg m = { .has_id = cJSON_IsNumber(id) };
+		int t = cJSON_IsString(re) ?
+		    daqiri_msg_type_parse(re->valuestring) : -1;
+
+		cJSON_Delete(obj);
+		if (fd >= 0)
+			close(fd);
+		if (n == -ENOMEM) {
+			log_warnx("control: connection %llu: out of memory "
+			    "for a reply", (unsigned long long)k->peer.conn_id);
+			conn_close(c, k);
+			return -1;
+		}
+		/* Told, not cut off: the request just asked too much. */
+		log_warnx("control: connection %llu: a reply does not fit in "
+		    "%u parts of %d bytes", (unsigned long long)k->peer.conn_id,
+		    DAQIRI_REPLY_PARTS_MAX, DAQIRI_MSG_SIZE_MAX);
+		m.id = m.has_id ? (uint32_t)id->valuedouble : 0;
+		return send_error(c, k, t < 0 ? DAQIRI_MSG_MAX :
+		    (enum daqiri_msg_type)t, &m, DAQIRI_ST_TOO_BIG,
+		    "reply too big even in parts");
+	}
+	cJSON_Delete(obj);
+	for (i = 0; i < n && r == 0; i++)
+		r = conn_queue(c, k, parts[i].text, parts[i].len,
+		    i == 0 ? fd : -1);
+	daqiri_parts_free(parts, n);
+	if (r < 0)
+		return -1;
+	return conn_flush(c, k);
 }
 
 static int
@@ -144,16 +336,38 @@ send_error(struct control *c, struct conn *k, enum daqiri_msg_type re,
 
 /* ---- connections */
 
+/*
+ * Close a client's socket so that what we sent last (the reason) stays
+ * readable: closing a unix socket with unread input makes the peer's
+ * next read fail with ECONNRESET before it sees our message. Shutting
+ * our reading side first makes the peer's further sends fail, then what
+ * it had sent is read away.
+ */
+static void
+close_told(struct control *c, int fd)
+{
+	int i;
+
+	shutdown(fd, SHUT_RD);
+	for (i = 0; i < CONTROL_DRAIN_MAX; i++)
+		if (recv(fd, c->rbuf, sizeof(c->rbuf), MSG_DONTWAIT) <= 0)
+			break;
+	close(fd);
+}
+
 static void
 conn_close(struct control *c, struct conn *k)
 {
 	if (k->fd < 0)
 		return;
 	epoll_ctl(c->epfd, EPOLL_CTL_DEL, k->fd, NULL);
-	close(k->fd);
+	close_told(c, k->fd);
 	k->fd = -1;
+	oq_free(k);
 	c->cnt.closed++;
 	c->cnt.current--;
+	if (k->peer.admin)
+		c->cnt.current_admin--;
 	c->need_sweep = true;
 	if (c->ops->conn_closed != NULL)
 		c->ops->conn_closed(c->ctx, &k->peer);
@@ -223,6 +437,40 @@ peer_is_admin(const struct control *c, int fd, const struct ucred *uc)
 	return admin;
 }
 
+/* Tell a connection we will not serve why, and close it. It is new and
+ * empty, so the one message always fits. */
+static void
+refuse(struct control *c, int fd, const char *why)
+{
+	cJSON *r = daqiri_reply_new(DAQIRI_MSG_MAX, -1,
+	    DAQIRI_ST_TOO_MANY_CONSUMERS, why);
+	int n = r != NULL ? daqiri_msg_print(r, c->wbuf, sizeof(c->wbuf)) : -1;
+
+	if (n > 0)
+		daqiri_send_msg(fd, c->wbuf, (size_t)n, -1);
+	cJSON_Delete(r);
+	close_told(c, fd);
+}
+
+/* Open connections of uid that count against the per-uid cap. */
+static uint32_t
+uid_conns(const struct control *c, uid_t uid)
+{
+	const struct conn *k;
+	uint32_t n = 0;
+
+	for (k = c->conns; k != NULL; k = k->next)
+		if (k->fd >= 0 && !k->peer.admin && k->peer.uid == uid)
+			n++;
+	return n;
+}
+
+/*
+ * Admission, in this order: anyone is refused once max_clients plus the
+ * reserve are open; a peer that is neither root nor in the admin group
+ * also once max_clients are open, and once its uid has max_per_uid open.
+ * So the reserve is only ever taken by root and the admin group.
+ */
 static void
 accept_one(struct control *c, int fd)
 {
@@ -230,34 +478,57 @@ accept_one(struct control *c, int fd)
 	struct ucred uc;
 	socklen_t len = sizeof(uc);
 	struct conn *k;
+	char why[DAQIRI_ERR_MSG_MAX];
+	bool admin;
 
-	if (c->cnt.current >= c->max_clients) {
-		cJSON *r = daqiri_reply_new(DAQIRI_MSG_MAX, -1,
-		    DAQIRI_ST_TOO_MANY_CONSUMERS, "too many connections");
-		int n = r != NULL ? daqiri_msg_print(r, c->wbuf,
-		    sizeof(c->wbuf)) : -1;
-
-		if (n > 0)
-			daqiri_send_msg(fd, c->wbuf, (size_t)n, -1);
-		cJSON_Delete(r);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) {
+		log_warn("control: accepting a connection: SO_PEERCRED");
 		close(fd);
+		return;
+	}
+	admin = peer_is_admin(c, fd, &uc);
+	if (c->cnt.current >= (uint64_t)c->max_clients + c->reserved_admin) {
+		snprintf(why, sizeof(why), "too many connections: all %u "
+		    "(daemon.max_consumers %u + reserved_admin_connections %u) "
+		    "are taken", c->max_clients + c->reserved_admin,
+		    c->max_clients, c->reserved_admin);
+		refuse(c, fd, why);
 		c->cnt.rejected_full++;
 		return;
 	}
+	if (!admin && c->cnt.current >= c->max_clients) {
+		snprintf(why, sizeof(why), "too many connections: "
+		    "daemon.max_consumers (%u) are open; the %u reserved are "
+		    "for root and the admin group", c->max_clients,
+		    c->reserved_admin);
+		refuse(c, fd, why);
+		c->cnt.rejected_full++;
+		return;
+	}
+	if (!admin && c->max_per_uid != 0 &&
+	    uid_conns(c, uc.uid) >= c->max_per_uid) {
+		snprintf(why, sizeof(why), "too many connections from uid %ld: "
+		    "daemon.max_connections_per_uid is %u", (long)uc.uid,
+		    c->max_per_uid);
+		refuse(c, fd, why);
+		c->cnt.rejected_uid++;
+		return;
+	}
 	k = calloc(1, sizeof(*k));
-	if (k == NULL ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) {
+	if (k == NULL) {
 		log_warn("control: accepting a connection");
-		free(k);
 		close(fd);
 		return;
 	}
 	k->fd = fd;
+	k->oq_tail = &k->oq;
+	k->events = EPOLLIN;
+	k->accepted_ns = daqiri_mono_ns();
 	k->peer.conn_id = c->next_conn_id++;
 	k->peer.pid = uc.pid;
 	k->peer.uid = uc.uid;
 	k->peer.gid = uc.gid;
-	k->peer.admin = peer_is_admin(c, fd, &uc);
+	k->peer.admin = admin;
 	ev.data.ptr = k;
 	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		log_warn("control: epoll add");
@@ -269,6 +540,8 @@ accept_one(struct control *c, int fd)
 	c->conns = k;
 	c->cnt.accepted++;
 	c->cnt.current++;
+	if (admin)
+		c->cnt.current_admin++;
 	log_debug("control: connection %llu from pid %ld uid %ld%s",
 	    (unsigned long long)k->peer.conn_id, (long)uc.pid, (long)uc.uid,
 	    k->peer.admin ? " (admin)" : "");
@@ -483,11 +756,18 @@ do_subscribe(struct control *c, struct conn *k, const struct daqiri_msg *m)
 		return;
 	}
 	for (i = 0; i < info.nfds; i++) {
-		/* conn_send closes the connection on failure, and the
-		 * daemon's conn_closed() ends the subscription. */
-		if (conn_find(c, conn_id) == NULL ||
-		    conn_send(c, k, daqiri_sub_fd_new(info.sub_id, i,
-		    info.nfds, info.fds[i]), fds.fd[i]) < 0)
+		int f = fds.fd[i];
+
+		/* conn_send owns f from here on; it closes the connection
+		 * on failure, and the daemon's conn_closed() ends the
+		 * subscription. */
+		fds.fd[i] = -1;
+		if (conn_find(c, conn_id) == NULL) {
+			close(f);
+			break;
+		}
+		if (conn_send(c, k, daqiri_sub_fd_new(info.sub_id, i,
+		    info.nfds, info.fds[i]), f) < 0)
 			break;
 	}
 	close_fds(&fds);
@@ -544,7 +824,8 @@ conn_readable(struct control *c, struct conn *k)
 	ssize_t n;
 	int i;
 
-	for (i = 0; i < CONTROL_MSGS_PER_WAKE && k->fd >= 0; i++) {
+	for (i = 0; i < CONTROL_MSGS_PER_WAKE && k->fd >= 0 && !k->throttled;
+	    i++) {
 		n = daqiri_recv_msg(k->fd, c->rbuf, DAQIRI_MSG_SIZE_MAX, NULL);
 		if (n == -EAGAIN)
 			return;
@@ -588,12 +869,62 @@ control_handle(struct control *c, int fd, uint32_t events)
 			accept_all(c);
 			continue;
 		}
+		if (ev[i].data.ptr == &c->tfd) {
+			uint64_t x;
+
+			(void)!read(c->tfd, &x, sizeof(x));
+			control_tick(c, daqiri_mono_ns());
+			continue;
+		}
 		struct conn *k = ev[i].data.ptr;
 
 		if (k->fd < 0)
 			continue;
+		if ((ev[i].events & EPOLLOUT) && conn_flush(c, k) < 0)
+			continue;
+		/* A throttled client that hung up has nothing left to
+		 * ask: its requests are not read, the hang-up is. */
+		if (k->throttled && (ev[i].events & (EPOLLHUP | EPOLLERR))) {
+			conn_close(c, k);
+			continue;
+		}
 		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 			conn_readable(c, k);
+	}
+	conn_sweep(c);
+}
+
+void
+control_tick(struct control *c, uint64_t now_ns)
+{
+	struct conn *k;
+
+	if (c == NULL)
+		return;
+	for (k = c->conns; k != NULL; k = k->next) {
+		if (k->fd < 0)
+			continue;
+		if (!k->hello && c->hello_timeout_ms != 0 &&
+		    now_ns - k->accepted_ns >=
+		    (uint64_t)c->hello_timeout_ms * 1000000u) {
+			char why[DAQIRI_ERR_MSG_MAX];
+
+			c->cnt.hello_timeouts++;
+			log_debug("control: connection %llu (pid %ld): no hello "
+			    "within %u ms, closed",
+			    (unsigned long long)k->peer.conn_id,
+			    (long)k->peer.pid, c->hello_timeout_ms);
+			snprintf(why, sizeof(why), "no hello within "
+			    "daemon.hello_timeout_ms (%u ms)",
+			    c->hello_timeout_ms);
+			if (send_error(c, k, DAQIRI_MSG_MAX, NULL,
+			    DAQIRI_ST_NO_HELLO, why) == 0)
+				conn_close(c, k);
+			continue;
+		}
+		if (k->oq != NULL && now_ns - k->progress_ns >=
+		    (uint64_t)c->send_stall_ms * 1000000u)
+			drop_slow(c, k, "took none of its replies");
 	}
 	conn_sweep(c);
 }
@@ -619,21 +950,27 @@ lookup_group(const char *name, gid_t *gid)
 }
 
 static struct control *
-control_alloc(const char *admin_group, uint32_t max_clients,
-	      const struct control_ops *ops, void *ctx, int *err)
+control_alloc(const struct control_opts *o, const struct control_ops *ops,
+	      void *ctx, int *err)
 {
 	struct control *c = calloc(1, sizeof(*c));
+	const char *admin_group = o->admin_group;
 
 	if (c == NULL) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	c->epfd = c->lfd = -1;
+	c->epfd = c->lfd = c->tfd = -1;
 	c->ops = ops;
 	c->ctx = ctx;
 	c->next_conn_id = 1;
-	c->max_clients = max_clients != 0 ? max_clients :
+	c->max_clients = o->max_clients != 0 ? o->max_clients :
 	    CONTROL_MAX_CLIENTS_DEFAULT;
+	c->reserved_admin = o->reserved_admin;
+	c->max_per_uid = o->max_per_uid;
+	c->hello_timeout_ms = o->hello_timeout_ms;
+	c->send_stall_ms = o->send_stall_ms != 0 ? o->send_stall_ms :
+	    CONTROL_SEND_STALL_MS;
 	if (admin_group != NULL && admin_group[0] != '\0') {
 		*err = lookup_group(admin_group, &c->admin_gid);
 		if (*err < 0) {
@@ -646,15 +983,38 @@ control_alloc(const char *admin_group, uint32_t max_clients,
 	}
 	c->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (c->epfd < 0) {
+	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (c->epfd < 0 || c->tfd < 0) {
 		*err = -errno;
-		log_warn("control: epoll_create1");
+		log_warn("control: epoll_create1, timerfd_create");
 		if (c->spare_fd >= 0)
 			close(c->spare_fd);
+		if (c->epfd >= 0)
+			close(c->epfd);
+		if (c->tfd >= 0)
+			close(c->tfd);
 		free(c);
 		return NULL;
 	}
 	return c;
+}
+
+/* The tick that enforces hello deadlines and drops stalled senders. */
+static int
+control_timer_add(struct control *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &c->tfd };
+	struct itimerspec its = {
+		.it_interval = { 0, CONTROL_TICK_MS * 1000000L },
+		.it_value = { 0, CONTROL_TICK_MS * 1000000L },
+	};
+
+	if (timerfd_settime(c->tfd, 0, &its, NULL) < 0 ||
+	    epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->tfd, &ev) < 0) {
+		log_warn("control: timer");
+		return -errno;
+	}
+	return 0;
 }
 
 static int
@@ -668,7 +1028,7 @@ control_listen_add(struct control *c)
 		log_warn("control: listening socket");
 		return -errno;
 	}
-	return 0;
+	return control_timer_add(c);
 }
 
 /* Is someone accepting on path? 1 yes, 0 no (stale or absent), <0 error. */
@@ -697,10 +1057,12 @@ probe_path(const char *path)
 }
 
 int
-control_init(struct control **out, const char *path, unsigned mode,
-	     const char *group, const char *admin_group, uint32_t max_clients,
-	     const struct control_ops *ops, void *ctx)
+control_init(struct control **out, const char *path,
+	     const struct control_opts *o, const struct control_ops *ops,
+	     void *ctx)
 {
+	unsigned mode = o != NULL ? o->mode : 0;
+	const char *group = o != NULL ? o->group : NULL;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char tmp[sizeof(sa.sun_path)];
 	struct control *c;
@@ -709,7 +1071,7 @@ control_init(struct control **out, const char *path, unsigned mode,
 	int err = 0, r;
 
 	*out = NULL;
-	if (path == NULL || ops == NULL || strlen(path) == 0 ||
+	if (path == NULL || ops == NULL || o == NULL || strlen(path) == 0 ||
 	    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >=
 	    (int)sizeof(tmp)) {
 		log_warnx("control: socket path \"%s\" is empty or too long",
@@ -737,7 +1099,7 @@ control_init(struct control **out, const char *path, unsigned mode,
 		log_warnx("control: %s: %s", path, strerror(-r));
 		return r;
 	}
-	c = control_alloc(admin_group, max_clients, ops, ctx, &err);
+	c = control_alloc(o, ops, ctx, &err);
 	if (c == NULL)
 		return err;
 	snprintf(c->path, sizeof(c->path), "%s", path);
@@ -781,16 +1143,17 @@ fail:
 }
 
 int
-control_init_fd(struct control **out, int listen_fd, const char *admin_group,
-		uint32_t max_clients, const struct control_ops *ops, void *ctx)
+control_init_fd(struct control **out, int listen_fd,
+		const struct control_opts *o, const struct control_ops *ops,
+		void *ctx)
 {
 	struct control *c;
 	int err = 0;
 
 	*out = NULL;
-	if (listen_fd < 0 || ops == NULL)
+	if (listen_fd < 0 || ops == NULL || o == NULL)
 		return -EINVAL;
-	c = control_alloc(admin_group, max_clients, ops, ctx, &err);
+	c = control_alloc(o, ops, ctx, &err);
 	if (c == NULL) {
 		close(listen_fd);
 		return err;
@@ -847,10 +1210,20 @@ control_peer_find(const struct control *c, uint64_t conn_id)
 void
 control_get_counters(const struct control *c, struct control_counters *out)
 {
-	if (c == NULL)
+	const struct conn *k;
+
+	if (c == NULL) {
 		memset(out, 0, sizeof(*out));
-	else
-		*out = c->cnt;
+		return;
+	}
+	*out = c->cnt;
+	out->queued_bytes = out->throttled = 0;
+	for (k = c->conns; k != NULL; k = k->next) {
+		if (k->fd < 0)
+			continue;
+		out->queued_bytes += k->oq_bytes;
+		out->throttled += k->throttled;
+	}
 }
 
 int
@@ -860,8 +1233,10 @@ control_counters_json(const struct control *c, cJSON *obj)
 
 	control_get_counters(c, &n);
 #define ADD(f) (cJSON_AddNumberToObject(obj, #f, (double)n.f) == NULL)
-	if (ADD(accepted) || ADD(rejected_full) || ADD(closed) ||
-	    ADD(dropped_slow) || ADD(requests) || ADD(errors) || ADD(current))
+	if (ADD(accepted) || ADD(rejected_full) || ADD(rejected_uid) ||
+	    ADD(hello_timeouts) || ADD(closed) || ADD(dropped_slow) ||
+	    ADD(requests) || ADD(errors) || ADD(current) ||
+	    ADD(current_admin) || ADD(queued_bytes) || ADD(throttled))
 		return -ENOMEM;
 #undef ADD
 	return 0;
@@ -899,6 +1274,8 @@ control_fini(struct control *c)
 		unlink(c->path);
 	if (c->epfd >= 0)
 		close(c->epfd);
+	if (c->tfd >= 0)
+		close(c->tfd);
 	if (c->spare_fd >= 0)
 		close(c->spare_fd);
 	free(c);

@@ -90,15 +90,40 @@ struct control_ops {
 			struct daqiri_err *err);
 };
 
-/* Counters, for stats output ("control" object). */
+/* Counters, for stats and status output ("control" object). */
 struct control_counters {
 	uint64_t accepted;
-	uint64_t rejected_full;		/* over max_clients: told and closed */
+	uint64_t rejected_full;		/* over max_clients (+ reserve): told, closed */
+	uint64_t rejected_uid;		/* over max_per_uid: told and closed */
+	uint64_t hello_timeouts;	/* no hello in time: told and closed */
 	uint64_t closed;
-	uint64_t dropped_slow;		/* socket full when replying */
+	uint64_t dropped_slow;		/* took no reply for send_stall_ms, or
+					 * its queue passed its bound */
 	uint64_t requests;
 	uint64_t errors;		/* replies with status != ok */
 	uint64_t current;		/* open connections */
+	uint64_t current_admin;		/* of them root or admin group */
+	uint64_t queued_bytes;		/* replies waiting for room, now */
+	uint64_t throttled;		/* connections not read until they drain */
+};
+
+/*
+ * Limits and permissions of the control server (daqirid.yaml(5)
+ * "daemon"). Admission of a new connection: refused when
+ * max_clients + reserved_admin are open; for a peer that is neither root
+ * nor in admin_group also when max_clients are open or its uid has
+ * max_per_uid open. A refused peer gets one too_many_consumers reply
+ * naming the limit, then the connection is closed.
+ */
+struct control_opts {
+	unsigned mode;			/* socket file mode (control_init only) */
+	const char *group;		/* socket group, "" = the daemon's */
+	const char *admin_group;	/* "" = root only */
+	uint32_t max_clients;		/* 0 = CONTROL_MAX_CLIENTS_DEFAULT */
+	uint32_t reserved_admin;	/* more, for root and admin_group only */
+	uint32_t max_per_uid;		/* 0 = no per-uid cap */
+	uint32_t hello_timeout_ms;	/* no hello this long: closed; 0 = never */
+	uint32_t send_stall_ms;		/* 0 = CONTROL_SEND_STALL_MS */
 };
 
 struct control;
@@ -108,26 +133,26 @@ struct control;
  * listener -> -EADDRINUSE (logged as "another daqirid is listening on
  * PATH"); a stale one (ECONNREFUSED) is replaced; something that is not a
  * socket -> -EEXIST. The socket is bound under a temporary name, given
- * mode (e.g. 0660) and group (name, "" = leave the daemon's), then renamed
- * into place, so it never appears with other permissions. admin_group:
- * members may send mutating requests ("" = root only). max_clients: open
- * connections at most (0 = CONTROL_MAX_CLIENTS_DEFAULT). ops and ctx are
- * kept. Returns 0 with *out set, or a negative errno (-ENOENT for an
- * unknown group; the reason is logged).
+ * o->mode (e.g. 0660) and o->group (name, "" = leave the daemon's), then
+ * renamed into place, so it never appears with other permissions. The
+ * other fields of o are the limits (struct control_opts); o is copied,
+ * ops and ctx are kept. Returns 0 with *out set, or a negative errno
+ * (-ENOENT for an unknown group; the reason is logged).
  *
- * Event loop integration: the server keeps its sockets in its own epoll
+ * Event loop integration: the server keeps its sockets and a timer
+ * (CONTROL_TICK_MS: hello deadlines, stalled senders) in its own epoll
  * instance; add control_fd() to the daemon's epoll for EPOLLIN and call
  * control_handle() whenever it is readable (level-triggered).
  */
-int control_init(struct control **out, const char *path, unsigned mode,
-		 const char *group, const char *admin_group,
-		 uint32_t max_clients, const struct control_ops *ops,
+int control_init(struct control **out, const char *path,
+		 const struct control_opts *o, const struct control_ops *ops,
 		 void *ctx);
 
 /* The same on an already listening socket (systemd socket activation);
- * the socket is not unlinked at fini. Takes ownership of listen_fd. */
+ * the socket is not unlinked at fini; o->mode and o->group are not used.
+ * Takes ownership of listen_fd. */
 int control_init_fd(struct control **out, int listen_fd,
-		    const char *admin_group, uint32_t max_clients,
+		    const struct control_opts *o,
 		    const struct control_ops *ops, void *ctx);
 
 /* The fd to watch (EPOLLIN) in the daemon's loop. */
@@ -140,6 +165,12 @@ int control_fd(const struct control *c);
  * right.
  */
 void control_handle(struct control *c, int fd, uint32_t events);
+
+/* Close connections that did not say hello within hello_timeout_ms and
+ * drop those that took no reply for send_stall_ms, as of now_ns
+ * (daqiri_mono_ns). control_handle() calls it from the server's timer;
+ * exported for tests. */
+void control_tick(struct control *c, uint64_t now_ns);
 
 /*
  * Tell a connection its subscription ended (event sub_closed with why and

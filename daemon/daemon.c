@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -33,6 +34,9 @@
 #include "worker.h"
 
 #define ERRLEN	256
+/* fds of regions, engines, workers, epoll and timers, above the
+ * connections' and subscriptions' */
+#define DAEMON_FD_MARGIN	256
 
 struct dif {
 	const struct cfg_interface *ifc;
@@ -172,6 +176,7 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
 	int nstreams = 0, nqueues = 0;	/* reorder streams, rx queues */
+	cJSON *ctl;
 
 	for (int i = 0; i < d->nifs; i++) {
 		nstreams += d->ifs[i].nstreams;
@@ -198,7 +203,9 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 		!d->wd_stuck) == NULL ||
 	    workers_json(d, reply) != 0)
 		return -ENOMEM;
-	return 0;
+	/* who is connected and who was turned away (attack 4 shows here) */
+	ctl = cJSON_AddObjectToObject(reply, "control");
+	return ctl == NULL ? -ENOMEM : control_counters_json(d->ctl, ctl);
 }
 
 static int
@@ -801,14 +808,22 @@ static int
 control_up(struct daemon *d)
 {
 	const struct cfg *c = d->cfg;
+	const struct control_opts o = {
+		.mode = c->daemon.socket_mode,
+		.group = c->daemon.socket_group,
+		.admin_group = c->daemon.admin_group,
+		.max_clients = c->daemon.max_consumers,
+		.reserved_admin = c->daemon.reserved_admin_connections,
+		.max_per_uid = c->daemon.max_connections_per_uid,
+		.hello_timeout_ms = c->daemon.hello_timeout_ms,
+	};
 	int n = sd_listen_fds(1);
 
 	if (n == 1 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1,
 	    NULL, 0) > 0) {
 		log_info("control socket passed by systemd");
 		d->socket_path = "(systemd socket)";
-		return control_init_fd(&d->ctl, SD_LISTEN_FDS_START,
-		    c->daemon.admin_group, c->daemon.max_consumers,
+		return control_init_fd(&d->ctl, SD_LISTEN_FDS_START, &o,
 		    &daemon_control_ops, d);
 	}
 	if (n > 0)
@@ -816,9 +831,42 @@ control_up(struct daemon *d)
 		    "SOCK_SEQPACKET listener; making our own at %s", n,
 		    d->socket_path);
 	make_socket_dir(d->socket_path);
-	return control_init(&d->ctl, d->socket_path, c->daemon.socket_mode,
-	    c->daemon.socket_group, c->daemon.admin_group,
-	    c->daemon.max_consumers, &daemon_control_ops, d);
+	return control_init(&d->ctl, d->socket_path, &o, &daemon_control_ops,
+	    d);
+}
+
+/*
+ * Every connection, subscription and region is an fd or more: take the
+ * whole hard limit (systemd gives 524288) and say when even that cannot
+ * hold what the configuration admits.
+ */
+static void
+raise_nofile(const struct cfg *c)
+{
+	uint64_t conns = (uint64_t)c->daemon.max_consumers +
+	    c->daemon.reserved_admin_connections;
+	/* per connection its socket, per subscription its ring and eventfd
+	 * while they are being sent, and a margin for the rest */
+	uint64_t need = conns + 2 * (uint64_t)c->daemon.max_consumers *
+	    DAQIRI_SUB_MAX_FDS + DAEMON_FD_MARGIN;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			log_warn("setrlimit RLIMIT_NOFILE %llu",
+			    (unsigned long long)rl.rlim_max);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < need)
+		log_warnx("open files limit %llu is below the %llu that "
+		    "max_consumers %u and reserved_admin_connections %u can "
+		    "take; connections past it are refused (raise LimitNOFILE)",
+		    (unsigned long long)rl.rlim_cur, (unsigned long long)need,
+		    c->daemon.max_consumers,
+		    c->daemon.reserved_admin_connections);
 }
 
 void
@@ -1022,6 +1070,7 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	d->start_ns = daqiri_mono_ns();
 	log_init(c->log_level, getenv("JOURNAL_STREAM") != NULL);
 
+	raise_nofile(c);
 	if (check_region_owners(c) != 0)
 		goto out;
 	if (c->daemon.metrics_listen[0] != '\0')

@@ -26,7 +26,12 @@
  *      unsubscribe, status, stats, consumers, flow_list/add/del, event.
  *   2  the fourth subscription fd is "wake", an AF_UNIX datagram socket
  *      of the consumer's own (was "eventfd", a dup of the daemon's), and
- *      ring version 2 adds the need_wakeup word the daemon sends on.
+ *      ring version 2 adds the need_wakeup word the daemon sends on;
+ *      replies of any size: a reply over DAQIRI_MSG_SIZE_MAX comes as a
+ *      series of parts ("part" 0.., "more" true on all but the last)
+ *      whose top-level arrays the client concatenates; connection limits
+ *      (hello deadline, per-uid cap, slots reserved for root and the
+ *      admin group) answered with too_many_consumers or no_hello.
  */
 #define DAQIRI_PROTO_VERSION	2
 
@@ -36,6 +41,11 @@
 #define DAQIRI_SUB_MAX_FDS	4	/* fds following a subscribe reply */
 #define DAQIRI_FLOW_MAX_QUEUES	8	/* target queues of one flow */
 #define DAQIRI_IPC_HANDLE_BYTES	64	/* cudaIpcMemHandle_t / EventHandle_t */
+/* Parts of one reply (PROTOCOL.md "Replies in parts"): bounds what a
+ * client reassembles, 256 x 64 KiB = 16 MiB; 4096 subscriptions list in
+ * about 25. */
+#define DAQIRI_REPLY_PARTS_MAX	256u
+#define DAQIRI_REPLY_BYTES_MAX	((size_t)DAQIRI_REPLY_PARTS_MAX * DAQIRI_MSG_SIZE_MAX)
 
 /* Every message type, once. Requests, then daemon -> client messages. */
 enum daqiri_msg_type {
@@ -187,6 +197,9 @@ struct daqiri_msg {
 			enum daqiri_msg_type re;	/* what it answers; MAX: unknown */
 			enum daqiri_status status;
 			char message[DAQIRI_ERR_MSG_MAX];	/* error.message or "" */
+			bool has_part;		/* "part" present: one of a series */
+			uint32_t part;		/* 0..DAQIRI_REPLY_PARTS_MAX-1 */
+			bool more;		/* more parts follow */
 		} reply;
 		struct {
 			uint32_t sub_id;
@@ -285,6 +298,43 @@ int daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *reply);
 /* Read and check the metadata of a subscribe reply: 0 or -1 with *err. */
 int daqiri_sub_info_decode(const cJSON *reply, struct daqiri_sub_info *s,
 			   struct daqiri_err *err);
+
+/*
+ * Replies of any size. daqiri_reply_split prints reply (a complete,
+ * successful reply object) as one message when it fits in max bytes
+ * (max <= DAQIRI_MSG_SIZE_MAX), else as a series of parts: part 0 has
+ * every member that is not an array, "part":0, "more":true and an
+ * opening run of every top-level array (possibly empty); each later part
+ * has only "type", "re", "id", "status", "part", "more" and further runs
+ * of those arrays, in order; the last has "more":false. Returns the
+ * number of messages (>= 1) with *out a malloc'd array of malloc'd,
+ * NUL-terminated texts (free with daqiri_parts_free), -EMSGSIZE when an
+ * array element or the members that are not arrays do not fit in one
+ * message, or the series would pass DAQIRI_REPLY_PARTS_MAX parts,
+ * -ENOMEM, -EINVAL (not an object, or two members of one name).
+ */
+struct daqiri_part {
+	char *text;
+	size_t len;
+};
+int daqiri_reply_split(const cJSON *reply, size_t max,
+		       struct daqiri_part **out);
+void daqiri_parts_free(struct daqiri_part *p, int n);
+
+/*
+ * Reassembly: add the decoded part m (a reply with has_part) to *acc.
+ * With *acc NULL, m must be part 0: *acc takes m->json (m->json becomes
+ * NULL). Later parts must carry the next index, the same "re" and "id",
+ * status ok, no member outside the envelope that is not an array, and
+ * arrays that part 0 had; their elements are moved to the end of *acc's.
+ * *total counts the bytes received so far (the caller adds each part's
+ * length before calling) and is checked against DAQIRI_REPLY_BYTES_MAX.
+ * When m->u.reply.more is false, "part" and "more" are removed from *acc
+ * and it is the whole reply. Returns 0 or -1 with *err (bad_field,
+ * out_of_range, too_big).
+ */
+int daqiri_reply_merge(cJSON **acc, struct daqiri_msg *m, size_t total,
+		       struct daqiri_err *err);
 
 /* Print obj compactly into buf (NUL-terminated). Returns the length
  * without the NUL, or -EMSGSIZE when it does not fit in cap or in

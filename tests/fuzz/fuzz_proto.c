@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for what the daemon and the client read from the
  * other side: the message decoder and validator, the subscribe-reply
- * metadata, and the ring operations on a hostile ring image. Built from
+ * metadata, replies in parts (split and joined again; a hostile part
+ * merged), and the ring operations on a hostile ring image. Built from
  * the proto sources alone (libc and cJSON).
  */
 #include <errno.h>
@@ -69,6 +70,64 @@ roundtrip(const struct daqiri_msg *m)
 	free(buf);
 }
 
+/* A decoded ok reply: split small and joined again it must be itself;
+ * a part merges after a fixed part 0 or is refused, never crashes. */
+static void
+reply_parts(struct daqiri_msg *m)
+{
+	static const char p0[] = "{\"type\":\"reply\",\"re\":\"consumers\","
+	    "\"status\":\"ok\",\"part\":0,\"more\":true,\"consumers\":[1],"
+	    "\"streams\":[]}";
+	struct daqiri_part *parts;
+	struct daqiri_msg m0, pm;
+	struct daqiri_err err;
+	cJSON *acc = NULL;
+	int n, i;
+
+	if (m->type != DAQIRI_MSG_REPLY || m->u.reply.status != DAQIRI_ST_OK)
+		return;
+	if (m->u.reply.has_part) {
+		if (daqiri_msg_decode(p0, sizeof(p0) - 1, &m0, &err) != 0 ||
+		    daqiri_reply_merge(&acc, &m0, sizeof(p0), &err) != 0)
+			abort();
+		(void)daqiri_reply_merge(&acc, m, 2 * sizeof(p0), &err);
+		cJSON_Delete(acc);
+		daqiri_msg_free(&m0);
+		return;
+	}
+	n = daqiri_reply_split(m->json, 1024, &parts);
+	if (n < 0)
+		return;
+	for (i = 0; i < n; i++) {
+		if (parts[i].len > 1024 ||
+		    daqiri_msg_decode(parts[i].text, parts[i].len, &pm, &err) != 0)
+			abort();
+		if (n == 1) {
+			acc = pm.json;
+			pm.json = NULL;
+		} else if (daqiri_reply_merge(&acc, &pm, 0, &err) != 0) {
+			abort();
+		}
+		daqiri_msg_free(&pm);
+	}
+	/* Compared as printed, member by member: cJSON_Compare calls
+	 * objects with a repeated name (inside elements) different. */
+	if (acc == NULL || cJSON_GetArraySize(acc) != cJSON_GetArraySize(m->json))
+		abort();
+	for (const cJSON *x = m->json->child; x != NULL; x = x->next) {
+		const cJSON *y = cJSON_GetObjectItemCaseSensitive(acc, x->string);
+		char *a = cJSON_PrintUnformatted(x);
+		char *b = y != NULL ? cJSON_PrintUnformatted(y) : NULL;
+
+		if (a != NULL && b != NULL && strcmp(a, b) != 0)
+			abort();
+		cJSON_free(a);
+		cJSON_free(b);
+	}
+	cJSON_Delete(acc);
+	daqiri_parts_free(parts, n);
+}
+
 /* The input as a ring image, with a daemon handle made before the
  * "consumer" scribbled over the shared part. */
 static void
@@ -122,6 +181,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			cJSON_Delete(o);
 		}
 		roundtrip(&m);
+		reply_parts(&m);
 		daqiri_msg_free(&m);
 	} else {
 		if (err.status == DAQIRI_ST_OK || m.json != NULL)

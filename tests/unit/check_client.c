@@ -274,8 +274,37 @@ fake_closed(void *ctx, const struct control_peer *peer)
 			sub_release(&f->subs[i]);
 }
 
+/* FAKE_BIG_LIST records of about 200 bytes: a reply of some 20 parts. */
+#define FAKE_BIG_LIST	4096
+
+static int
+fake_consumers(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	cJSON *a = cJSON_AddArrayToObject(reply, "consumers");
+	int i;
+
+	cJSON_AddNumberToObject(reply, "count", FAKE_BIG_LIST);
+	for (i = 0; i < FAKE_BIG_LIST; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "stream", FAKE_STREAM);
+		cJSON_AddNumberToObject(o, "sub_id", i + 1);
+		cJSON_AddNumberToObject(o, "pid", 100000 + i);
+		cJSON_AddStringToObject(o, "mode", "broadcast");
+		cJSON_AddStringToObject(o, "state", "active");
+		cJSON_AddNumberToObject(o, "delivered", 1234567);
+		cJSON_AddNumberToObject(o, "released", 1234566);
+		cJSON_AddNumberToObject(o, "overruns", 0);
+		cJSON_AddNumberToObject(o, "held", 1);
+		cJSON_AddNumberToObject(o, "ring_depth", 64);
+		cJSON_AddItemToArray(a, o);
+	}
+	return 0;
+}
+
 static const struct control_ops fake_ops = {
 	.streams = fake_streams,
+	.consumers = fake_consumers,
 	.status = fake_status,
 	.stats = fake_stats,
 	.subscribe = fake_subscribe,
@@ -368,6 +397,19 @@ fake_tick(struct fake *f)
 	}
 }
 
+/* control_init with the limits the tests need: max_clients, no reserve,
+ * no per-uid cap, no hello deadline. */
+static int
+srv_init(struct control **out, const char *path, unsigned mode,
+	 const char *group, const char *admin, uint32_t max_clients,
+	 const struct control_ops *ops, void *ctx)
+{
+	const struct control_opts o = { .mode = mode, .group = group,
+	    .admin_group = admin, .max_clients = max_clients };
+
+	return control_init(out, path, &o, ops, ctx);
+}
+
 /* Serve until killed (or, for a test's child, until the test is gone). */
 static void __attribute__((noreturn))
 fake_serve(const char *path, enum fake_mode mode, bool watch_parent)
@@ -378,7 +420,7 @@ fake_serve(const char *path, enum fake_mode mode, bool watch_parent)
 
 	memset(&f, 0, sizeof(f));
 	f.mode = mode;
-	r = control_init(&f.ctl, path, 0666, "", "", 4, &fake_ops, &f);
+	r = srv_init(&f.ctl, path, 0666, "", "", 4, &fake_ops, &f);
 	if (r < 0)
 		_exit(22);
 	signal(SIGPIPE, SIG_IGN);
@@ -559,7 +601,7 @@ START_TEST(test_requests)
 	free(r);
 	/* types with their own API are refused locally */
 	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"hello\","
-	    "\"version\":1}", &r), -EINVAL);
+	    "\"version\":2}", &r), -EINVAL);
 	ck_assert_ptr_null(r);
 	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"subscribe\","
 	    "\"stream\":\"sim/r0\"}", &r), -EINVAL);
@@ -571,6 +613,49 @@ START_TEST(test_requests)
 	}
 	daqiri_disconnect(d);
 	unsetenv(DAQIRI_SOCKET_ENV);
+	stop_server();
+}
+END_TEST
+
+/* A list far over one message: daqiri_request returns it whole, and
+ * the connection goes on (version 1 closed it). */
+START_TEST(test_big_reply)
+{
+	const cJSON *a, *e;
+	struct daqiri *d;
+	char *r = NULL;
+	cJSON *o;
+	int i, k;
+
+	start_server(FAKE_IDLE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	for (k = 0; k < 3; k++) {
+		ck_assert_int_eq(daqiri_request(d, "{\"type\":\"consumers\","
+		    "\"id\":5}", &r), 0);
+		ck_assert_uint_gt(strlen(r), 4 * DAQIRI_MSG_SIZE_MAX);
+		o = cJSON_Parse(r);
+		free(r);
+		ck_assert_ptr_nonnull(o);
+		a = cJSON_GetObjectItem(o, "consumers");
+		ck_assert_int_eq(cJSON_GetArraySize(a), FAKE_BIG_LIST);
+		i = 1;
+		cJSON_ArrayForEach(e, a)
+			ck_assert_int_eq(cJSON_GetObjectItem(e, "sub_id")->valueint,
+			    i++);
+		ck_assert_int_eq(cJSON_GetObjectItem(o, "count")->valueint,
+		    FAKE_BIG_LIST);
+		ck_assert_str_eq(cJSON_GetObjectItem(o, "status")->valuestring,
+		    "ok");
+		ck_assert_ptr_null(cJSON_GetObjectItem(o, "part"));
+		ck_assert_ptr_null(cJSON_GetObjectItem(o, "more"));
+		cJSON_Delete(o);
+		/* small replies in between stay in step */
+		ck_assert_int_eq(daqiri_request(d, "{\"type\":\"status\"}",
+		    &r), 0);
+		ck_assert_ptr_nonnull(strstr(r, "\"running\""));
+		free(r);
+	}
+	daqiri_disconnect(d);
 	stop_server();
 }
 END_TEST
@@ -897,6 +982,9 @@ START_TEST(test_too_many_connections)
 	for (i = 0; i < 4; i++)
 		ck_assert_int_eq(daqiri_connect(sock_path, &d[i]), 0);
 	ck_assert_int_eq(daqiri_connect(sock_path, &d[4]), -EUSERS);
+	/* and says which limit */
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(NULL),
+	    "too many connections"));
 	daqiri_disconnect(d[0]);
 	usleep(50000);
 	ck_assert_int_eq(daqiri_connect(sock_path, &d[0]), 0);
@@ -979,6 +1067,7 @@ client_suite(void)
 	tcase_add_test(tc, test_connect_errors);
 	tcase_add_test(tc, test_version_mismatch);
 	tcase_add_test(tc, test_requests);
+	tcase_add_test(tc, test_big_reply);
 	tcase_add_test(tc, test_subscribe_errors);
 	tcase_add_test(tc, test_receive);
 	tcase_add_test(tc, test_busy_poll_and_epoll);

@@ -115,7 +115,7 @@ START_TEST(test_decode_requests)
 {
 	ACCEPT("{\"type\":\"hello\",\"version\":2}");
 	ck_assert_int_eq(M.type, DAQIRI_MSG_HELLO);
-	ck_assert_uint_eq(M.u.hello.version, 2);
+	ck_assert_uint_eq(M.u.hello.version, DAQIRI_PROTO_VERSION);
 	ACCEPT("{\"type\":\"hello\",\"version\":2,\"client\":\"my app 1\","
 	    "\"id\":7}");
 	ck_assert_str_eq(M.u.hello.client, "my app 1");
@@ -200,7 +200,7 @@ START_TEST(test_decode_malformed)
 	/* JSON */
 	REJECT("", DAQIRI_ST_BAD_JSON);
 	REJECT("{", DAQIRI_ST_BAD_JSON);
-	REJECT("{\"type\":\"hello\",\"version\":1", DAQIRI_ST_BAD_JSON);
+	REJECT("{\"type\":\"hello\",\"version\":2", DAQIRI_ST_BAD_JSON);
 	REJECT("{\"type\":\"hel", DAQIRI_ST_BAD_JSON);
 	REJECT("{\"type\":\"status\"}}", DAQIRI_ST_BAD_JSON);
 	REJECT("{\"type\":\"status\"} {}", DAQIRI_ST_BAD_JSON);
@@ -233,6 +233,7 @@ START_TEST(test_decode_malformed)
 	/* version */
 	REJECT("{\"type\":\"hello\"}", DAQIRI_ST_VERSION_MISMATCH);
 	REJECT("{\"type\":\"hello\",\"version\":3}", DAQIRI_ST_VERSION_MISMATCH);
+	REJECT("{\"type\":\"hello\",\"version\":1}", DAQIRI_ST_VERSION_MISMATCH);
 	REJECT("{\"type\":\"hello\",\"version\":0}", DAQIRI_ST_VERSION_MISMATCH);
 	REJECT("{\"type\":\"hello\",\"version\":\"1\"}",
 	    DAQIRI_ST_VERSION_MISMATCH);
@@ -647,6 +648,165 @@ START_TEST(test_fd_passing)
 }
 END_TEST
 
+/* ---- replies in parts */
+
+static cJSON *
+big_reply(int n, int m)
+{
+	cJSON *r = daqiri_reply_new(DAQIRI_MSG_STATS, 77, DAQIRI_ST_OK, NULL);
+	cJSON *a = cJSON_AddArrayToObject(r, "streams");
+	cJSON *b, *o;
+	int i;
+
+	cJSON_AddObjectToObject(r, "control");
+	cJSON_AddNumberToObject(cJSON_GetObjectItem(r, "control"), "current", 3);
+	cJSON_AddArrayToObject(r, "empty");
+	b = cJSON_AddArrayToObject(r, "interfaces");
+	for (i = 0; i < n; i++) {
+		o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "i", i);
+		cJSON_AddStringToObject(o, "pad", "0123456789012345678901234567"
+		    "89012345678901234567890123456789012345678901234567890123");
+		cJSON_AddItemToArray(a, o);
+	}
+	for (i = 0; i < m; i++)
+		cJSON_AddItemToArray(b, cJSON_CreateNumber(i));
+	return r;
+}
+
+/* Split, decode every part as the client does, merge: the same object. */
+static int
+split_merge(const cJSON *r, size_t max, cJSON **back)
+{
+	struct daqiri_part *parts;
+	struct daqiri_msg m;
+	struct daqiri_err e;
+	cJSON *acc = NULL;
+	size_t total = 0;
+	int n, i;
+
+	n = daqiri_reply_split(r, max, &parts);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_le(parts[i].len, max);
+		ck_assert_uint_eq(strlen(parts[i].text), parts[i].len);
+		ck_assert_int_eq(daqiri_msg_decode(parts[i].text, parts[i].len,
+		    &m, &e), 0);
+		if (n == 1) {
+			ck_assert(!m.u.reply.has_part);
+			*back = m.json;
+			break;
+		}
+		ck_assert(m.u.reply.has_part);
+		ck_assert_uint_eq(m.u.reply.part, (uint32_t)i);
+		ck_assert(m.u.reply.more == (i + 1 < n));
+		total += parts[i].len;
+		ck_assert_msg(daqiri_reply_merge(&acc, &m, total, &e) == 0,
+		    "%s", e.msg);
+		daqiri_msg_free(&m);
+		*back = acc;
+	}
+	daqiri_parts_free(parts, n);
+	return n;
+}
+
+START_TEST(test_reply_parts)
+{
+	struct daqiri_part *parts;
+	struct daqiri_msg m;
+	struct daqiri_err e;
+	cJSON *r, *back = NULL, *acc, *x;
+	int n;
+
+	/* small: one message, exactly the reply */
+	r = big_reply(3, 3);
+	ck_assert_int_eq(split_merge(r, DAQIRI_MSG_SIZE_MAX, &back), 1);
+	ck_assert(cJSON_Compare(r, back, true));
+	cJSON_Delete(back);
+	cJSON_Delete(r);
+	/* 4096 records over two arrays: many parts, joined back equal */
+	r = big_reply(4096, 5000);
+	n = split_merge(r, DAQIRI_MSG_SIZE_MAX, &back);
+	ck_assert_int_ge(n, 6);
+	ck_assert(cJSON_Compare(r, back, true));
+	ck_assert(cJSON_IsArray(cJSON_GetObjectItem(back, "empty")));
+	cJSON_Delete(back);
+	/* tiny parts: one element each still works */
+	n = split_merge(r, 400, &back);
+	ck_assert_int_eq(n, -EMSGSIZE);	/* more than DAQIRI_REPLY_PARTS_MAX */
+	cJSON_Delete(r);
+	r = big_reply(40, 0);
+	n = split_merge(r, 400, &back);
+	ck_assert_int_ge(n, 20);
+	ck_assert(cJSON_Compare(r, back, true));
+	cJSON_Delete(back);
+	/* a reply without an id (daqirictl sends none) */
+	cJSON_DeleteItemFromObject(r, "id");
+	ck_assert_int_ge(split_merge(r, 400, &back), 10);
+	ck_assert(cJSON_Compare(r, back, true));
+	cJSON_Delete(back);
+	/* an element that cannot fit alone */
+	ck_assert_int_eq(daqiri_reply_split(r, 150, &parts), -EMSGSIZE);
+	ck_assert_int_eq(daqiri_reply_split(r, 60, &parts), -EMSGSIZE);
+	cJSON_Delete(r);
+
+	/* the decoder: part and more go together, only in an ok reply */
+	ck_assert_int_eq(daqiri_msg_decode("{\"type\":\"reply\",\"re\":\"stats\","
+	    "\"status\":\"ok\",\"part\":0}", 51, &m, &e), -1);
+	ck_assert_int_eq(daqiri_msg_decode("{\"type\":\"reply\",\"re\":\"stats\","
+	    "\"status\":\"ok\",\"more\":true}", 54, &m, &e), -1);
+	ck_assert_int_eq(daqiri_msg_decode("{\"type\":\"reply\",\"re\":\"stats\","
+	    "\"status\":\"ok\",\"part\":0,\"more\":1}", 61, &m, &e), -1);
+	ck_assert_int_eq(daqiri_msg_decode("{\"type\":\"reply\",\"re\":\"stats\","
+	    "\"status\":\"ok\",\"part\":256,\"more\":false}", 67, &m, &e), -1);
+	ck_assert_int_eq(e.status, DAQIRI_ST_OUT_OF_RANGE);
+
+	/* the merger refuses what does not continue the series */
+#define PART(txt) do {							\
+		daqiri_msg_free(&m);					\
+		ck_assert_int_eq(daqiri_msg_decode(txt, strlen(txt), &m,	\
+		    &e), 0);						\
+	} while (0)
+	acc = NULL;
+	PART("{\"type\":\"reply\",\"re\":\"stats\",\"id\":1,\"status\":\"ok\","
+	    "\"part\":1,\"more\":true,\"a\":[1]}");
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, 10, &e), -1);
+	PART("{\"type\":\"reply\",\"re\":\"stats\",\"id\":1,\"status\":\"ok\","
+	    "\"part\":0,\"more\":true,\"n\":5,\"a\":[1]}");
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, 10, &e), 0);
+	ck_assert_ptr_nonnull(acc);
+	PART("{\"type\":\"reply\",\"re\":\"stats\",\"id\":1,\"status\":\"ok\","
+	    "\"part\":2,\"more\":true,\"a\":[2]}");	/* skips 1 */
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, 10, &e), -1);
+	PART("{\"type\":\"reply\",\"re\":\"stats\",\"id\":2,\"status\":\"ok\","
+	    "\"part\":1,\"more\":true,\"a\":[2]}");	/* another request */
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, 10, &e), -1);
+	PART("{\"type\":\"reply\",\"re\":\"stats\",\"id\":1,\"status\":\"ok\","
+	    "\"part\":1,\"more\":true,\"n\":6}");	/* not an array */
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, 10, &e), -1);
+	PART("{\"type\":\"reply\",\"re\":\"stats\",\"id\":1,\"status\":\"ok\","
+	    "\"part\":1,\"more\":true,\"b\":[2]}");	/* no such array */
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, 10, &e), -1);
+	PART("{\"type\":\"reply\",\"re\":\"stats\",\"id\":1,\"status\":\"ok\","
+	    "\"part\":1,\"more\":true,\"a\":[2]}");
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, DAQIRI_REPLY_BYTES_MAX + 1,
+	    &e), -1);				/* too much in all */
+	ck_assert_int_eq(e.status, DAQIRI_ST_TOO_BIG);
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, 20, &e), 0);
+	PART("{\"type\":\"reply\",\"re\":\"stats\",\"id\":1,\"status\":\"ok\","
+	    "\"part\":2,\"more\":false,\"a\":[3]}");
+	ck_assert_int_eq(daqiri_reply_merge(&acc, &m, 30, &e), 0);
+	daqiri_msg_free(&m);
+	x = cJSON_Parse("{\"type\":\"reply\",\"re\":\"stats\",\"id\":1,"
+	    "\"status\":\"ok\",\"n\":5,\"a\":[1,2,3]}");
+	ck_assert(cJSON_Compare(acc, x, true));
+	cJSON_Delete(x);
+	cJSON_Delete(acc);
+#undef PART
+}
+END_TEST
+
 /* ---- the control server with stub callbacks */
 
 struct stub {
@@ -658,6 +818,7 @@ struct stub {
 	uint32_t next_sub;
 	int flow_add_calls;
 	int fds_made;
+	int nconsumers;			/* records in a consumers reply */
 };
 
 static int
@@ -668,6 +829,29 @@ stub_streams(void *ctx, cJSON *reply, struct daqiri_err *err)
 
 	cJSON_AddStringToObject(s, "name", "eth0/r0");
 	cJSON_AddItemToArray(a, s);
+	return 0;
+}
+
+/* A list as long as the test asks, each record about 150 bytes. */
+static int
+stub_consumers(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct stub *st = ctx;
+	cJSON *a = cJSON_AddArrayToObject(reply, "consumers");
+	int i;
+
+	cJSON_AddNumberToObject(reply, "total", st->nconsumers);
+	for (i = 0; i < st->nconsumers; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "sub", i + 1);
+		cJSON_AddStringToObject(o, "stream", "eth0/a-rather-long-name");
+		cJSON_AddStringToObject(o, "client", "check_proto consumer");
+		cJSON_AddNumberToObject(o, "pid", 1000 + i);
+		cJSON_AddNumberToObject(o, "delivered", 123456789);
+		cJSON_AddNumberToObject(o, "overruns", 0);
+		cJSON_AddItemToArray(a, o);
+	}
 	return 0;
 }
 
@@ -757,6 +941,7 @@ stub_flow_add(void *ctx, const struct daqiri_flow_req *req,
 
 static const struct control_ops stub_ops = {
 	.streams = stub_streams,
+	.consumers = stub_consumers,
 	.status = stub_status,
 	.stats = stub_stats,
 	.subscribe = stub_subscribe,
@@ -764,6 +949,19 @@ static const struct control_ops stub_ops = {
 	.conn_closed = stub_closed,
 	.flow_add = stub_flow_add,
 };
+
+/* control_init with the limits the tests need: max_clients, no reserve,
+ * no per-uid cap, no hello deadline. */
+static int
+srv_init(struct control **out, const char *path, unsigned mode,
+	 const char *group, const char *admin, uint32_t max_clients,
+	 const struct control_ops *ops, void *ctx)
+{
+	const struct control_opts o = { .mode = mode, .group = group,
+	    .admin_group = admin, .max_clients = max_clients };
+
+	return control_init(out, path, &o, ops, ctx);
+}
 
 struct srv {
 	struct control *c;
@@ -779,7 +977,7 @@ srv_start(struct srv *s, uint32_t max_clients, const char *admin)
 	snprintf(s->dir, sizeof(s->dir), "/tmp/check_proto.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(s->dir));
 	snprintf(s->path, sizeof(s->path), "%s/d.sock", s->dir);
-	ck_assert_int_eq(control_init(&s->c, s->path, 0666, "", admin,
+	ck_assert_int_eq(srv_init(&s->c, s->path, 0666, "", admin,
 	    max_clients, &stub_ops, &s->st), 0);
 }
 
@@ -919,8 +1117,6 @@ START_TEST(test_control_requests)
 	ck_assert_int_eq(xchg(&s, fd, "{\"type\":\"stats\"}"), DAQIRI_ST_BUSY);
 	ck_assert_str_eq(M.u.reply.message, "stats are resting");
 	ck_assert_ptr_null(cJSON_GetObjectItem(M.json, "uptime_s"));
-	ck_assert_int_eq(xchg(&s, fd, "{\"type\":\"consumers\"}"),
-	    DAQIRI_ST_NOT_SUPPORTED);
 	ck_assert_int_eq(xchg(&s, fd, "{\"type\":\"flow_list\"}"),
 	    DAQIRI_ST_NOT_SUPPORTED);
 	ck_assert_int_eq(xchg(&s, fd, "{\"type\":\"flow_add\",\"interface\":"
@@ -1099,38 +1295,350 @@ START_TEST(test_control_garbage)
 }
 END_TEST
 
+/*
+ * A client that pipelines requests and reads nothing: the server neither
+ * waits for it nor cuts it off; it stops reading that client's requests
+ * once its queued replies pass the high mark, and every reply arrives,
+ * in order, once the client reads. One that then takes nothing for
+ * send_stall_ms is dropped as slow.
+ */
 START_TEST(test_control_slow_client)
 {
 	struct srv s;
 	struct control_counters cn;
-	const char *req = "{\"type\":\"status\"}";
-	int fd, i, r;
+	char buf[DAQIRI_MSG_SIZE_MAX + 1], req[64];
+	int fd, i, sent = 0, got = 0, eagain = 0;
+	ssize_t n;
 
 	srv_start(&s, 0, "");
+	s.st.nconsumers = 400;		/* about 60 KiB a reply */
 	fd = cli_connect(s.path);
 	ck_assert_int_eq(set_nb(fd), 0);
 	ck_assert_int_eq(xchg(&s, fd, HELLO), DAQIRI_ST_OK);
-	/* requests without ever reading a reply: the server must drop
-	 * the client, never wait for it */
-	for (i = 0; i < 100000; i++) {
-		r = daqiri_send_msg(fd, req, strlen(req), -1);
-		if (r == -EAGAIN) {
+	for (i = 0; i < 20000 && eagain < 50; i++) {
+		snprintf(req, sizeof(req), "{\"type\":\"consumers\",\"id\":%d}",
+		    sent);
+		if (daqiri_send_msg(fd, req, strlen(req), -1) == -EAGAIN) {
+			eagain++;
 			control_handle(s.c, control_fd(s.c), EPOLLIN);
 			continue;
 		}
-		if (r < 0)
-			break;
-		if (i % 8 == 0)
-			control_handle(s.c, control_fd(s.c), EPOLLIN);
-		control_get_counters(s.c, &cn);
-		if (cn.dropped_slow > 0)
-			break;
+		sent++;
+		control_handle(s.c, control_fd(s.c), EPOLLIN);
 	}
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_eq(cn.dropped_slow, 0);
+	ck_assert_uint_eq(cn.current, 1);
+	ck_assert_uint_eq(cn.throttled, 1);
+	ck_assert_uint_gt(cn.queued_bytes, 0);
+	ck_assert_int_gt(eagain, 0);	/* it was the client that waited */
+	/* now it reads: every reply, in order */
+	while (got < sent) {
+		n = cli_recv(&s, fd, buf, sizeof(buf), NULL);
+		ck_assert_int_gt(n, 0);
+		daqiri_msg_free(&M);
+		ck_assert_int_eq(daqiri_msg_decode(buf, (size_t)n, &M, &E), 0);
+		ck_assert_int_eq(M.u.reply.status, DAQIRI_ST_OK);
+		ck_assert_uint_eq(M.id, (uint32_t)got);
+		got++;
+	}
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_eq(cn.throttled, 0);
+	ck_assert_uint_eq(cn.queued_bytes, 0);
+	ck_assert_int_eq(xchg(&s, fd, "{\"type\":\"status\"}"), DAQIRI_ST_OK);
+
+	/* stalled: requests queued and nothing taken off the socket */
+	for (i = 0; i < 200; i++) {
+		if (daqiri_send_msg(fd, "{\"type\":\"consumers\"}", 20, -1) < 0)
+			break;
+		control_handle(s.c, control_fd(s.c), EPOLLIN);
+	}
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_gt(cn.queued_bytes, 0);
+	control_tick(s.c, daqiri_mono_ns());
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_eq(cn.dropped_slow, 0);
+	control_tick(s.c, daqiri_mono_ns() + 11000000000ull);
 	control_get_counters(s.c, &cn);
 	ck_assert_uint_eq(cn.dropped_slow, 1);
 	ck_assert_uint_eq(cn.current, 0);
 	ck_assert_int_eq(s.st.conn_closed, 1);
 	close(fd);
+	daqiri_msg_free(&M);
+	srv_stop(&s);
+}
+END_TEST
+
+/* Read one reply, reassembling parts; returns the number of messages
+ * it came in and leaves the whole reply in *out. */
+static int
+recv_whole(struct srv *s, int fd, cJSON **out)
+{
+	static char buf[DAQIRI_MSG_SIZE_MAX + 1];
+	struct daqiri_msg m;
+	struct daqiri_err e;
+	cJSON *acc = NULL;
+	size_t total = 0;
+	int parts = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = cli_recv(s, fd, buf, sizeof(buf), NULL);
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_le(n, DAQIRI_MSG_SIZE_MAX);
+		ck_assert_int_eq(daqiri_msg_decode(buf, (size_t)n, &m, &e), 0);
+		parts++;
+		if (!m.u.reply.has_part) {
+			ck_assert_ptr_null(acc);
+			*out = m.json;
+			return parts;
+		}
+		total += (size_t)n;
+		ck_assert_msg(daqiri_reply_merge(&acc, &m, total, &e) == 0,
+		    "merge: %s", e.msg);
+		if (!m.u.reply.more) {
+			daqiri_msg_free(&m);
+			*out = acc;
+			return parts;
+		}
+		daqiri_msg_free(&m);
+	}
+}
+
+/* A list far over one message comes whole, in parts, and the
+ * connection stays open (version 1 closed it). */
+START_TEST(test_control_big_reply)
+{
+	struct srv s;
+	struct control_counters cn;
+	const cJSON *a, *e;
+	cJSON *r = NULL;
+	int fd, parts, i;
+
+	srv_start(&s, 0, "");
+	s.st.nconsumers = 4096;
+	fd = cli_connect(s.path);
+	ck_assert_int_eq(set_nb(fd), 0);
+	ck_assert_int_eq(xchg(&s, fd, HELLO), DAQIRI_ST_OK);
+	ck_assert_int_eq(daqiri_send_msg(fd, "{\"type\":\"consumers\","
+	    "\"id\":9}", 27, -1), 0);
+	parts = recv_whole(&s, fd, &r);
+	ck_assert_int_ge(parts, 4);
+	a = cJSON_GetObjectItemCaseSensitive(r, "consumers");
+	ck_assert_int_eq(cJSON_GetArraySize(a), 4096);
+	i = 1;
+	cJSON_ArrayForEach(e, a)
+		ck_assert_int_eq(cJSON_GetObjectItem(e, "sub")->valueint, i++);
+	ck_assert_int_eq(cJSON_GetObjectItem(r, "total")->valueint, 4096);
+	ck_assert_int_eq(cJSON_GetObjectItem(r, "id")->valueint, 9);
+	ck_assert_ptr_null(cJSON_GetObjectItem(r, "part"));
+	ck_assert_ptr_null(cJSON_GetObjectItem(r, "more"));
+	cJSON_Delete(r);
+	/* still in step on the same connection */
+	ck_assert_int_eq(xchg(&s, fd, "{\"type\":\"status\"}"), DAQIRI_ST_OK);
+	/* a small list is one plain message */
+	s.st.nconsumers = 3;
+	ck_assert_int_eq(daqiri_send_msg(fd, "{\"type\":\"consumers\"}", 20,
+	    -1), 0);
+	ck_assert_int_eq(recv_whole(&s, fd, &r), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r,
+	    "consumers")), 3);
+	cJSON_Delete(r);
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_eq(cn.current, 1);
+	ck_assert_uint_eq(cn.dropped_slow, 0);
+	close(fd);
+	daqiri_msg_free(&M);
+	srv_stop(&s);
+}
+END_TEST
+
+/* A connection that never says hello is told why and closed at its
+ * deadline; one that did is left alone. */
+START_TEST(test_control_hello_deadline)
+{
+	const struct control_opts o = { .max_clients = 8,
+	    .hello_timeout_ms = 1000 };
+	struct srv s;
+	struct control_counters cn;
+	char buf[1024];
+	int idle, good;
+	ssize_t n;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.dir, sizeof(s.dir), "/tmp/check_proto.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(s.dir));
+	snprintf(s.path, sizeof(s.path), "%s/d.sock", s.dir);
+	ck_assert_int_eq(control_init(&s.c, s.path, &o, &stub_ops, &s.st), 0);
+	idle = cli_connect(s.path);
+	good = cli_connect(s.path);
+	set_nb(idle);
+	set_nb(good);
+	ck_assert_int_eq(xchg(&s, good, HELLO), DAQIRI_ST_OK);
+	srv_pump(&s, 10);
+	control_tick(s.c, daqiri_mono_ns());
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_eq(cn.current, 2);
+	ck_assert_uint_eq(cn.hello_timeouts, 0);
+	/* as if 1.5 s had passed */
+	control_tick(s.c, daqiri_mono_ns() + 1500000000ull);
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_eq(cn.hello_timeouts, 1);
+	ck_assert_uint_eq(cn.current, 1);
+	n = cli_recv(&s, idle, buf, sizeof(buf), NULL);
+	ck_assert_int_gt(n, 0);
+	daqiri_msg_free(&M);
+	ck_assert_int_eq(daqiri_msg_decode(buf, (size_t)n, &M, &E), 0);
+	ck_assert_int_eq(M.u.reply.status, DAQIRI_ST_NO_HELLO);
+	ck_assert_ptr_nonnull(strstr(M.u.reply.message, "hello_timeout_ms"));
+	ck_assert_int_eq(cli_recv(&s, idle, buf, sizeof(buf), NULL), 0);
+	ck_assert_int_eq(xchg(&s, good, "{\"type\":\"status\"}"), DAQIRI_ST_OK);
+	close(idle);
+	close(good);
+	daqiri_msg_free(&M);
+	srv_stop(&s);
+}
+END_TEST
+
+/*
+ * An unprivileged child opens connections and reports, as one letter
+ * each, what it got: 'o' hello ok, 'u' refused by the per-uid cap, 'f'
+ * refused as full, '?' anything else. It keeps them open until told.
+ */
+static void
+limits_child(const char *path, int n, int res, int go)
+{
+	char buf[1024], out[64];
+	int fds[32], i;
+	ssize_t r;
+
+	if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+		_exit(10);
+	for (i = 0; i < n; i++) {
+		struct pollfd p;
+		struct daqiri_msg m;
+		struct daqiri_err e;
+
+		fds[i] = cli_connect(path);
+		(void)daqiri_send_msg(fds[i], HELLO, strlen(HELLO), -1);
+		p.fd = fds[i];
+		p.events = POLLIN;
+		out[i] = '?';
+		if (poll(&p, 1, 5000) != 1)
+			continue;
+		r = daqiri_recv_msg(fds[i], buf, sizeof(buf), NULL);
+		if (r < 0)
+			out[i] = r == -ECONNRESET ? 'R' : 'E';
+		if (r <= 0 || daqiri_msg_decode(buf, (size_t)r, &m, &e) < 0)
+			continue;
+		if (m.u.reply.status == DAQIRI_ST_OK)
+			out[i] = 'o';
+		else if (m.u.reply.status == DAQIRI_ST_TOO_MANY_CONSUMERS)
+			out[i] = strstr(m.u.reply.message,
+			    "max_connections_per_uid") != NULL ? 'u' :
+			    strstr(m.u.reply.message, "reserved") != NULL ?
+			    'f' : '?';
+		daqiri_msg_free(&m);
+	}
+	if (write(res, out, (size_t)n) != n)
+		_exit(11);
+	(void)!read(go, buf, 1);
+	_exit(0);
+}
+
+/* Run limits_child with n connections against s; its letters in got.
+ * Returns the child, still holding its connections (kill it). */
+static pid_t
+limits_run(struct srv *s, int n, char *got, int *go_w)
+{
+	int res[2], go[2];
+	pid_t pid;
+	ssize_t r = -1;
+	int i;
+
+	ck_assert_int_eq(chmod(s->dir, 0755), 0);
+	ck_assert_int_eq(pipe(res), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(res[0]);
+		close(go[1]);
+		limits_child(s->path, n, res[1], go[0]);
+	}
+	close(res[1]);
+	close(go[0]);
+	set_nb(res[0]);
+	for (i = 0; i < 1000 && r <= 0; i++) {
+		srv_pump(s, 10);
+		r = read(res[0], got, (size_t)n);
+	}
+	ck_assert_int_eq(r, n);
+	got[n] = '\0';
+	close(res[0]);
+	*go_w = go[1];
+	return pid;
+}
+
+/* Per-uid cap and the admin reserve, with an unprivileged peer. */
+START_TEST(test_control_conn_limits)
+{
+	struct control_opts o = { .max_clients = 3, .reserved_admin = 2,
+	    .max_per_uid = 2 };
+	struct srv s;
+	struct control_counters cn;
+	char got[33], buf[1024];
+	int go, st, a[3], i;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return;		/* cannot become someone else */
+	memset(&s, 0, sizeof(s));
+	snprintf(s.dir, sizeof(s.dir), "/tmp/check_proto.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(s.dir));
+	snprintf(s.path, sizeof(s.path), "%s/d.sock", s.dir);
+	o.mode = 0666;
+	ck_assert_int_eq(control_init(&s.c, s.path, &o, &stub_ops, &s.st), 0);
+	/* the cap of one uid */
+	pid = limits_run(&s, 3, got, &go);
+	ck_assert_str_eq(got, "oou");
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_eq(cn.rejected_uid, 1);
+	close(go);
+	waitpid(pid, &st, 0);
+	srv_stop(&s);
+
+	/* no per-uid cap: others fill max_clients, root still gets the
+	 * reserve, and nobody more */
+	memset(&s, 0, sizeof(s));
+	snprintf(s.dir, sizeof(s.dir), "/tmp/check_proto.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(s.dir));
+	snprintf(s.path, sizeof(s.path), "%s/d.sock", s.dir);
+	o.max_per_uid = 0;
+	ck_assert_int_eq(control_init(&s.c, s.path, &o, &stub_ops, &s.st), 0);
+	pid = limits_run(&s, 4, got, &go);
+	ck_assert_str_eq(got, "ooof");
+	for (i = 0; i < 2; i++) {
+		a[i] = cli_connect(s.path);
+		set_nb(a[i]);
+		ck_assert_int_eq(xchg(&s, a[i], HELLO), DAQIRI_ST_OK);
+	}
+	a[2] = cli_connect(s.path);
+	set_nb(a[2]);
+	ck_assert_int_gt(cli_recv(&s, a[2], buf, sizeof(buf), NULL), 0);
+	daqiri_msg_free(&M);
+	ck_assert_int_eq(daqiri_msg_decode(buf, strlen(buf), &M, &E), 0);
+	ck_assert_int_eq(M.u.reply.status, DAQIRI_ST_TOO_MANY_CONSUMERS);
+	ck_assert_ptr_nonnull(strstr(M.u.reply.message, "all 5"));
+	control_get_counters(s.c, &cn);
+	ck_assert_uint_eq(cn.rejected_full, 2);
+	ck_assert_uint_eq(cn.current, 5);
+	ck_assert_uint_eq(cn.current_admin, 2);
+	close(go);
+	waitpid(pid, &st, 0);
+	for (i = 0; i < 3; i++)
+		close(a[i]);
+	daqiri_msg_free(&M);
 	srv_stop(&s);
 }
 END_TEST
@@ -1260,13 +1768,13 @@ START_TEST(test_control_socket_path)
 	ck_assert(S_ISSOCK(st.st_mode));
 	ck_assert_int_eq(st.st_mode & 0777, 0666);
 	/* a live daemon on the path */
-	ck_assert_int_eq(control_init(&c2, s.path, 0660, "", "", 0, &stub_ops,
+	ck_assert_int_eq(srv_init(&c2, s.path, 0660, "", "", 0, &stub_ops,
 	    NULL), -EADDRINUSE);
 	ck_assert_ptr_null(c2);
 	/* unknown groups */
-	ck_assert_int_eq(control_init(&c2, "/tmp/x.sock", 0660,
+	ck_assert_int_eq(srv_init(&c2, "/tmp/x.sock", 0660,
 	    "no-such-group-daqiri", "", 0, &stub_ops, NULL), -ENOENT);
-	ck_assert_int_eq(control_init(&c2, "/tmp/x.sock", 0660, "",
+	ck_assert_int_eq(srv_init(&c2, "/tmp/x.sock", 0660, "",
 	    "no-such-group-daqiri", 0, &stub_ops, NULL), -ENOENT);
 	srv_stop(&s);
 	ck_assert_int_eq(access(s.path, F_OK), -1);	/* removed at fini */
@@ -1279,7 +1787,7 @@ START_TEST(test_control_socket_path)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s.path);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(fd);
-	ck_assert_int_eq(control_init(&c2, s.path, 0600, "", "", 0, &stub_ops,
+	ck_assert_int_eq(srv_init(&c2, s.path, 0600, "", "", 0, &stub_ops,
 	    NULL), 0);
 	ck_assert_int_eq(stat(s.path, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0600);
@@ -1287,13 +1795,13 @@ START_TEST(test_control_socket_path)
 	/* something else at the path is never clobbered */
 	fd = open(s.path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
 	close(fd);
-	ck_assert_int_eq(control_init(&c2, s.path, 0600, "", "", 0, &stub_ops,
+	ck_assert_int_eq(srv_init(&c2, s.path, 0600, "", "", 0, &stub_ops,
 	    NULL), -EEXIST);
 	unlink(s.path);
 	/* path too long */
 	memset(p2, 'a', sizeof(p2) - 1);
 	p2[sizeof(p2) - 1] = '\0';
-	ck_assert_int_eq(control_init(&c2, p2, 0600, "", "", 0, &stub_ops,
+	ck_assert_int_eq(srv_init(&c2, p2, 0600, "", "", 0, &stub_ops,
 	    NULL), -ENAMETOOLONG);
 	control_fini(NULL);
 	rmdir(s.dir);
@@ -1313,6 +1821,7 @@ proto_suite(void)
 	tcase_add_test(tc, test_encode_roundtrip);
 	tcase_add_test(tc, test_sub_info_check);
 	tcase_add_test(tc, test_fd_passing);
+	tcase_add_test(tc, test_reply_parts);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(ts, 60);
 	tcase_add_test(ts, test_control_requests);
@@ -1320,6 +1829,9 @@ proto_suite(void)
 	tcase_add_test(ts, test_control_subscribe);
 	tcase_add_test(ts, test_control_garbage);
 	tcase_add_test(ts, test_control_slow_client);
+	tcase_add_test(ts, test_control_big_reply);
+	tcase_add_test(ts, test_control_hello_deadline);
+	tcase_add_test(ts, test_control_conn_limits);
 	tcase_add_test(ts, test_control_max_clients);
 	tcase_add_test(ts, test_control_permission);
 	tcase_add_test(ts, test_control_socket_path);
