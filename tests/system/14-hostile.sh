@@ -47,6 +47,13 @@ dead() {
 	! alive "$1"
 }
 
+# sanitizer_says LOG: what ASan/UBSan reported in the daemon's log.
+sanitizer_says() {
+	if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/$1"; then
+		result "attack sanitizer: EFFECTIVE ($(grep -m1 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/$1"))"
+	fi
+}
+
 result() {
 	echo "$*" | tee -a "$RESULTS"
 }
@@ -314,21 +321,36 @@ fi
 
 # The listing limits cannot be reached under the default caps (64
 # subscriptions today, 16 a connection with the defence): a daemon of its
-# own, with room for 4096 and the file descriptors they need.
+# own, with room for 4096, six streams and the file descriptors they need.
 note "restart with max_consumers 4096 for the big replies"
 kill -TERM "$PID0"
 until_true 10 dead "$PID0" ||
 	result "attack aftermath: EFFECTIVE (daqirid did not stop within 10 s of SIGTERM)"
 kill -9 "$PID0" 2>/dev/null || true
 wait "$PID0" 2>/dev/null || result "attack aftermath: EFFECTIVE (daqirid exited non-zero after SIGTERM)"
+sanitizer_says daemon.log
+mv "$T/daemon.log" "$T/daemon-1.log"
 rm -f "$T/notify" "$T/notify.log"
 make_config -e 's/socket_mode: 0660/socket_mode: 0666/' \
 	-e 's/max_consumers: [0-9]*/max_consumers: 4096/'
+# Five more rx queues, so five more (raw) streams: with 64 subscriptions
+# a stream at most, one stream alone lists in about 13 KB.
+awk '{ print }
+/^        - name: q0 / { inq = 1 }
+inq && /memory_regions: \[rx_frames\]/ {
+	inq = 0
+	for (q = 1; q <= 5; q++)
+		printf "        - name: q%d\n          id: %d\n          cpu_core: 1\n" \
+		    "          batch_size: 64\n          timeout_us: 0\n" \
+		    "          memory_regions: [rx_frames]\n", q, q
+}' "$T/daqirid.yaml" > "$T/big.yaml"
+mv "$T/big.yaml" "$T/daqirid.yaml"
+"$BUILD/daqirid" -n -c "$T/daqirid.yaml" > /dev/null || fail "the big-replies config is invalid"
 ulimit -n 20000 2>/dev/null || true
 start_daemon
 PID0=$DAEMON_PID
-note "big-replies: 4096 subscriptions (as root: no per-uid cap), then the list replies"
-attacker big-replies big-replies "$STREAM" 4096
+note "big-replies: up to 4096 subscriptions to every stream (as root: no per-uid cap), then the list replies"
+attacker big-replies big-replies 4096
 subs=$(kv "$T/hc-big-replies.out" subs)
 grep '^info ' "$T/hc-big-replies.out" | sed 's/^/   | /' || true
 broke=""
@@ -356,10 +378,16 @@ no_consumers() {
 until_true 30 no_consumers || true
 
 alive "$PID0" || result "attack big-replies-aftermath: EFFECTIVE (daqirid pid $PID0 died)"
+kill -TERM "$PID0"
+until_true 10 dead "$PID0" ||
+	result "attack big-replies-aftermath: EFFECTIVE (daqirid did not stop within 10 s of SIGTERM)"
+kill -9 "$PID0" 2>/dev/null || true
+wait "$PID0" 2>/dev/null ||
+	result "attack big-replies-aftermath: EFFECTIVE (daqirid exited non-zero after SIGTERM)"
+sanitizer_says daemon.log
 
 note "every attack"
 sed 's/^/   /' "$RESULTS"
 n=$(grep -c ': EFFECTIVE' "$RESULTS" || true)
 [ "$n" -eq 0 ] || fail "$n attacks were effective: $(grep ': EFFECTIVE' "$RESULTS" | sed 's/^attack \([^:]*\):.*/\1/' | tr '\n' ' ')"
-stop_daemon
 echo "ok"

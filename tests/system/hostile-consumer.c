@@ -839,47 +839,78 @@ run_limits(const char *stream, unsigned cap)
 	return 0;
 }
 
-/* As many subscriptions as the daemon allows, up to total, over up to
- * HC_BIG_CONNS connections: the list replies must still come whole. */
+/*
+ * As many subscriptions as the daemon allows, up to total, to every
+ * stream it lists, over up to HC_BIG_CONNS connections (a new one when
+ * a connection is refused): the list replies must still come whole.
+ */
 static int
-run_big(const char *stream, unsigned total)
+run_big(unsigned total)
 {
-	char why[256] = "", first_no[256] = "";
-	unsigned ok = 0;
 	struct rlimit rl = { HC_BIG_CONNS + 64, HC_BIG_CONNS + 64 };
-	int nsocks = 0;
+	char why[256] = "", first_no[512] = "", names[1024] = "";
+	int sock, cur = -1, nsocks = 1, nstreams = 0;
+	unsigned ok = 0, on_cur = 0;
+	const cJSON *st, *list;
 	struct hc_sub s;
+	cJSON *reply;
 
 	setrlimit(RLIMIT_NOFILE, &rl);
-	while (ok < total && nsocks < HC_BIG_CONNS) {
-		int sock = hc_connect_nb(false);
+	sock = hc_open();
+	if (hc_request(sock, "{\"type\":\"streams\"}", &reply, why,
+	    sizeof(why)) != 1 || !reply_ok(reply))
+		die("streams: %s", why);
+	list = cJSON_GetObjectItemCaseSensitive(reply, "streams");
+	cur = sock;
+	cJSON_ArrayForEach(st, list) {
+		const char *name = jstr(st, "name");
 
-		if (sock < 0 || hc_hello(sock) < 0) {
-			if (sock >= 0)
-				close(sock);
-			snprintf(first_no, sizeof(first_no), "connection %d "
-			    "refused", nsocks + 1);
-			break;
-		}
-		nsocks++;	/* kept open: its subscriptions live on */
-		while (ok < total) {
-			int r = hc_subscribe(sock, stream, HC_OMIT, 1, &s, why,
+		nstreams++;
+		cat(names, sizeof(names), "%s%s", nstreams > 1 ? ", " : "",
+		    name);
+		while (ok < total && nsocks <= HC_BIG_CONNS) {
+			int r;
+
+			if (cur < 0) {
+				cur = hc_connect_nb(false);
+				if (cur < 0 || hc_hello(cur) < 0) {
+					cat(first_no, sizeof(first_no), "; "
+					    "connection %d refused", nsocks + 1);
+					if (cur >= 0)
+						close(cur);
+					cur = -1;
+					goto done;
+				}
+				nsocks++;	/* kept open: its subs live on */
+				on_cur = 0;
+			}
+			r = hc_subscribe(cur, name, HC_OMIT, 1, &s, why,
 			    sizeof(why));
-
-			if (r != 1) {
+			if (r == 1) {
+				hc_sub_close(&s);
+				ok++;
+				on_cur++;
+				continue;
+			}
+			if (r < 0)
+				cur = -1;
+			else if (on_cur > 0)
+				cur = -1;	/* a fresh connection may do */
+			else {
+				/* refused even on a fresh connection */
 				if (first_no[0] == '\0')
-					snprintf(first_no, sizeof(first_no),
-					    "%s", why);
+					cat(first_no, sizeof(first_no), "; "
+					    "then %s: %s", name, why);
 				break;
 			}
-			hc_sub_close(&s);
-			ok++;
 		}
 	}
-	out("info big-replies: %u subscriptions over %d connections%s%s", ok,
-	    nsocks, first_no[0] ? "; first refusal: " : "", first_no);
+done:
+	out("info big-replies: %u subscriptions to %d streams (%s) over %d "
+	    "connections%s", ok, nstreams, names, nsocks, first_no);
 	out("subs=%u", ok);
 	out("ready big-replies");
+	cJSON_Delete(reply);
 	wait_for_stop();
 	return 0;
 }
@@ -1278,7 +1309,7 @@ usage(void)
 	    "[ARGS]\n"
 	    "  memory STREAM | bitmap-clear STREAM SECONDS | ring STREAM |\n"
 	    "  hold STREAM MAX_HELD NSUBS | limits STREAM CAP |\n"
-	    "  big-replies STREAM TOTAL | connections N | stray-fds STREAM |\n"
+	    "  big-replies TOTAL | connections N | stray-fds STREAM |\n"
 	    "  garbage | wakeup STREAM\n");
 	exit(1);
 }
@@ -1346,8 +1377,8 @@ main(int argc, char **argv)
 		return run_hold(argv[0], arg_u(argv[1]), arg_u(argv[2]));
 	if (strcmp(a, "limits") == 0 && argc == 2)
 		return run_limits(argv[0], arg_u(argv[1]));
-	if (strcmp(a, "big-replies") == 0 && argc == 2)
-		return run_big(argv[0], arg_u(argv[1]));
+	if (strcmp(a, "big-replies") == 0 && argc == 1)
+		return run_big(arg_u(argv[0]));
 	if (strcmp(a, "connections") == 0 && argc == 1)
 		return run_connections(arg_u(argv[0]));
 	if (strcmp(a, "stray-fds") == 0 && argc == 1)
