@@ -97,7 +97,7 @@ DAEMON_OBJ := $(call obj,$(DAEMON_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(DA
 CLIENT_OBJ := $(call obj,$(CLIENT_LIB_SRC))
 
 DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
-CLIENT_LIBS := $(CJSON_LIBS) $(CUDA_LIBS) -pthread
+CLIENT_LIBS := $(CJSON_LIBS) $(CUDA_LIBS) -lm -pthread
 
 LIBCORE := $(BUILD)/libdaqirid-core.a
 LIBCLIENT_A := $(BUILD)/libdaqiri-client.a

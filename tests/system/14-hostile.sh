@@ -30,9 +30,9 @@ RESULTS=$T/results
 # uid 65534 must reach the socket in our directory
 chmod 0755 "$T"
 # Anyone may connect (the attacker is unprivileged); a consumer holding a
-# buffer for a second is cut off (the SIGSTOP attack).
+# buffer for two seconds is cut off (the SIGSTOP attack).
 make_config -e 's/socket_mode: 0660/socket_mode: 0666/' \
-	-e 's/hold_timeout_ms: [0-9]*/hold_timeout_ms: 1000/'
+	-e 's/hold_timeout_ms: [0-9]*/hold_timeout_ms: 2000/'
 SUBCAP=$(sed -n 's/^ *max_subscriptions_per_connection: *\([0-9]*\).*/\1/p' "$T/daqirid.yaml")
 SUBCAP=${SUBCAP:-16}
 start_daemon
@@ -267,11 +267,11 @@ held_now() {
 		jq -r --argjson p "$ATT" '[.consumers[] | select(.pid == $p) | .held] | add // 0'
 }
 held_is_0() { [ "$(held_now)" = 0 ]; }
-if until_true 10 held_is_0; then
+if until_true 15 held_is_0; then
 	why=$(grep -o 'held too long[^"]*' "$T/daemon.log" | tail -1)
 	result "attack sigstop-hold: refused (its buffers came back${why:+: daemon: $why})"
 else
-	result "attack sigstop-hold: EFFECTIVE (stopped, it still holds $(held_now) buffers 10 s later; hold_timeout_ms is 1000)"
+	result "attack sigstop-hold: EFFECTIVE (stopped, it still holds $(held_now) buffers 15 s later; hold_timeout_ms is 2000)"
 fi
 stop_attacker
 grep '^info ' "$T/hc-sigstop-hold.out" | sed 's/^/   | /' || true

@@ -965,9 +965,14 @@ run_connections(unsigned n)
 				 * whatever it was, come back, still silent. */
 				close(p[i].fd);
 				closed++;
+				p[i].fd = -1;
+			}
+			if (p[i].fd < 0) {
+				/* a full backlog (EAGAIN): next round */
 				p[i].fd = hc_connect_nb(true);
 				if (p[i].fd < 0)
 					p[i].fd = -1;
+				p[i].revents = 0;
 			}
 		}
 	}
