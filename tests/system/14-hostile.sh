@@ -14,6 +14,17 @@
 # range, not held, twice, impossible positions) is 05-garbage-release.sh
 # and random control messages are 06-control-garbage.sh; not repeated.
 #
+# The attacks (issue 7's numbers): write-tensor, write-bitmap (2: reopen
+# through /proc/self/fd O_RDWR, write(2), mmap PROT_WRITE, mprotect,
+# ftruncate), resize-ring, subscribe-ranges (7: depth, max_held),
+# subscribe-10000 (per-connection cap), stray-fds, garbage-after-hello,
+# slow-reader, abandoned-subscribe, bitmap-clear (2: zero the presence
+# bitmap while duplicates arrive), release-flood and ring-scribble (the
+# ring's daemon side), hold (3), sigstop-hold (hold timeout),
+# connections-70 and -1000 (4: never say hello, as uid 65534),
+# wakeup-stall (1), big-replies (8). 5 and 6 (backend errors, signals
+# during CUDA) are not a consumer's doing: unit tests cover them.
+#
 # Under AddressSanitizer/UBSan (what `make system-asan` does):
 #   make BUILD=build/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
 #   BUILD=build/asan sh tests/system/14-hostile.sh
@@ -228,6 +239,11 @@ own_lines stray-fds
 attacker garbage -u $NOBODY garbage
 until_true 60 grep -q '^attack garbage' "$T/hc-garbage.out" || true
 own_lines garbage
+
+note "a client that never reads its replies; subscriptions abandoned (uid $NOBODY)"
+attacker slow -u $NOBODY slow "$STREAM"
+until_true 60 grep -q '^attack abandoned-subscribe' "$T/hc-slow.out" || true
+own_lines slow
 
 note "after those: the stream is still exact"
 phase_begin aftermath

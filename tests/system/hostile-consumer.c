@@ -1230,6 +1230,100 @@ run_garbage(void)
 	return 0;
 }
 
+/*
+ * A client that asks and never reads: requests are sent until its socket
+ * is full, none of the replies taken. Meanwhile another connection must
+ * be answered (the daemon never waits on a client), and the daemon may
+ * drop the slow one (dropped_slow). Then subscribe requests abandoned
+ * before their fds are read, connection closed at once.
+ */
+static int
+run_slow(const char *stream)
+{
+	char req[256], why[256];
+	unsigned sent = 0, replies = 0, abandoned = 0;
+	bool closed = false;
+	int sock = hc_open(), other, r, fd;
+	uint64_t t0;
+	cJSON *reply;
+
+	fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
+	t0 = mono_ms();
+	while (sent < 100000 && mono_ms() - t0 < 5000) {
+		r = hc_send_str(sock, "{\"type\":\"stats\"}");
+		if (r == -EAGAIN) {
+			sleep_ms(1);	/* the daemon may still be reading */
+			if (hc_send_str(sock, "{\"type\":\"stats\"}") < 0)
+				break;
+		} else if (r < 0)
+			break;
+		sent++;
+	}
+	other = hc_open();
+	r = hc_request(other, "{\"type\":\"status\"}", &reply, why,
+	    sizeof(why));
+	cJSON_Delete(reply);
+	close(other);
+	/* Now read what the daemon left us: replies, then EOF if it cut us
+	 * off as slow. */
+	t0 = mono_ms();
+	for (;;) {
+		int q = hc_recv(sock, &reply, &fd, 500);
+
+		if (fd >= 0)
+			close(fd);
+		cJSON_Delete(reply);
+		if (q == 1)
+			replies++;
+		else {
+			closed = q == 0 || (q < 0 && q != -ETIMEDOUT &&
+			    q != -EAGAIN);
+			break;
+		}
+		if (mono_ms() - t0 > 10000)
+			break;
+	}
+	close(sock);
+	if (r != 1)
+		out("attack slow-reader: EFFECTIVE (with %u requests unread on "
+		    "one connection, another got no answer to status: %s)",
+		    sent, why);
+	else
+		out("attack slow-reader: ineffective (%u requests never read; "
+		    "status on another connection answered; %u replies came, "
+		    "%s)", sent, replies, closed ? "then the daemon closed the "
+		    "slow connection" : "the connection stayed open");
+
+	for (int i = 0; i < 100; i++) {
+		int c = hc_connect_nb(false);
+
+		if (c < 0 || hc_hello(c) < 0) {
+			if (c >= 0)
+				close(c);
+			continue;
+		}
+		snprintf(req, sizeof(req), "{\"type\":\"subscribe\","
+		    "\"stream\":\"%s\"}", stream);
+		if (hc_send_str(c, req) == 0)
+			abandoned++;
+		close(c);
+	}
+	other = hc_open();
+	r = hc_request(other, "{\"type\":\"status\"}", &reply, why,
+	    sizeof(why));
+	cJSON_Delete(reply);
+	close(other);
+	if (r != 1)
+		out("attack abandoned-subscribe: EFFECTIVE (after %u subscribe "
+		    "requests whose fds nobody read, status: %s)", abandoned,
+		    why);
+	else
+		out("attack abandoned-subscribe: ineffective (%u subscribe "
+		    "requests closed before their fds were read; status "
+		    "answered)", abandoned);
+	return 0;
+}
+
 /* ---- the wake-up path ----------------------------------------------------- */
 
 /*
@@ -1315,7 +1409,7 @@ usage(void)
 	    "  memory STREAM | bitmap-clear STREAM SECONDS | ring STREAM |\n"
 	    "  hold STREAM MAX_HELD NSUBS | limits STREAM CAP |\n"
 	    "  big-replies TOTAL | connections N | stray-fds STREAM |\n"
-	    "  garbage | wakeup STREAM\n");
+	    "  garbage | slow STREAM | wakeup STREAM\n");
 	exit(1);
 }
 
@@ -1390,6 +1484,8 @@ main(int argc, char **argv)
 		return run_stray_fds(argv[0]);
 	if (strcmp(a, "garbage") == 0 && argc == 0)
 		return run_garbage();
+	if (strcmp(a, "slow") == 0 && argc == 1)
+		return run_slow(argv[0]);
 	if (strcmp(a, "wakeup") == 0 && argc == 1)
 		return run_wakeup(argv[0]);
 	usage();
