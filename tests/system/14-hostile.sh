@@ -175,13 +175,14 @@ phase_end() {
 		broke "accounting: packets_in $p1_in != placed $p1_placed + drops $p1_drops"
 }
 
-# judge NAME WHY: the attack's line from the phase that ran beside it,
-# unless the attacker already judged it (refused before it could start).
+# judge NAME WHY: the attack's line from the phase that ran beside it:
+# EFFECTIVE when the phase broke, else the attacker's own verdict (it
+# was refused before it could start) or ineffective.
 judge() {
-	if grep -q "^attack $1: " "$T/hc-$1.out" 2>/dev/null; then
-		result "$(grep "^attack $1: " "$T/hc-$1.out" | tail -1)"
-	elif [ -n "$PHASE_BROKE" ]; then
+	if [ -n "$PHASE_BROKE" ]; then
 		result "attack $1: EFFECTIVE ($PHASE_BROKE)"
+	elif grep -q "^attack $1: " "$T/hc-$1.out" 2>/dev/null; then
+		result "$(grep "^attack $1: " "$T/hc-$1.out" | tail -1)"
 	else
 		result "attack $1: ineffective ($2; the good consumer's $PB tensors exact)"
 	fi

@@ -640,7 +640,8 @@ run_ring(const char *stream)
 	uint64_t t0;
 	int sock = hc_open();
 	int sock2 = hc_open();
-	uint32_t *rel, tail;
+	uint32_t *rel, tail, comp_off;
+	size_t comp_len;
 
 	if (hc_subscribe(sock2, stream, HC_OMIT, 1, &f, why, sizeof(why)) != 1)
 		die("subscribe %s: %s", stream, why);
@@ -669,6 +670,14 @@ run_ring(const char *stream)
 	    hc_sub_fd(&s, "ring"), 0);
 	if (shm == MAP_FAILED)
 		die("mmap ring: %s", strerror(errno));
+	/* Where the entries are, read once, before the header is garbage. */
+	comp_off = shm->comp_off;
+	if (comp_off >= s.ring_bytes)
+		die("ring: comp_off %u past %llu bytes", comp_off,
+		    (unsigned long long)s.ring_bytes);
+	comp_len = (size_t)s.depth * sizeof(struct daqiri_desc);
+	if (comp_len > s.ring_bytes - comp_off)
+		comp_len = s.ring_bytes - comp_off;
 	out("info ring-scribble: header, comp_head, rel_tail and completion "
 	    "entries overwritten until stopped");
 	out("ready ring-scribble");
@@ -682,8 +691,7 @@ run_ring(const char *stream)
 		shm->size = 1;
 		atomic_store(&shm->comp_head, 0x7fffffffu);
 		atomic_store(&shm->rel_tail, 0x7fffffffu);
-		memset((uint8_t *)shm + DAQIRI_RING_CACHELINE * 5, 0xff,
-		    (size_t)s.depth * DAQIRI_RING_CACHELINE);
+		memset((uint8_t *)shm + comp_off, 0xff, comp_len);
 		sleep_ms(5);
 	}
 	return 0;
@@ -722,6 +730,9 @@ run_hold(const char *stream, unsigned max_held, unsigned nsubs)
 					break;
 			}
 		}
+	if (ok == 0)
+		out("attack hold: refused (%u subscriptions asking max_held "
+		    "%u: %s)", 2 * nsubs, max_held, first_no);
 	out("info hold: %u of %u subscriptions asking max_held %u accepted, "
 	    "holding up to %u buffers%s%s", ok, 2 * nsubs, max_held, sum,
 	    refused ? "; refused: " : "", first_no);
