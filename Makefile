@@ -106,7 +106,7 @@ LIBCLIENT_SO := $(BUILD)/libdaqiri-client.so
 PROGS := $(BUILD)/daqirid $(addprefix $(BUILD)/,$(CLIENT_TOOLS)) $(BUILD)/daqiri-sim \
 	$(BUILD)/bench_reorder
 
-.PHONY: all check unit unit-run golden system fuzz fuzz-run asan demo run bench \
+.PHONY: all check unit unit-run golden system system-tools system-asan fuzz fuzz-run asan demo run bench \
 	install uninstall clean deps help
 .DEFAULT_GOAL := all
 
@@ -198,6 +198,14 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/system/%.o $(LIBCLIENT_A)
 system: all $(SYS_TOOLS)
 	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
 
+system-tools: $(SYS_TOOLS)
+
+# The hostile-consumer test once more against a daemon built with ASan and
+# UBSan: the attacks reach its message decoding, ring and fd handling.
+system-asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
+	$(Q)BUILD=$(BUILD)/asan sh tests/system/14-hostile.sh
+
 # The same unit tests built again with AddressSanitizer and UBSan in their
 # own tree (CUDA left out: its runtime and ASan do not mix well without a GPU).
 asan:
@@ -228,6 +236,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory golden
 	$(Q)$(MAKE) --no-print-directory system
 	$(Q)$(MAKE) --no-print-directory asan
+	$(Q)$(MAKE) --no-print-directory system-asan
 	$(Q)$(MAKE) --no-print-directory fuzz-run
 
 deps:
