@@ -204,7 +204,7 @@ system-tools: $(SYS_TOOLS)
 # UBSan: the attacks reach its message decoding, ring and fd handling.
 system-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
-	$(Q)BUILD=$(BUILD)/asan sh tests/system/14-hostile.sh
+	$(Q)BUILD=$(BUILD)/asan sh tests/system/18-hostile.sh
 
 # The same unit tests built again with AddressSanitizer and UBSan in their
 # own tree (CUDA left out: its runtime and ASan do not mix well without a GPU).
