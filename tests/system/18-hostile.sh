@@ -25,10 +25,10 @@
 # wakeup-stall (1), big-replies (8). 5 and 6 (backend errors, signals
 # during CUDA) are not a consumer's doing: unit tests cover them.
 #
-# Alone: BUILD=build sh tests/system/14-hostile.sh (about 2 minutes).
+# Alone: BUILD=build sh tests/system/18-hostile.sh (about 2 minutes).
 # Under AddressSanitizer/UBSan (what `make system-asan` does):
 #   make BUILD=build/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
-#   BUILD=build/asan sh tests/system/14-hostile.sh
+#   BUILD=build/asan sh tests/system/18-hostile.sh
 . tests/system/lib.sh
 
 NBUFS=32

@@ -5,7 +5,7 @@
  * does with what it is given whatever a hostile program could. Each
  * attack prints "attack NAME: refused|ineffective|EFFECTIVE (why)" when
  * it can judge the outcome alone, or "info NAME: ..." and "ready NAME"
- * when tests/system/14-hostile.sh judges it from the daemon's behaviour.
+ * when tests/system/18-hostile.sh judges it from the daemon's behaviour.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -282,8 +282,12 @@ static int
 hc_hello(int sock)
 {
 	cJSON *rep;
-	int r = hc_request(sock, "{\"type\":\"hello\",\"version\":1,"
-	    "\"client\":\"hostile-consumer\"}", &rep, NULL, 0);
+	char req[128];
+	int r;
+
+	snprintf(req, sizeof(req), "{\"type\":\"hello\",\"version\":%u,"
+	    "\"client\":\"hostile-consumer\"}", DAQIRI_PROTO_VERSION);
+	r = hc_request(sock, req, &rep, NULL, 0);
 
 	if (r == 1 && !reply_ok(rep))
 		r = -EPROTO;
@@ -1049,7 +1053,7 @@ run_stray_fds(const char *stream)
 	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
 		if (strcmp(steps[k].what, "hello") == 0)
 			snprintf(req, sizeof(req), "{\"type\":\"hello\","
-			    "\"version\":1}");
+			    "\"version\":%u}", DAQIRI_PROTO_VERSION);
 		else if (strcmp(steps[k].what, "status") == 0)
 			snprintf(req, sizeof(req), "{\"type\":\"status\"}");
 		else
@@ -1174,7 +1178,8 @@ run_garbage(void)
 			break;
 		case 4:
 			n = (size_t)snprintf(big, sizeof(big),
-			    "{\"type\":\"hello\",\"version\":1}");
+			    "{\"type\":\"hello\",\"version\":%u}",
+			    DAQIRI_PROTO_VERSION);
 			break;
 		case 5:
 			n = (size_t)snprintf(big, sizeof(big),
