@@ -61,7 +61,8 @@ REFINE=${BENCH_E2E_REFINE:-1}	# bisection probes after the first lossless one
 GUESS_PLAIN=2.5		# GB/s the unpaced sender may reach, to size its run
 GUESS_GSO=10
 STREAM=sensor0/sensor_tensor
-MAX_HELD=28		# of the 32 tensor buffers; the window keeps 4 open
+MAX_HELD=27		# of the 32 tensor buffers: the most admission allows
+			# (32 - window 4 - 1)
 
 for p in daqirid daqiri-sim bench_e2e bench_recvmmsg; do
 	if [ ! -x "$BUILD/$p" ]; then

@@ -16,7 +16,7 @@
 # its wake-up socket. Latency of a tensor = CLOCK_MONOTONIC when daqiri_next()
 # returns it - the descriptor's publish_ns (taken by the daemon just
 # before the ring push); $BENCH_HANDOFF_SAMPLES (40000) samples per mode
-# after 1000 of warm-up; the consumer may hold 28 of the 32 buffers, so a
+# after 1000 of warm-up; the consumer may hold 27 of the 32 buffers, so a
 # stall makes late tensors, which count, rather than missed ones. The reference, measured in the same run: one
 # byte ping-ponged between two processes over two pipes, one on each
 # core, 100000 round trips; one-way = round trip / 2 (median).
@@ -45,7 +45,8 @@ RX_CORE=${BENCH_RX_CORE:-1}
 HO_RATE=${BENCH_HANDOFF_RATE:-20kpps}
 HO_SAMPLES=${BENCH_HANDOFF_SAMPLES:-40000}
 HO_WARMUP=1000
-HO_MAX_HELD=28		# of 32 buffers: a stalled consumer sees tensors late
+HO_MAX_HELD=27		# of 32 buffers (the most admission allows, 32 - 4 - 1):
+			# a stalled consumer sees tensors late
 			# (and they count) instead of missing them
 PIPE_ROUNDS=100000
 HO_RT=${BENCH_HANDOFF_RT:-1}

@@ -27,12 +27,7 @@ NOTIFY_SOCKET=$T/notify WATCHDOG_USEC=$WD_USEC DAQIRID_TEST_WEDGE_WORKER=q0 \
 	bg sh -c 'WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$0" "$@"' \
 	"$BUILD/daqirid" -c "$T/daqirid.yaml" -s "$SOCK" -l info 2> "$T/daemon.log"
 DAEMON_PID=$LAST_PID
-i=0
-while ! grep -q '^READY=1$' "$T/notify.log" 2>/dev/null; do
-	kill -0 "$DAEMON_PID" 2>/dev/null || fail "daqirid exited during start-up"
-	i=$((i + 1)); [ $i -lt 200 ] || fail "no READY=1 within 10 s"
-	sleep 0.05
-done
+wait_ready
 
 note "every thread blocks TERM, INT and HUP"
 nthreads=0

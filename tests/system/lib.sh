@@ -60,6 +60,11 @@ start_daemon() {
 	# shellcheck disable=SC2086 # DAEMON_PREFIX is words on purpose
 	NOTIFY_SOCKET=$T/notify bg $DAEMON_PREFIX "$BUILD/daqirid" -c "$T/daqirid.yaml" -s "$SOCK" -l info 2> "$T/daemon.log"
 	DAEMON_PID=$LAST_PID
+	wait_ready
+}
+
+# Wait (10 s at most) for READY=1 from $DAEMON_PID on $T/notify.log.
+wait_ready() {
 	i=0
 	while ! grep -q '^READY=1$' "$T/notify.log" 2>/dev/null; do
 		kill -0 "$DAEMON_PID" 2>/dev/null || fail "daqirid exited during start-up"
