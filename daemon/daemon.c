@@ -600,10 +600,16 @@ sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id, const char *why)
 	struct daemon *d = ctx;
 	const struct control_peer *p = control_peer_find(d->ctl, conn_id);
 
-	log_warnx("consumer pid %d, subscription %u: %s; disconnecting it",
-	    p != NULL ? (int)p->pid : -1, sub_id, why);
+	struct stream *s;
+
+	log_warnx("consumer pid %d, subscription %u: %s; ending that "
+	    "subscription", p != NULL ? (int)p->pid : -1, sub_id, why);
+	/* Only the subscription ends: the connection stays, so the event
+	 * is never lost in a close, and the consumer's other subscriptions
+	 * go on. Its buffers are already back in the stream. */
 	control_sub_closed(d->ctl, conn_id, sub_id, DAQIRI_ST_BAD_REQUEST, why);
-	control_close_conn(d->ctl, conn_id);
+	FOR_EACH_STREAM(d, s)
+		(void)stream_unsubscribe(s, conn_id, sub_id);
 }
 
 /* --- bring-up -------------------------------------------------------------- */

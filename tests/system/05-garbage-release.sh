@@ -3,8 +3,8 @@
 # Consumers that write garbage into their shared ring: an index past the
 # stream's buffers, a buffer they do not hold, the same buffer twice, an
 # impossible release position, an impossible completion position. Each
-# is cut off alone (told why, disconnected, its buffer taken back); a
-# well-behaved consumer beside them sees every tensor.
+# is cut off alone (told why, its subscription ended, its buffer taken
+# back); a well-behaved consumer beside them sees every tensor.
 . tests/system/lib.sh
 
 NBUFS=32
@@ -36,8 +36,8 @@ for k in $KINDS; do
 done
 
 note "the daemon's reasons"
-grep 'disconnecting it' "$T/daemon.log" | sed 's/^/   | /'
-expect_eq "consumers disconnected" "$(grep -c 'disconnecting it' "$T/daemon.log")" 5
+grep 'ending that subscription' "$T/daemon.log" | sed 's/^/   | /'
+expect_eq "subscriptions ended" "$(grep -c 'ending that subscription' "$T/daemon.log")" 5
 grep -q "pid $pid_range, subscription [0-9]*: released buffer $NBUFS, which it does not hold" "$T/daemon.log" ||
 	fail "range: reason missing"
 grep -q "pid $pid_notheld, subscription [0-9]*: released buffer [0-9]*, which it does not hold" "$T/daemon.log" ||
@@ -65,8 +65,8 @@ expect_eq "good consumer missed seqs" "$(kv "$T/good.out" missed)" 0
 [ "$(ctl -j status | jq -r .state)" = running ] || fail "daemon not running"
 stop_daemon
 
-# The daemon sends each one a sub_closed event with the reason, then
-# closes its connection. daqiri_next() must report that as -ESHUTDOWN
+# The daemon sends each one a sub_closed event with the reason and ends
+# that subscription. daqiri_next() must report that as -ESHUTDOWN
 # (daqiri_client.h: "the daemon ended the subscription") and keep the
 # reason in daqiri_last_error(), whichever of the two it reads first.
 note "each bad consumer was told why"
