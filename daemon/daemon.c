@@ -302,16 +302,34 @@ op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 {
 	struct daemon *d = ctx;
 	struct stream *s = find_stream(d, req->stream), *t;
-	int rc, mine = 0;
+	const struct cfg_daemon *dm = &d->cfg->daemon;
+	uint32_t uid_most = dm->max_consumers > 1 ? dm->max_consumers / 2 : 1;
+	int rc, mine = 0, live = 0, uid_live = 0;
 
 	if (s == NULL)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
 		    "no stream '%s' (daqirictl streams lists them)",
 		    req->stream), DAQIRI_ST_NO_SUCH_STREAM;
-	if ((uint32_t)count_subs(d) >= d->cfg->daemon.max_consumers)
+	/* Subscriptions still ending do not count: they go at the worker's
+	 * next loop. Root and the admin group may use the reserve beyond
+	 * max_consumers; one unprivileged uid at most half of it. */
+	FOR_EACH_STREAM(d, t) {
+		live += stream_live_nsubs(t, false, 0);
+		if (!peer->admin)
+			uid_live += stream_live_nsubs(t, true, peer->uid);
+	}
+	if ((uint32_t)live >= dm->max_consumers + (peer->admin ?
+	    dm->reserved_admin_connections : 0))
 		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
-		    "daemon.max_consumers (%u) reached",
-		    d->cfg->daemon.max_consumers), DAQIRI_ST_TOO_MANY_CONSUMERS;
+		    "daemon.max_consumers (%u) reached%s", dm->max_consumers,
+		    peer->admin ? ", and the admin reserve" : ""),
+		    DAQIRI_ST_TOO_MANY_CONSUMERS;
+	if (!peer->admin && (uint32_t)uid_live >= uid_most)
+		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
+		    "uid %u has %d subscriptions, the most one user may "
+		    "have (half of daemon.max_consumers %u)",
+		    (unsigned)peer->uid, uid_live, dm->max_consumers),
+		    DAQIRI_ST_TOO_MANY_CONSUMERS;
 	FOR_EACH_STREAM(d, t)
 		mine += stream_conn_nsubs(t, peer->conn_id);
 	if ((uint32_t)mine >= d->cfg->daemon.max_subscriptions_per_connection)
@@ -686,16 +704,22 @@ queue_frame_bytes(const struct cfg *c, const struct cfg_queue *q)
 	return b > 0 ? b : 2048;
 }
 
-/* A stream may take every subscription the daemon admits. */
+/*
+ * A stream may take every subscription the daemon admits, and as many
+ * again that are ending: those keep their slot until the worker lets
+ * them go, and a client that subscribes and hangs up in a loop must not
+ * fill the stream with them.
+ */
 static int
 stream_limits(const struct cfg *c, struct stream *s)
 {
-	int rc = stream_set_limits(s, c->daemon.max_consumers,
-	    c->daemon.hold_timeout_ms);
+	uint32_t room = 2 * (c->daemon.max_consumers +
+	    c->daemon.reserved_admin_connections);
+	int rc = stream_set_limits(s, room, c->daemon.hold_timeout_ms);
 
 	if (rc != 0)
 		log_warnx("stream '%s': room for %u subscriptions: %s",
-		    stream_name(s), c->daemon.max_consumers, strerror(-rc));
+		    stream_name(s), room, strerror(-rc));
 	else if (stream_held_budget(s) == 0)
 		log_warnx("stream '%s': its buffers leave none for consumers "
 		    "beside the reorder window (nbufs - window - 1 = 0): every "

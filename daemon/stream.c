@@ -54,6 +54,7 @@ struct sub {
 	uint32_t sub_id;
 	pid_t pid;
 	uid_t uid;
+	bool admin;			/* root or the admin group */
 	enum daqiri_sub_mode mode;
 	char group[DAQIRI_NAME_MAX];
 	uint32_t max_held;
@@ -1090,18 +1091,47 @@ stream_held_budget(const struct stream *s)
  * those ending (the worker takes their buffers back at its next loop)
  * nor those it cut off (it already did).
  */
+static bool
+sub_live(const struct sub *u)
+{
+	int st = atomic_load_explicit(&u->state, memory_order_relaxed);
+
+	return !u->removing && st != SUB_BROKEN && st != SUB_GONE;
+}
+
+/* The max_held promised to live subscriptions: all of them (uid_only
+ * false), or those of one unprivileged uid. */
 static uint64_t
-stream_held_promised(const struct stream *s)
+stream_held_promised(const struct stream *s, bool uid_only, uid_t uid)
 {
 	uint64_t n = 0;
 
 	for (int k = 0; k < s->nall; k++) {
 		const struct sub *u = s->all[k];
-		int st = atomic_load_explicit(&u->state, memory_order_relaxed);
 
-		if (!u->removing && st != SUB_BROKEN && st != SUB_GONE)
+		if (sub_live(u) && (!uid_only || (!u->admin && u->uid == uid)))
 			n += u->max_held;
 	}
+	return n;
+}
+
+uint32_t
+stream_uid_share(const struct stream *s)
+{
+	uint32_t b = stream_held_budget(s);
+
+	return b > 1 ? b / 2 : b;
+}
+
+int
+stream_live_nsubs(const struct stream *s, bool uid_only, uid_t uid)
+{
+	int n = 0;
+
+	for (int k = 0; k < s->nall; k++)
+		if (sub_live(s->all[k]) && (!uid_only ||
+		    (!s->all[k]->admin && s->all[k]->uid == uid)))
+			n++;
 	return n;
 }
 
@@ -1116,6 +1146,23 @@ stream_conn_nsubs(const struct stream *s, uint64_t conn_id)
 	return n;
 }
 
+/* Free the subscriptions the worker has let go (main thread). */
+static void
+reap_gone(struct stream *s)
+{
+	for (int k = 0; k < s->nall;) {
+		struct sub *u = s->all[k];
+
+		if (atomic_load_explicit(&u->state, memory_order_acquire) ==
+		    SUB_GONE) {
+			sub_free(u);
+			s->all[k] = s->all[--s->nall];
+			continue;
+		}
+		k++;
+	}
+}
+
 int
 stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		 const struct control_peer *peer, uint32_t sub_id,
@@ -1128,13 +1175,43 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	int rc, wake_peer = -1;
 
 	*nfds = 0;
+	/* Subscriptions that ended keep their slot until the worker lets
+	 * them go; free those first rather than refuse for them. */
+	if (s->nall >= (int)s->max_subs)
+		reap_gone(s);
 	if (s->nall >= (int)s->max_subs)
 		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
 		    "stream '%s' has %u subscriptions already", s->name,
 		    s->max_subs), -EUSERS;
 	budget = stream_held_budget(s);
-	used = stream_held_promised(s);
+	used = stream_held_promised(s, false, 0);
 	left = budget > used ? budget - used : 0;
+	/* One unprivileged user gets at most half the budget, so it cannot
+	 * take a stream from every other user (root and the admin group
+	 * are bounded by the budget alone). */
+	if (!peer->admin) {
+		uint64_t mine = stream_held_promised(s, true, peer->uid);
+		uint32_t share = stream_uid_share(s);
+		uint32_t mine_left = share > mine ? share - (uint32_t)mine : 0;
+
+		if (req->max_held != 0 && req->max_held > mine_left)
+			return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+			    "stream '%s': max_held %u would give uid %u %llu "
+			    "held buffers, more than its share of %u (half of "
+			    "the %u the reorder window leaves)", s->name,
+			    req->max_held, (unsigned)peer->uid,
+			    (unsigned long long)mine + req->max_held, share,
+			    budget), -ENOBUFS;
+		if (mine_left == 0)
+			return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+			    "stream '%s': uid %u already holds up to %llu "
+			    "buffers, its whole share (half of the %u the "
+			    "reorder window leaves)", s->name,
+			    (unsigned)peer->uid, (unsigned long long)mine,
+			    budget), -ENOBUFS;
+		if (mine_left < left)
+			left = mine_left;
+	}
 	if (req->max_held != 0 && req->max_held > left)
 		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
 		    "stream '%s': max_held %u would make %llu held buffers, "
@@ -1160,6 +1237,7 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	u->sub_id = sub_id;
 	u->pid = peer->pid;
 	u->uid = peer->uid;
+	u->admin = peer->admin;
 	u->mode = req->mode;
 	snprintf(u->group, sizeof(u->group), "%s", req->group);
 	/* Default: a quarter of the buffers, or what is left. */
@@ -1260,22 +1338,17 @@ stream_reap(struct stream *s,
 		       const char *why),
 	    void *ctx)
 {
-	for (int k = 0; k < s->nall;) {
+	for (int k = 0; k < s->nall; k++) {
 		struct sub *u = s->all[k];
-		int st = atomic_load_explicit(&u->state, memory_order_acquire);
 
-		if (st == SUB_BROKEN && !u->reported && !u->removing) {
+		if (atomic_load_explicit(&u->state, memory_order_acquire) ==
+		    SUB_BROKEN && !u->reported && !u->removing) {
 			u->reported = true;
 			if (cb != NULL)
 				cb(ctx, u->conn_id, u->sub_id, u->why);
 		}
-		if (st == SUB_GONE) {
-			sub_free(u);
-			s->all[k] = s->all[--s->nall];
-			continue;
-		}
-		k++;
 	}
+	reap_gone(s);
 }
 
 /* --- JSON views (main thread) --------------------------------------------- */

@@ -83,6 +83,12 @@ uint32_t stream_held_budget(const struct stream *s);
 
 /* Live (not ending) subscriptions of connection conn_id. */
 int stream_conn_nsubs(const struct stream *s, uint64_t conn_id);
+/* Live subscriptions (not ending, not cut off): all of them, or with
+ * uid_only those of unprivileged uid. */
+int stream_live_nsubs(const struct stream *s, bool uid_only, uid_t uid);
+/* The most max_held one unprivileged uid may hold on the stream: half of
+ * stream_held_budget() (all of it when that is 1). */
+uint32_t stream_uid_share(const struct stream *s);
 
 /* Flush nothing, free everything (workers must be stopped). NULL-safe. */
 void stream_destroy(struct stream *s);

@@ -170,6 +170,9 @@ static struct daqiri_err last_err;
 
 /* Ring depth the next subscribe() asks for (0 = the default). */
 static uint32_t sub_depth;
+/* Whether subscribe()'s peer is root or the admin group: most cases test
+ * the mechanics, with the whole budget; test_uid_share the per-uid half. */
+static bool sub_admin = true;
 
 static int
 subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
@@ -194,6 +197,7 @@ subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
 	peer.conn_id = conn_id;
 	peer.pid = 4000 + (pid_t)sub_id;
 	peer.uid = 1000;
+	peer.admin = sub_admin;
 	c->conn_id = conn_id;
 	c->sub_id = sub_id;
 	for (int k = 0; k < DAQIRI_SUB_MAX_FDS; k++)
@@ -1144,6 +1148,48 @@ START_TEST(test_sidecar_is_a_copy)
 }
 END_TEST
 
+/* One unprivileged uid gets at most half of a stream's held budget,
+ * over all its connections (the static-aftermath finding of the hostile
+ * test: one uid could otherwise leave other users no buffer to hold);
+ * root and the admin group are bounded by the budget alone. */
+START_TEST(test_uid_share)
+{
+	struct fix f;
+	struct cons c[5];
+
+	fix_init(&f, 8 + SPARE, 0);		/* budget 8, share 4 */
+	ck_assert_uint_eq(stream_held_budget(f.s), 8);
+	ck_assert_uint_eq(stream_uid_share(f.s), 4);
+	sub_admin = false;
+	ck_assert_int_eq(subscribe(&f, &c[0], DAQIRI_SUB_BROADCAST, "", 3, 1, 1), 0);
+	ck_assert_int_lt(subscribe(&f, &c[1], DAQIRI_SUB_BROADCAST, "", 2, 2, 1), 0);
+	ck_assert_int_eq(last_err.status, DAQIRI_ST_NO_RESOURCES);
+	ck_assert_msg(strstr(last_err.msg, "max_held 2 would give uid 1000 "
+	    "5 held buffers, more than its share of 4") != NULL, "%s",
+	    last_err.msg);
+	/* a default takes what is left of the share */
+	ck_assert_int_eq(subscribe(&f, &c[1], DAQIRI_SUB_BROADCAST, "", 0, 2, 1), 0);
+	ck_assert_uint_eq(c[1].info.max_held, 1);
+	ck_assert_int_lt(subscribe(&f, &c[2], DAQIRI_SUB_BROADCAST, "", 0, 3, 1), 0);
+	ck_assert_msg(strstr(last_err.msg, "its whole share") != NULL, "%s",
+	    last_err.msg);
+	ck_assert_int_eq(stream_live_nsubs(f.s, true, 1000), 2);
+	/* the admin takes the rest of the budget, not more */
+	sub_admin = true;
+	ck_assert_int_eq(subscribe(&f, &c[2], DAQIRI_SUB_BROADCAST, "", 4, 4, 1), 0);
+	ck_assert_int_lt(subscribe(&f, &c[3], DAQIRI_SUB_BROADCAST, "", 1, 4, 2), 0);
+	ck_assert_int_eq(stream_live_nsubs(f.s, false, 0), 3);
+	/* an ended subscription gives its part of the share back */
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 0), 1);
+	sub_admin = false;
+	ck_assert_int_eq(subscribe(&f, &c[3], DAQIRI_SUB_BROADCAST, "", 3, 5, 1), 0);
+	sub_admin = true;
+	for (int k = 0; k < 4; k++)
+		cons_close(&c[k]);
+	fix_fini(&f);
+}
+END_TEST
+
 /* (7) Admission: the max_held of a stream's subscriptions add up to at
  * most nbufs - window - 1; a request over it is refused naming the
  * numbers, a default takes what is left, and an ended subscription gives
@@ -1626,6 +1672,7 @@ stream_suite(void)
 	tcase_add_test(tc, test_consumer_cannot_write);
 	tcase_add_test(tc, test_sidecar_is_a_copy);
 	tcase_add_test(tc, test_admission);
+	tcase_add_test(tc, test_uid_share);
 	tcase_add_test(tc, test_one_conn_cannot_starve);
 	tcase_add_test(tc, test_hold_timeout);
 	tcase_add_test(tc, test_hold_forever);
