@@ -303,7 +303,7 @@ op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	struct daemon *d = ctx;
 	struct stream *s = find_stream(d, req->stream), *t;
 	const struct cfg_daemon *dm = &d->cfg->daemon;
-	uint32_t uid_most = dm->max_consumers > 1 ? dm->max_consumers / 2 : 1;
+	uint32_t uid_most = stream_user_share(dm->max_consumers);
 	int rc, mine = 0, live = 0, uid_live = 0;
 
 	if (s == NULL)
@@ -875,7 +875,7 @@ raise_nofile(const struct cfg *c)
 {
 	uint64_t conns = (uint64_t)c->daemon.max_consumers +
 	    c->daemon.reserved_admin_connections;
-	/* per connection its socket, per subscription its ring and eventfd
+	/* per connection its socket, per subscription its ring and wake-up socket
 	 * while they are being sent, and a margin for the rest */
 	uint64_t need = conns + 2 * (uint64_t)c->daemon.max_consumers *
 	    DAQIRI_SUB_MAX_FDS + DAEMON_FD_MARGIN;

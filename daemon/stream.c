@@ -57,6 +57,7 @@ struct sub {
 	bool admin;			/* root or the admin group */
 	enum daqiri_sub_mode mode;
 	char group[DAQIRI_NAME_MAX];
+	uint32_t gi;			/* worker: shared subs' index in groups */
 	uint32_t max_held;
 
 	struct daqiri_ring ring;	/* worker's handle */
@@ -96,6 +97,9 @@ struct cmd {
 struct stream_group {
 	char name[DAQIRI_NAME_MAX];
 	uint32_t next;			/* member to try first */
+	uint32_t nmembers;		/* in the worker's list; 0 = slot free */
+	/* owner_publish() scratch: active members, where they start */
+	uint32_t count, start;
 };
 
 struct stream {
@@ -285,32 +289,34 @@ note_overrun(struct stream *s, struct sub *u)
 	s->ctr.overruns++;
 }
 
-/* The round-robin cursor of shared group name (made on first use). */
-static uint32_t *
-group_cursor(struct stream *s, const char *name)
+/*
+ * Worker: shared subscription u joins its group (found by name once,
+ * here, so publishing never compares names). A group slot nobody is in
+ * any more is reused, its round-robin cursor reset; live groups are at
+ * most the subscriptions, so a slot is always there.
+ */
+static void
+group_join(struct stream *s, struct sub *u)
 {
-	for (int g = 0; g < s->ngroups; g++)
-		if (strcmp(s->groups[g].name, name) == 0)
-			return &s->groups[g].next;
-	if (s->ngroups == (int)s->max_subs) {
-		/* Forget groups nobody is in: the groups with members, this
-		 * one among them, are at most the max_subs subscribers. */
-		int n = 0;
+	int g, empty = -1;
 
-		for (int g = 0; g < s->ngroups; g++)
-			for (int k = 0; k < s->nsubs; k++)
-				if (s->subs[k]->mode == DAQIRI_SUB_SHARED &&
-				    strcmp(s->subs[k]->group,
-				    s->groups[g].name) == 0) {
-					s->groups[n++] = s->groups[g];
-					break;
-				}
-		s->ngroups = n;
+	for (g = 0; g < s->ngroups; g++) {
+		if (s->groups[g].nmembers == 0) {
+			if (empty < 0)
+				empty = g;
+			continue;
+		}
+		if (strcmp(s->groups[g].name, u->group) == 0)
+			break;
 	}
-	snprintf(s->groups[s->ngroups].name, sizeof(s->groups[0].name), "%s",
-	    name);
-	s->groups[s->ngroups].next = 0;
-	return &s->groups[s->ngroups++].next;
+	if (g == s->ngroups) {
+		g = empty >= 0 ? empty : s->ngroups++;
+		snprintf(s->groups[g].name, sizeof(s->groups[g].name), "%s",
+		    u->group);
+		s->groups[g].next = 0;
+	}
+	s->groups[g].nmembers++;
+	u->gi = (uint32_t)g;
 }
 
 /* Try to hand tensor d to u: 1 delivered, 0 missed (overrun), -1 broken. */
@@ -337,10 +343,15 @@ deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 	atomic_fetch_add_explicit(&u->delivered, 1, memory_order_relaxed);
 	/* Only a consumer that armed need_wakeup is asleep; a busy-polling
 	 * one costs no system call. The send cannot block whatever the
-	 * consumer did to its own socket, and every failure (a wake-up
-	 * already queued, the consumer's end closed) needs no action. */
-	if (daqiri_ring_wake_wanted(&u->ring))
-		(void)daqiri_wake_signal(u->wake_fd);
+	 * consumer did to its own socket; a wake-up already queued, or an
+	 * end the consumer closed or moved, needs no action. */
+	if (daqiri_ring_wake_wanted(&u->ring)) {
+		rc = daqiri_wake_signal(u->wake_fd);
+		/* Nothing was sent, and the word is cleared: set it again,
+		 * or a sleeping consumer is never woken for this tensor. */
+		if (rc == -ENOBUFS || rc == -ENOMEM)
+			(void)daqiri_ring_arm(&u->ring);
+	}
 	return 1;
 }
 
@@ -384,42 +395,48 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	}
 	/* Each shared group gives it to one member with room, round robin
 	 * from the member after the last one served; a group where nobody
-	 * has room counts one overrun on the member whose turn it was. */
+	 * has room counts one overrun on the member whose turn it was. The
+	 * active members are bucketed by group first (a counting sort, in
+	 * list order within a group), so this is linear in subscriptions. */
+	for (int g = 0; g < s->ngroups; g++)
+		s->groups[g].count = 0;
+	for (int k = 0; k < s->nsubs; k++)
+		if (s->subs[k]->mode == DAQIRI_SUB_SHARED &&
+		    atomic_load_explicit(&s->subs[k]->state,
+		    memory_order_relaxed) == SUB_ACTIVE)
+			s->groups[s->subs[k]->gi].count++;
+	for (int g = 0, at = 0; g < s->ngroups; g++) {
+		s->groups[g].start = (uint32_t)at;
+		at += (int)s->groups[g].count;
+		s->groups[g].count = 0;
+	}
 	for (int k = 0; k < s->nsubs; k++) {
-		struct sub *first = s->subs[k], **m = s->members;
-		uint32_t nm = 0, *cur;
-		bool seen = false;
+		struct sub *u = s->subs[k];
+		struct stream_group *gr;
 
-		if (first->mode != DAQIRI_SUB_SHARED)
+		if (u->mode != DAQIRI_SUB_SHARED ||
+		    atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE)
 			continue;
-		for (int j = 0; j < k && !seen; j++)
-			seen = s->subs[j]->mode == DAQIRI_SUB_SHARED &&
-			    strcmp(s->subs[j]->group, first->group) == 0;
-		if (seen)
-			continue;	/* group handled at its first member */
-		for (int j = k; j < s->nsubs; j++)
-			if (s->subs[j]->mode == DAQIRI_SUB_SHARED &&
-			    strcmp(s->subs[j]->group, first->group) == 0 &&
-			    atomic_load_explicit(&s->subs[j]->state,
-			    memory_order_relaxed) == SUB_ACTIVE)
-				m[nm++] = s->subs[j];
-		if (nm == 0)
-			continue;
-		cur = group_cursor(s, first->group);
-		for (uint32_t j = 0; j <= nm; j++) {
-			struct sub *u;
+		gr = &s->groups[u->gi];
+		s->members[gr->start + gr->count++] = u;
+	}
+	for (int g = 0; g < s->ngroups; g++) {
+		struct stream_group *gr = &s->groups[g];
+		struct sub **m = s->members + gr->start;
+		uint32_t nm = gr->count;
 
-			if (j == nm) {
-				note_overrun(s, m[*cur % nm]);
-				break;
-			}
-			u = m[(*cur + j) % nm];
+		for (uint32_t j = 0; j < nm; j++) {
+			struct sub *u = m[(gr->next + j) % nm];
+
 			if (sub_can_take(u)) {
-				*cur = (*cur + j + 1) % nm;
+				gr->next = (gr->next + j + 1) % nm;
 				if (deliver(s, u, &d) > 0)
 					refs++;
 				break;
 			}
+			if (j == nm - 1)
+				note_overrun(s, m[gr->next % nm]);
 		}
 	}
 
@@ -522,6 +539,8 @@ run_commands(struct stream *s)
 		if (cmds[c].op == CMD_ADD) {
 			/* main keeps nall <= the list size, so this fits */
 			s->subs[s->nsubs++] = u;
+			if (u->mode == DAQIRI_SUB_SHARED)
+				group_join(s, u);
 			atomic_store_explicit(&u->state, SUB_ACTIVE,
 			    memory_order_release);
 			continue;
@@ -532,6 +551,8 @@ run_commands(struct stream *s)
 			if (atomic_load_explicit(&u->state,
 			    memory_order_relaxed) == SUB_ACTIVE)
 				sub_return_all(s, u);
+			if (u->mode == DAQIRI_SUB_SHARED)
+				s->groups[u->gi].nmembers--;
 			sub_drop_from_list(s, k);
 			break;
 		}
@@ -1099,6 +1120,13 @@ sub_live(const struct sub *u)
 	return !u->removing && st != SUB_BROKEN && st != SUB_GONE;
 }
 
+/* u is live and, with uid_only, a subscription of unprivileged uid. */
+static bool
+sub_counts(const struct sub *u, bool uid_only, uid_t uid)
+{
+	return sub_live(u) && (!uid_only || (!u->admin && u->uid == uid));
+}
+
 /* The max_held promised to live subscriptions: all of them (uid_only
  * false), or those of one unprivileged uid. */
 static uint64_t
@@ -1106,21 +1134,16 @@ stream_held_promised(const struct stream *s, bool uid_only, uid_t uid)
 {
 	uint64_t n = 0;
 
-	for (int k = 0; k < s->nall; k++) {
-		const struct sub *u = s->all[k];
-
-		if (sub_live(u) && (!uid_only || (!u->admin && u->uid == uid)))
-			n += u->max_held;
-	}
+	for (int k = 0; k < s->nall; k++)
+		if (sub_counts(s->all[k], uid_only, uid))
+			n += s->all[k]->max_held;
 	return n;
 }
 
 uint32_t
 stream_uid_share(const struct stream *s)
 {
-	uint32_t b = stream_held_budget(s);
-
-	return b > 1 ? b / 2 : b;
+	return stream_user_share(stream_held_budget(s));
 }
 
 int
@@ -1129,8 +1152,7 @@ stream_live_nsubs(const struct stream *s, bool uid_only, uid_t uid)
 	int n = 0;
 
 	for (int k = 0; k < s->nall; k++)
-		if (sub_live(s->all[k]) && (!uid_only ||
-		    (!s->all[k]->admin && s->all[k]->uid == uid)))
+		if (sub_counts(s->all[k], uid_only, uid))
 			n++;
 	return n;
 }

@@ -86,9 +86,17 @@ int stream_conn_nsubs(const struct stream *s, uint64_t conn_id);
 /* Live subscriptions (not ending, not cut off): all of them, or with
  * uid_only those of unprivileged uid. */
 int stream_live_nsubs(const struct stream *s, bool uid_only, uid_t uid);
-/* The most max_held one unprivileged uid may hold on the stream: half of
- * stream_held_budget() (all of it when that is 1). */
+/* The most max_held one unprivileged uid may hold on the stream:
+ * stream_user_share(stream_held_budget()). */
 uint32_t stream_uid_share(const struct stream *s);
+
+/* One unprivileged user's share of a pool of total (held buffers of a
+ * stream, subscriptions of the daemon): half, or all of a pool of 1. */
+static inline uint32_t
+stream_user_share(uint32_t total)
+{
+	return total > 1 ? total / 2 : total;
+}
 
 /* Flush nothing, free everything (workers must be stopped). NULL-safe. */
 void stream_destroy(struct stream *s);

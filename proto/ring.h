@@ -189,9 +189,11 @@ int daqiri_wake_create(int *mine, int *theirs);
 
 /*
  * Daemon: send one wake-up on fd (MSG_DONTWAIT | MSG_NOSIGNAL). Never
- * blocks. Returns 0, or the send's -errno: -EAGAIN (one is already queued:
- * the consumer is signalled), -ECONNREFUSED / -EPIPE (it closed or shut
- * its end: nobody to wake), others; none of them needs an action.
+ * blocks. Returns 0, or the send's -errno: -EAGAIN (one is already
+ * queued: the consumer is signalled), -ECONNREFUSED / -EPIPE / -EPERM (it
+ * closed, shut or connected its end elsewhere: it cut off its own
+ * wake-ups), or -ENOBUFS / -ENOMEM (nothing was sent: the caller arms the
+ * ring again, daqiri_ring_arm(), so the next publish tries once more).
  */
 int daqiri_wake_signal(int fd);
 
