@@ -258,6 +258,16 @@ wait_reply(struct daqiri *d, struct daqiri_msg *m)
 		 * we read */
 		r = next_reply(d, &p);
 		if (r < 0) {
+			/* The rest of the series would answer the next
+			 * request: the connection is out of step for good. */
+			if (!d->dead) {
+				snprintf(d->err, sizeof(d->err), "reply in "
+				    "parts: part %u of a series: %s",
+				    m->u.reply.part + 1, strerror(-r));
+				d->have_reason = false;
+				shutdown(d->fd, SHUT_RDWR);
+				d->dead = true;
+			}
 			cJSON_Delete(acc);
 			daqiri_msg_free(m);
 			return r;

@@ -48,6 +48,11 @@
  */
 #define CONTROL_OUTQ_HIGH	(256u * 1024)
 #define CONTROL_OUTQ_LOW	(64u * 1024)
+/* Fds waiting in one queue: each holds daemon memory (a ring, a region)
+ * however few bytes its message has, so they throttle too: more than two
+ * subscriptions' worth, until one subscription's worth is left. */
+#define CONTROL_OUTQ_FDS_HIGH	(2u * DAQIRI_SUB_MAX_FDS)
+#define CONTROL_OUTQ_FDS_LOW	DAQIRI_SUB_MAX_FDS
 #define CONTROL_OUTQ_MAX	(DAQIRI_REPLY_BYTES_MAX + 2 * CONTROL_OUTQ_HIGH)
 #define CONTROL_SEND_STALL_MS	10000
 #define CONTROL_DRAIN_MAX	256	/* unread requests discarded at close */
@@ -92,6 +97,7 @@ struct conn {
 	uint64_t progress_ns;		/* last send, or when queueing began */
 	struct outmsg *oq, **oq_tail;
 	size_t oq_bytes;
+	uint32_t oq_fds;		/* fds among the queued messages */
 	struct conn *next;
 };
 
@@ -138,6 +144,7 @@ oq_free(struct conn *k)
 	}
 	k->oq_tail = &k->oq;
 	k->oq_bytes = 0;
+	k->oq_fds = 0;
 }
 
 /* Register what the connection waits for: requests unless throttled,
@@ -183,16 +190,20 @@ conn_flush(struct control *c, struct conn *k)
 		if (k->oq == NULL)
 			k->oq_tail = &k->oq;
 		k->oq_bytes -= o->len;
-		if (o->fd >= 0)
+		if (o->fd >= 0) {
 			close(o->fd);
+			k->oq_fds--;
+		}
 		free(o);
 		k->progress_ns = daqiri_mono_ns();
 	}
 	if (k->fd < 0)
 		return -1;
-	if (k->throttled && k->oq_bytes <= CONTROL_OUTQ_LOW)
+	if (k->throttled && k->oq_bytes <= CONTROL_OUTQ_LOW &&
+	    k->oq_fds <= CONTROL_OUTQ_FDS_LOW)
 		k->throttled = false;
-	else if (!k->throttled && k->oq_bytes > CONTROL_OUTQ_HIGH)
+	else if (!k->throttled && (k->oq_bytes > CONTROL_OUTQ_HIGH ||
+	    k->oq_fds > CONTROL_OUTQ_FDS_HIGH))
 		k->throttled = true;
 	if (conn_watch(c, k) < 0) {
 		conn_close(c, k);
@@ -247,6 +258,8 @@ conn_queue(struct control *c, struct conn *k, const char *text, size_t len,
 	*k->oq_tail = o;
 	k->oq_tail = &o->next;
 	k->oq_bytes += len;
+	if (fd >= 0)
+		k->oq_fds++;
 	return 0;
 }
 
@@ -854,6 +867,8 @@ conn_readable(struct control *c, struct conn *k)
 	}
 }
 
+static void tick(struct control *c, uint64_t now_ns);
+
 void
 control_handle(struct control *c, int fd, uint32_t events)
 {
@@ -873,7 +888,9 @@ control_handle(struct control *c, int fd, uint32_t events)
 			uint64_t x;
 
 			(void)!read(c->tfd, &x, sizeof(x));
-			control_tick(c, daqiri_mono_ns());
+			/* no sweep here: later events of this batch may
+			 * point at connections the tick closes */
+			tick(c, daqiri_mono_ns());
 			continue;
 		}
 		struct conn *k = ev[i].data.ptr;
@@ -894,13 +911,13 @@ control_handle(struct control *c, int fd, uint32_t events)
 	conn_sweep(c);
 }
 
-void
-control_tick(struct control *c, uint64_t now_ns)
+/* Hello deadlines and stalled senders. Closes, never frees: records go
+ * at conn_sweep(), between rounds of events. */
+static void
+tick(struct control *c, uint64_t now_ns)
 {
 	struct conn *k;
 
-	if (c == NULL)
-		return;
 	for (k = c->conns; k != NULL; k = k->next) {
 		if (k->fd < 0)
 			continue;
@@ -926,6 +943,14 @@ control_tick(struct control *c, uint64_t now_ns)
 		    (uint64_t)c->send_stall_ms * 1000000u)
 			drop_slow(c, k, "took none of its replies");
 	}
+}
+
+void
+control_tick(struct control *c, uint64_t now_ns)
+{
+	if (c == NULL)
+		return;
+	tick(c, now_ns);
 	conn_sweep(c);
 }
 
