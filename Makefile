@@ -193,7 +193,7 @@ SYS_TOOLS := $(patsubst tests/system/%.c,$(BUILD)/tests/%,$(wildcard tests/syste
 $(BUILD)/tests/%: $(BUILD)/obj/tests/system/%.o $(LIBCLIENT_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 system: all $(SYS_TOOLS)
 	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
@@ -204,7 +204,8 @@ system-tools: $(SYS_TOOLS)
 # UBSan: the attacks reach its message decoding, ring and fd handling.
 system-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
-	$(Q)BUILD=$(BUILD)/asan sh tests/system/18-hostile.sh
+	$(Q)rc=0; BUILD=$(BUILD)/asan sh tests/system/18-hostile.sh || rc=$$?; \
+	  if [ $$rc -eq 77 ]; then echo "system-asan: 18-hostile skipped"; else exit $$rc; fi
 
 # The same unit tests built again with AddressSanitizer and UBSan in their
 # own tree (CUDA left out: its runtime and ASan do not mix well without a GPU).
