@@ -610,15 +610,16 @@ static const struct control_ops daemon_control_ops = {
 	.flow_del = op_flow_del,
 };
 
-/* A worker cut a subscriber off (it corrupted its ring): tell it why and
- * close its connection; everyone else carries on. */
+/* A worker cut a subscription off (a corrupt ring, a buffer held too
+ * long): tell the consumer why and end that subscription; everything
+ * else carries on. */
 static void
 sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id, const char *why)
 {
 	struct daemon *d = ctx;
 	const struct control_peer *p = control_peer_find(d->ctl, conn_id);
-
 	struct stream *s;
+	int n = 0;
 
 	log_warnx("consumer pid %d, subscription %u: %s; ending that "
 	    "subscription", p != NULL ? (int)p->pid : -1, sub_id, why);
@@ -627,7 +628,10 @@ sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id, const char *why)
 	 * go on. Its buffers are already back in the stream. */
 	control_sub_closed(d->ctl, conn_id, sub_id, DAQIRI_ST_BAD_REQUEST, why);
 	FOR_EACH_STREAM(d, s)
-		(void)stream_unsubscribe(s, conn_id, sub_id);
+		n += stream_unsubscribe(s, conn_id, sub_id);
+	/* A full command queue: the connection's end frees it instead */
+	if (n == 0)
+		control_close_conn(d->ctl, conn_id);
 }
 
 /* --- bring-up -------------------------------------------------------------- */

@@ -72,16 +72,6 @@ main(int argc, char **argv)
 	sigset_t sigs;
 	int ch;
 
-	/*
-	 * First of all: CUDA, DPDK and libsystemd may start threads, and a
-	 * thread with TERM unblocked takes the default action on it, killing
-	 * the daemon without its orderly stop. Threads inherit this mask.
-	 */
-	daemon_signals(&sigs);
-	if ((errno = pthread_sigmask(SIG_BLOCK, &sigs, NULL)) != 0) {
-		fprintf(stderr, "daqirid: blocking signals: %s\n", strerror(errno));
-		return 1;
-	}
 	while ((ch = getopt(argc, argv, "c:nvs:l:hV")) != -1) {
 		switch (ch) {
 		case 'c':
@@ -127,6 +117,21 @@ main(int argc, char **argv)
 		return 1;
 	}
 
+	/*
+	 * Before anything that may start a thread (reading the config
+	 * starts none; CUDA, DPDK and libsystemd may): a thread with TERM
+	 * unblocked takes the default action on it, killing the daemon
+	 * without its orderly stop. Threads inherit this mask. -n keeps
+	 * the default actions, so ^C ends a check.
+	 */
+	if (!o.check_only) {
+		daemon_signals(&sigs);
+		if ((errno = pthread_sigmask(SIG_BLOCK, &sigs, NULL)) != 0) {
+			fprintf(stderr, "daqirid: blocking signals: %s\n",
+			    strerror(errno));
+			return 1;
+		}
+	}
 	if (load_config(&o, &cfg, &diags) != 0)
 		return 1;
 	if (o.check_only) {

@@ -293,8 +293,7 @@ publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 	}
 	if (r->has_buf && r->failed) {
 		p->c.batches_backend_error++;
-		if (p->owner.put != NULL)
-			p->owner.put(p->owner.ctx, &r->buf);
+		p->owner.put(p->owner.ctx, &r->buf);
 	} else if (r->has_buf) {
 		memset(&d, 0, sizeof(d));
 		if (complete) {
@@ -578,7 +577,7 @@ reorder_create(const struct cfg_reorder *r, const struct reorder_owner *owner,
 	int rc;
 
 	if (r == NULL || owner == NULL || owner->get == NULL ||
-	    owner->publish == NULL) {
+	    owner->put == NULL || owner->publish == NULL) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -626,8 +625,7 @@ reorder_destroy(struct reorder_plan *p)
 	if (p == NULL)
 		return;
 	for (i = 0; i <= p->ring_mask; i++) {
-		if (p->ring[i].open && p->ring[i].has_buf &&
-		    p->owner.put != NULL)
+		if (p->ring[i].open && p->ring[i].has_buf)
 			p->owner.put(p->owner.ctx, &p->ring[i].buf);
 		p->ring[i].open = false;
 	}

@@ -72,7 +72,8 @@ struct reorder_buf {
 /*
  * The buffer owner. get() lends a free buffer (0, or -ENOBUFS when none is
  * free: the batch is then dropped whole and counted). put() takes back a
- * buffer the plan did not publish (at destroy). publish() hands over a
+ * buffer the plan did not publish (a batch dropped for a backend error,
+ * and at destroy); all three are required. publish() hands over a
  * finished tensor: from then on the buffer belongs to the owner, who lends
  * it again through get() once every consumer released it. All three run on
  * the plan's thread and must not block.

@@ -59,6 +59,8 @@ ctl -j status | jq -e '.workers | length == 1' > /dev/null || fail "status lists
 ctl -j status | jq -e '.workers[0].queue == "sensor0/q0" and (.workers[0].heartbeat_age_ms | type) == "number"' \
 	> /dev/null || fail "status worker record: $(ctl -j status | jq -c .workers)"
 [ "$(ctl -j status | jq -r .watchdog_ms)" = "$WD_MS" ] || fail "status watchdog_ms is not $WD_MS"
+ctl -j status | jq -e '.workers[0].stale == false and .watchdog_fed == true' > /dev/null ||
+	fail "a healthy worker is not shown fresh and fed: $(ctl -j status | jq -c '{watchdog_fed, workers}')"
 ctl status | grep -q 'HEARTBEAT_AGE_MS' || fail "daqirictl status does not show the heartbeat"
 grep -q 'heartbeat has not advanced' "$T/daemon.log" && fail "a healthy worker was reported stuck"
 

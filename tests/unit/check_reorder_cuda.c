@@ -109,6 +109,13 @@ t_get(void *ctx, struct reorder_buf *out)
 }
 
 static void
+t_put(void *ctx, const struct reorder_buf *b)
+{
+	(void)ctx;
+	(void)b;
+}
+
+static void
 t_publish(void *ctx, const struct daqiri_desc *d, const struct reorder_buf *b)
 {
 	(void)ctx;
@@ -159,7 +166,7 @@ START_TEST(test_no_device)
 {
 	struct cfg_reorder r = tcfg(CFG_DTYPE_INT4, CFG_DTYPE_FP16,
 	    CFG_ENDIAN_HOST, CFG_FILL_ZERO, 1024, 16);
-	struct reorder_owner o = { NULL, t_get, NULL, t_publish };
+	struct reorder_owner o = { NULL, t_get, t_put, t_publish };
 	struct reorder_plan *p;
 	char why[REORDER_CUDA_ERR_MAX] = "";
 	uint8_t h[GPU_IPC_HANDLE_BYTES];
@@ -762,7 +769,7 @@ START_TEST(test_unsupported)
 {
 	struct cfg_reorder r = tcfg(CFG_DTYPE_INT8, CFG_DTYPE_INT16,
 	    CFG_ENDIAN_HOST, CFG_FILL_ZERO, 64, P_PPB);
-	struct reorder_owner o = { NULL, t_get, NULL, t_publish };
+	struct reorder_owner o = { NULL, t_get, t_put, t_publish };
 
 	ck_assert_int_eq(gpu_place_jobs(CFG_DTYPE_INT8, CFG_DTYPE_INT16,
 	    CFG_ENDIAN_HOST, CFG_FILL_ZERO, 64, 128, NULL, 0, NULL), -EINVAL);
