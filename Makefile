@@ -265,7 +265,7 @@ install: all
 	install -m 0644 $(LIBCLIENT_A) $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(LIBCLIENT_SO) $(DESTDIR)$(LIBDIR)/libdaqiri-client.so.0
 	ln -sf libdaqiri-client.so.0 $(DESTDIR)$(LIBDIR)/libdaqiri-client.so
-	install -m 0644 client/daqiri_client.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 client/daqiri_client.h proto/daqiri_types.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 0644 $(BUILD)/daqiri-client.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	test -e $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml || \
 	  install -m 0644 etc/daqirid.yaml $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml
@@ -282,7 +282,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/daqirid $(DESTDIR)$(BINDIR)/daqirictl \
 	  $(DESTDIR)$(BINDIR)/daqiri-consume $(DESTDIR)$(BINDIR)/daqiri-sim \
-	  $(DESTDIR)$(LIBDIR)/libdaqiri-client.* $(DESTDIR)$(INCLUDEDIR)/daqiri_client.h \
+	  $(DESTDIR)$(LIBDIR)/libdaqiri-client.* $(DESTDIR)$(INCLUDEDIR)/daqiri_client.h $(DESTDIR)$(INCLUDEDIR)/daqiri_types.h \
 	  $(DESTDIR)$(PKGCONFIGDIR)/daqiri-client.pc \
 	  $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.service $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.socket \
 	  $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf \

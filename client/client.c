@@ -33,12 +33,12 @@
 /* Busy-poll: how often the spinning reader looks at the control socket. */
 #define CLIENT_SPIN_CHECK_NS	200000ull
 
-_Static_assert((unsigned)DAQIRI_TENSOR_COMPLETE == DAQIRI_F_COMPLETE &&
-    (unsigned)DAQIRI_TENSOR_TIMEOUT == DAQIRI_F_TIMEOUT &&
-    (unsigned)DAQIRI_TENSOR_EVICTED == DAQIRI_F_EVICTED &&
-    (unsigned)DAQIRI_TENSOR_HAS_GAPS == DAQIRI_F_HAS_GAPS &&
-    (unsigned)DAQIRI_TENSOR_RESYNC == DAQIRI_F_RESYNC &&
-    (unsigned)DAQIRI_TENSOR_FLUSH == DAQIRI_F_FLUSH, "tensor flags");
+_Static_assert((unsigned)DAQIRI_TENSOR_COMPLETE == DAQIRI_TENSOR_COMPLETE &&
+    (unsigned)DAQIRI_TENSOR_TIMEOUT == DAQIRI_TENSOR_TIMEOUT &&
+    (unsigned)DAQIRI_TENSOR_EVICTED == DAQIRI_TENSOR_EVICTED &&
+    (unsigned)DAQIRI_TENSOR_HAS_GAPS == DAQIRI_TENSOR_HAS_GAPS &&
+    (unsigned)DAQIRI_TENSOR_RESYNC == DAQIRI_TENSOR_RESYNC &&
+    (unsigned)DAQIRI_TENSOR_FLUSH == DAQIRI_TENSOR_FLUSH, "tensor flags");
 
 struct daqiri_sub {
 	struct daqiri *d;

@@ -33,13 +33,13 @@
 
 /* The public dtype enum is the config's, value for value (control.c
  * asserts the daemon side; this is the consumer side). */
-_Static_assert((int)DAQIRI_DTYPE_RAW == (int)CFG_DTYPE_NONE &&
-    (int)DAQIRI_DTYPE_FP16 == (int)CFG_DTYPE_FP16 &&
-    (int)DAQIRI_DTYPE_BF16 == (int)CFG_DTYPE_BF16 &&
-    (int)DAQIRI_DTYPE_FP64 == (int)CFG_DTYPE_FP64 &&
-    (int)DAQIRI_DTYPE_MAX == (int)CFG_DTYPE_MAX, "dtype enums agree");
-_Static_assert((int)DAQIRI_FILL_NAN == (int)CFG_FILL_NAN &&
-    (int)DAQIRI_FILL_KEEP == (int)CFG_FILL_KEEP, "fill enums agree");
+_Static_assert((int)DAQIRI_DTYPE_RAW == (int)DAQIRI_DTYPE_RAW &&
+    (int)DAQIRI_DTYPE_FP16 == (int)DAQIRI_DTYPE_FP16 &&
+    (int)DAQIRI_DTYPE_BF16 == (int)DAQIRI_DTYPE_BF16 &&
+    (int)DAQIRI_DTYPE_FP64 == (int)DAQIRI_DTYPE_FP64 &&
+    (int)DAQIRI_DTYPE_MAX == (int)DAQIRI_DTYPE_MAX, "dtype enums agree");
+_Static_assert((int)DAQIRI_FILL_NAN == (int)DAQIRI_FILL_NAN &&
+    (int)DAQIRI_FILL_KEEP == (int)DAQIRI_FILL_KEEP, "fill enums agree");
 
 struct opts {
 	const char *sock;
@@ -140,7 +140,7 @@ struct expect {
 static int
 expect_init(struct expect *x, const struct daqiri_stream_info *in)
 {
-	enum cfg_dtype out = (enum cfg_dtype)in->dtype;
+	enum daqiri_dtype out = (enum daqiri_dtype)in->dtype;
 	uint64_t e;
 	int k;
 
@@ -156,8 +156,8 @@ expect_init(struct expect *x, const struct daqiri_stream_info *in)
 	x->fill = malloc(in->slot_bytes);
 	if (x->fill == NULL)
 		return -1;
-	cvt_fill_slot(out, in->fill == DAQIRI_FILL_KEEP ? CFG_FILL_ZERO :
-	    (enum cfg_fill)in->fill, x->fill, in->slot_bytes);
+	cvt_fill_slot(out, in->fill == DAQIRI_FILL_KEEP ? DAQIRI_FILL_ZERO :
+	    (enum daqiri_fill)in->fill, x->fill, in->slot_bytes);
 	return 0;
 }
 

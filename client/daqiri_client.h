@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daqiri_types.h"	/* dtype, memory kind, fill, mode, stream kind, tensor flags */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -18,60 +20,6 @@ extern "C" {
 /* Socket used when the caller passes none and $DAQIRI_SOCKET is unset. */
 #define DAQIRI_DEFAULT_SOCKET	"/run/daqiri/daqirid.sock"
 #define DAQIRI_SOCKET_ENV	"DAQIRI_SOCKET"
-
-/* Element type of a stream's tensors (wire names in parentheses). */
-enum daqiri_dtype {
-	DAQIRI_DTYPE_RAW,	/* "raw": bytes as received, no conversion */
-	DAQIRI_DTYPE_INT4,	/* "int4" (input only) */
-	DAQIRI_DTYPE_INT8,	/* "int8" */
-	DAQIRI_DTYPE_INT16,	/* "int16" */
-	DAQIRI_DTYPE_INT32,	/* "int32" */
-	DAQIRI_DTYPE_FP16,	/* "fp16" */
-	DAQIRI_DTYPE_BF16,	/* "bf16" */
-	DAQIRI_DTYPE_FP32,	/* "fp32" */
-	DAQIRI_DTYPE_FP64,	/* "fp64" */
-	DAQIRI_DTYPE_MAX
-};
-
-/* Where the tensor memory lives. */
-enum daqiri_mem_kind {
-	DAQIRI_MEM_HUGE,	/* "huge" */
-	DAQIRI_MEM_DEVICE,	/* "device": GPU memory, CUDA IPC */
-	DAQIRI_MEM_HOST_PINNED,	/* "host_pinned" */
-	DAQIRI_MEM_HOST,	/* "host" */
-	DAQIRI_MEM_MAX
-};
-
-/* What a missing slot holds. */
-enum daqiri_fill {
-	DAQIRI_FILL_ZERO,	/* "zero": all zero bytes */
-	DAQIRI_FILL_NAN,	/* "nan": the type's quiet NaN */
-	DAQIRI_FILL_KEEP,	/* "keep": whatever was there */
-	DAQIRI_FILL_MAX
-};
-
-enum daqiri_sub_mode {
-	DAQIRI_SUB_BROADCAST,	/* "broadcast": every tensor to every subscriber */
-	DAQIRI_SUB_SHARED,	/* "shared": each tensor to one member of a group */
-	DAQIRI_SUB_MODE_MAX
-};
-
-/* What a stream is the output of. */
-enum daqiri_stream_kind {
-	DAQIRI_STREAM_REORDER,	/* "reorder": one slot per sequence number */
-	DAQIRI_STREAM_RAW,	/* "raw": packets of a queue, with a length table */
-	DAQIRI_STREAM_KIND_MAX
-};
-
-/* Tensor flags (same bits as the descriptor's). */
-enum daqiri_tensor_flag {
-	DAQIRI_TENSOR_COMPLETE = 1u << 0,	/* every slot arrived */
-	DAQIRI_TENSOR_TIMEOUT = 1u << 1,	/* published at its deadline */
-	DAQIRI_TENSOR_EVICTED = 1u << 2,	/* pushed out by newer batches */
-	DAQIRI_TENSOR_HAS_GAPS = 1u << 3,	/* some slot missing: see bitmap */
-	DAQIRI_TENSOR_RESYNC = 1u << 4,		/* the sender restarted */
-	DAQIRI_TENSOR_FLUSH = 1u << 5,		/* published at stream stop */
-};
 
 /* Subscription option flags. */
 enum daqiri_sub_flag {
@@ -241,12 +189,7 @@ int daqiri_sub_arm(struct daqiri_sub *sub);
  * from the daemon's reply (the subscription is freed either way). */
 int daqiri_unsubscribe(struct daqiri_sub *sub);
 
-/* Static names. */
-const char *daqiri_dtype_name(enum daqiri_dtype t);
-const char *daqiri_mem_kind_name(enum daqiri_mem_kind k);
-const char *daqiri_fill_name(enum daqiri_fill f);
-/* Bytes of one element of t (int4: 0; raw: 1). */
-uint32_t daqiri_dtype_size(enum daqiri_dtype t);
+/* Static names of the shared enums: daqiri_types.h. */
 
 #ifdef __cplusplus
 }

@@ -66,10 +66,6 @@ static const char *const reorder_type_names[] = { "cpu", "gpu" };
 static const char *const method_names[] = {
 	"seq_batch_number", "seq_packets_per_batch",
 };
-static const char *const dtype_names[] = {
-	"none", "int4", "int8", "int16", "int32", "fp16", "bf16", "fp32",
-	"fp64",
-};
 static const char *const endian_names[] = { "host", "network" };
 static const char *const fill_names[] = { "zero", "nan", "keep" };
 static const char *const rx_mode_names[] = { "blocking", "busy_poll" };
@@ -80,42 +76,29 @@ _Static_assert(NELEM(rx_mode_names) == CFG_RX_MODE_MAX, "rx mode names");
 _Static_assert(NELEM(engine_names) == CFG_ENGINE_MAX, "engine names");
 _Static_assert(NELEM(log_level_names) == CFG_LOG_MAX, "log level names");
 _Static_assert(NELEM(loopback_names) == CFG_LOOPBACK_MAX, "loopback names");
-_Static_assert(NELEM(mem_kind_names) == CFG_MEM_MAX, "memory kind names");
+_Static_assert(NELEM(mem_kind_names) == DAQIRI_MEM_MAX, "memory kind names");
 _Static_assert(NELEM(sock_mode_names) == CFG_SOCK_MAX, "socket mode names");
 _Static_assert(NELEM(transport_names) == CFG_TRANSPORT_MAX, "transports");
 _Static_assert(NELEM(poll_mode_names) == CFG_POLL_MAX, "poll mode names");
 _Static_assert(NELEM(reorder_type_names) == CFG_REORDER_MAX, "reorder types");
 _Static_assert(NELEM(method_names) == CFG_METHOD_MAX, "method names");
-_Static_assert(NELEM(dtype_names) == CFG_DTYPE_MAX, "dtype names");
 _Static_assert(NELEM(endian_names) == CFG_ENDIAN_MAX, "endian names");
-_Static_assert(NELEM(fill_names) == CFG_FILL_MAX, "fill names");
+_Static_assert(NELEM(fill_names) == DAQIRI_FILL_MAX, "fill names");
 
 /* Input and output element types the reorder stage converts. */
 static const char *const input_type_names[] = {
 	"int4", "int8", "int16", "int32",
 };
-static const enum cfg_dtype input_types[] = {
-	CFG_DTYPE_INT4, CFG_DTYPE_INT8, CFG_DTYPE_INT16, CFG_DTYPE_INT32,
+static const enum daqiri_dtype input_types[] = {
+	DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_INT32,
 };
 static const char *const output_type_names[] = {
 	"fp16", "bf16", "fp32", "fp64", "int32", "int8",
 };
-static const enum cfg_dtype output_types[] = {
-	CFG_DTYPE_FP16, CFG_DTYPE_BF16, CFG_DTYPE_FP32, CFG_DTYPE_FP64,
-	CFG_DTYPE_INT32, CFG_DTYPE_INT8,
+static const enum daqiri_dtype output_types[] = {
+	DAQIRI_DTYPE_FP16, DAQIRI_DTYPE_BF16, DAQIRI_DTYPE_FP32, DAQIRI_DTYPE_FP64,
+	DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_INT8,
 };
-
-const char *
-cfg_dtype_name(enum cfg_dtype t)
-{
-	return (unsigned)t < CFG_DTYPE_MAX ? dtype_names[t] : "?";
-}
-
-const char *
-cfg_mem_kind_name(enum cfg_mem_kind k)
-{
-	return (unsigned)k < CFG_MEM_MAX ? mem_kind_names[k] : "?";
-}
 
 const char *
 cfg_log_level_name(enum cfg_log_level l)
@@ -124,22 +107,22 @@ cfg_log_level_name(enum cfg_log_level l)
 }
 
 unsigned
-cfg_dtype_bits(enum cfg_dtype t)
+cfg_dtype_bits(enum daqiri_dtype t)
 {
 	switch (t) {
-	case CFG_DTYPE_INT4:
+	case DAQIRI_DTYPE_INT4:
 		return 4;
-	case CFG_DTYPE_NONE:
-	case CFG_DTYPE_INT8:
+	case DAQIRI_DTYPE_RAW:
+	case DAQIRI_DTYPE_INT8:
 		return 8;
-	case CFG_DTYPE_INT16:
-	case CFG_DTYPE_FP16:
-	case CFG_DTYPE_BF16:
+	case DAQIRI_DTYPE_INT16:
+	case DAQIRI_DTYPE_FP16:
+	case DAQIRI_DTYPE_BF16:
 		return 16;
-	case CFG_DTYPE_INT32:
-	case CFG_DTYPE_FP32:
+	case DAQIRI_DTYPE_INT32:
+	case DAQIRI_DTYPE_FP32:
 		return 32;
-	case CFG_DTYPE_FP64:
+	case DAQIRI_DTYPE_FP64:
 		return 64;
 	default:
 		return 0;
@@ -149,8 +132,8 @@ cfg_dtype_bits(enum cfg_dtype t)
 uint64_t
 cfg_reorder_slot_bytes(const struct cfg_reorder *r, uint64_t n)
 {
-	enum cfg_dtype in = r->has_data_types ? r->input_type : CFG_DTYPE_NONE;
-	enum cfg_dtype out = r->has_data_types ? r->output_type : CFG_DTYPE_NONE;
+	enum daqiri_dtype in = r->has_data_types ? r->input_type : DAQIRI_DTYPE_RAW;
+	enum daqiri_dtype out = r->has_data_types ? r->output_type : DAQIRI_DTYPE_RAW;
 
 	if (n == 0 || n > UINT32_MAX)
 		return 0;
@@ -1311,7 +1294,7 @@ parse_region(struct pctx *x, yaml_node_t *n, struct cfg_region *r, int idx)
 	}
 	if ((v = mval(&m, "kind")) != NULL &&
 	    get_enum(x, "kind", v, KEYS(mem_kind_names), &k))
-		r->kind = (enum cfg_mem_kind)k;
+		r->kind = (enum daqiri_mem_kind)k;
 	if ((v = mval(&m, "affinity")) != NULL)
 		get_int(x, "affinity", v, 0, CFG_AFFINITY_MAX, &r->affinity);
 	if ((v = mval(&m, "num_bufs")) != NULL &&
@@ -1467,14 +1450,14 @@ parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		 * first part (socket streams get their own message below). */
 		if (ri >= 0 && !tx && i == 0 && x->stream_known &&
 		    x->c->stream_type == CFG_STREAM_RAW &&
-		    x->c->regions[ri].kind == CFG_MEM_DEVICE)
+		    x->c->regions[ri].kind == DAQIRI_MEM_DEVICE)
 			err(x, e, "memory_regions: '%s' is a device region, but "
 			    "the CPU reads each frame's headers from the first "
 			    "region; list a host region first (header-data "
 			    "split: [headers, %s])", name, name);
 		if (ri >= 0 && x->stream_known &&
 		    x->c->stream_type == CFG_STREAM_SOCKET &&
-		    x->c->regions[ri].kind == CFG_MEM_DEVICE)
+		    x->c->regions[ri].kind == DAQIRI_MEM_DEVICE)
 			err(x, e, "memory_regions: socket streams receive "
 			    "into host memory; '%s' is a device region", name);
 	}
@@ -2138,14 +2121,14 @@ parse_data_types(struct pctx *x, yaml_node_t *n, struct cfg_reorder *r)
 		r->endianness = (enum cfg_endian)k;
 	r->has_data_types = ok;
 	if (!ok)
-		r->input_type = r->output_type = CFG_DTYPE_NONE;
+		r->input_type = r->output_type = DAQIRI_DTYPE_RAW;
 }
 
 static bool
-dtype_is_float(enum cfg_dtype t)
+dtype_is_float(enum daqiri_dtype t)
 {
-	return t == CFG_DTYPE_FP16 || t == CFG_DTYPE_BF16 ||
-	    t == CFG_DTYPE_FP32 || t == CFG_DTYPE_FP64;
+	return t == DAQIRI_DTYPE_FP16 || t == DAQIRI_DTYPE_BF16 ||
+	    t == DAQIRI_DTYPE_FP32 || t == DAQIRI_DTYPE_FP64;
 }
 
 /*
@@ -2284,13 +2267,13 @@ check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 		if (at != NULL)
 			err(x, at, "payload_bytes: %u is not a whole number of "
 			    "%s elements (%u bits each)", r->payload_bytes,
-			    cfg_dtype_name(r->input_type),
+			    daqiri_dtype_name(r->input_type),
 			    cfg_dtype_bits(r->input_type));
 		else
 			err_at(x, r->pos, "payload_bytes: the derived %u is not "
 			       "a whole number of %s elements (%u bits each); "
 			       "set payload_bytes", r->payload_bytes,
-			       cfg_dtype_name(r->input_type),
+			       daqiri_dtype_name(r->input_type),
 			       cfg_dtype_bits(r->input_type));
 		return;
 	}
@@ -2380,7 +2363,7 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 
 	r->region_idx = -1;
 	r->window = CFG_WINDOW_DEFAULT;
-	r->fill = CFG_FILL_ZERO;
+	r->fill = DAQIRI_FILL_ZERO;
 	r->timeout_us = CFG_REORDER_TIMEOUT_US_DEFAULT;
 	r->pos = pos_of(n);
 	if (!map_open(x, &m, n, "reorder_configs entry", "reorder config",
@@ -2436,16 +2419,16 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 		}
 	}
 	if (r->region_idx >= 0 && type_ok) {
-		enum cfg_mem_kind kind = x->c->regions[r->region_idx].kind;
+		enum daqiri_mem_kind kind = x->c->regions[r->region_idx].kind;
 		bool fits = r->type == CFG_REORDER_GPU ?
-		    kind == CFG_MEM_DEVICE || kind == CFG_MEM_HOST_PINNED :
-		    kind != CFG_MEM_DEVICE;
+		    kind == DAQIRI_MEM_DEVICE || kind == DAQIRI_MEM_HOST_PINNED :
+		    kind != DAQIRI_MEM_DEVICE;
 
 		if (!fits)
 			err(x, v, "memory_region: a %s reorder cannot write "
 			    "to '%s', a %s region (use %s)",
 			    reorder_type_names[r->type], r->region_name,
-			    cfg_mem_kind_name(kind),
+			    daqiri_mem_kind_name(kind),
 			    r->type == CFG_REORDER_GPU ? "device or "
 			    "host_pinned" : "host, huge or host_pinned");
 	}
@@ -2463,8 +2446,8 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 		get_u32(x, "window", v, 1, CFG_WINDOW_MAX, &r->window);
 	if ((v = mval(&m, "fill")) != NULL &&
 	    get_enum(x, "fill", v, KEYS(fill_names), &k)) {
-		r->fill = (enum cfg_fill)k;
-		if (r->fill == CFG_FILL_NAN && !(r->has_data_types &&
+		r->fill = (enum daqiri_fill)k;
+		if (r->fill == DAQIRI_FILL_NAN && !(r->has_data_types &&
 		    dtype_is_float(r->output_type)))
 			err(x, v, "fill: nan needs a floating-point "
 			    "output_type (fp16, bf16, fp32 or fp64)");
@@ -3320,8 +3303,8 @@ print_reorder(FILE *fp, const struct cfg_reorder *r)
 	if (r->has_data_types)
 		fprintf(fp, "          data_types: {input_type: %s, "
 			"output_type: %s, endianness: %s}\n",
-			cfg_dtype_name(r->input_type),
-			cfg_dtype_name(r->output_type),
+			daqiri_dtype_name(r->input_type),
+			daqiri_dtype_name(r->output_type),
 			endian_names[r->endianness]);
 	fprintf(fp, "          window: %u\n", r->window);
 	fprintf(fp, "          fill: %s\n", fill_names[r->fill]);
@@ -3414,7 +3397,7 @@ cfg_print(const struct cfg *c, FILE *fp)
 
 		fprintf(fp, "    - name: ");
 		print_str(fp, r->name);
-		fprintf(fp, "\n      kind: %s\n", mem_kind_names[r->kind]);
+		fprintf(fp, "\n      kind: %s\n", daqiri_mem_kind_name(r->kind));
 		fprintf(fp, "      affinity: %d\n", r->affinity);
 		fprintf(fp, "      num_bufs: %u\n", r->num_bufs);
 		fprintf(fp, "      buf_size: %llu\n",

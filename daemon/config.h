@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "daqiri_limits.h"
+#include "daqiri_types.h"	/* dtype, memory kind, fill: the wire's enums */
 
 /* Limits of one configuration; exceeding one is a diagnostic, not a crash.
  * What the protocol and rings also limit comes from daqiri_limits.h. */
@@ -45,10 +46,6 @@ enum cfg_log_level {
 	CFG_LOG_ERROR, CFG_LOG_CRITICAL, CFG_LOG_OFF, CFG_LOG_MAX
 };
 enum cfg_loopback { CFG_LOOPBACK_NONE, CFG_LOOPBACK_SW, CFG_LOOPBACK_MAX };
-enum cfg_mem_kind {
-	CFG_MEM_HUGE, CFG_MEM_DEVICE, CFG_MEM_HOST_PINNED, CFG_MEM_HOST,
-	CFG_MEM_MAX
-};
 enum cfg_access {			/* bit mask */
 	CFG_ACCESS_LOCAL = 1u << 0,
 	CFG_ACCESS_RDMA_READ = 1u << 1,
@@ -62,20 +59,13 @@ enum cfg_method {
 	CFG_METHOD_SEQ_BATCH_NUMBER, CFG_METHOD_SEQ_PACKETS_PER_BATCH,
 	CFG_METHOD_MAX
 };
-/* Element types; CFG_DTYPE_NONE = no data_types, bytes copied as they are. */
-enum cfg_dtype {
-	CFG_DTYPE_NONE, CFG_DTYPE_INT4, CFG_DTYPE_INT8, CFG_DTYPE_INT16,
-	CFG_DTYPE_INT32, CFG_DTYPE_FP16, CFG_DTYPE_BF16, CFG_DTYPE_FP32,
-	CFG_DTYPE_FP64, CFG_DTYPE_MAX
-};
 enum cfg_endian { CFG_ENDIAN_HOST, CFG_ENDIAN_NETWORK, CFG_ENDIAN_MAX };
-enum cfg_fill { CFG_FILL_ZERO, CFG_FILL_NAN, CFG_FILL_KEEP, CFG_FILL_MAX };
 /* How RX workers wait for packets (daemon.rx_mode). */
 enum cfg_rx_mode { CFG_RX_BLOCKING, CFG_RX_BUSY_POLL, CFG_RX_MODE_MAX };
 
 struct cfg_region {
 	char name[CFG_NAME_MAX];
-	enum cfg_mem_kind kind;
+	enum daqiri_mem_kind kind;
 	int affinity;
 	uint32_t num_bufs;
 	uint64_t buf_size;
@@ -159,11 +149,11 @@ struct cfg_reorder {
 	struct cfg_bitfield batch;	/* CFG_METHOD_SEQ_BATCH_NUMBER only */
 	uint32_t packets_per_batch;	/* given or derived */
 	bool has_data_types;
-	enum cfg_dtype input_type;	/* NONE when !has_data_types */
-	enum cfg_dtype output_type;
+	enum daqiri_dtype input_type;	/* NONE when !has_data_types */
+	enum daqiri_dtype output_type;
 	enum cfg_endian endianness;
 	uint32_t window;		/* open batches, 1..64 */
-	enum cfg_fill fill;
+	enum daqiri_fill fill;
 	uint32_t timeout_us;		/* from a batch's first packet; 0 = none */
 	struct cfg_pos pos;
 };
@@ -289,12 +279,10 @@ int cfg_equal(const struct cfg *a, const struct cfg *b);
 void cfg_defaults(struct cfg *c);
 
 /* Names of the enums, as they are spelt in YAML. */
-const char *cfg_dtype_name(enum cfg_dtype t);
-const char *cfg_mem_kind_name(enum cfg_mem_kind k);
 const char *cfg_log_level_name(enum cfg_log_level l);
 
 /* Bytes of one input/output element times 2 (int4 is half a byte). */
-unsigned cfg_dtype_bits(enum cfg_dtype t);
+unsigned cfg_dtype_bits(enum daqiri_dtype t);
 
 /*
  * Geometry of a reorder config: output bytes for one slot given the

@@ -57,28 +57,6 @@
 #define CONTROL_SEND_STALL_MS	10000
 #define CONTROL_DRAIN_MAX	256	/* unread requests discarded at close */
 
-/* The wire names of dtype, memory kind and fill are the config's: the
- * daemon converts its config enums to the protocol's by value. */
-_Static_assert((int)DAQIRI_DTYPE_RAW == (int)CFG_DTYPE_NONE &&
-    (int)DAQIRI_DTYPE_INT4 == (int)CFG_DTYPE_INT4 &&
-    (int)DAQIRI_DTYPE_INT8 == (int)CFG_DTYPE_INT8 &&
-    (int)DAQIRI_DTYPE_INT16 == (int)CFG_DTYPE_INT16 &&
-    (int)DAQIRI_DTYPE_INT32 == (int)CFG_DTYPE_INT32 &&
-    (int)DAQIRI_DTYPE_FP16 == (int)CFG_DTYPE_FP16 &&
-    (int)DAQIRI_DTYPE_BF16 == (int)CFG_DTYPE_BF16 &&
-    (int)DAQIRI_DTYPE_FP32 == (int)CFG_DTYPE_FP32 &&
-    (int)DAQIRI_DTYPE_FP64 == (int)CFG_DTYPE_FP64 &&
-    (int)DAQIRI_DTYPE_MAX == (int)CFG_DTYPE_MAX, "dtype enums agree");
-_Static_assert((int)DAQIRI_MEM_HUGE == (int)CFG_MEM_HUGE &&
-    (int)DAQIRI_MEM_DEVICE == (int)CFG_MEM_DEVICE &&
-    (int)DAQIRI_MEM_HOST_PINNED == (int)CFG_MEM_HOST_PINNED &&
-    (int)DAQIRI_MEM_HOST == (int)CFG_MEM_HOST &&
-    (int)DAQIRI_MEM_MAX == (int)CFG_MEM_MAX, "memory kind enums agree");
-_Static_assert((int)DAQIRI_FILL_ZERO == (int)CFG_FILL_ZERO &&
-    (int)DAQIRI_FILL_NAN == (int)CFG_FILL_NAN &&
-    (int)DAQIRI_FILL_KEEP == (int)CFG_FILL_KEEP &&
-    (int)DAQIRI_FILL_MAX == (int)CFG_FILL_MAX, "fill enums agree");
-
 /* One message waiting to be sent, with the fd it carries (owned). */
 struct outmsg {
 	struct outmsg *next;

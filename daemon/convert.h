@@ -50,17 +50,17 @@ cvt_msb32(uint32_t x)
  * of elements (or the type is no input type); NONE counts bytes.
  */
 CVT_HD uint32_t
-cvt_in_elems(enum cfg_dtype in, uint32_t nbytes)
+cvt_in_elems(enum daqiri_dtype in, uint32_t nbytes)
 {
 	switch (in) {
-	case CFG_DTYPE_NONE:
-	case CFG_DTYPE_INT8:
+	case DAQIRI_DTYPE_RAW:
+	case DAQIRI_DTYPE_INT8:
 		return nbytes;
-	case CFG_DTYPE_INT4:
+	case DAQIRI_DTYPE_INT4:
 		return nbytes > UINT32_MAX / 2 ? 0 : nbytes * 2;
-	case CFG_DTYPE_INT16:
+	case DAQIRI_DTYPE_INT16:
 		return (nbytes & 1) ? 0 : nbytes / 2;
-	case CFG_DTYPE_INT32:
+	case DAQIRI_DTYPE_INT32:
 		return (nbytes & 3) ? 0 : nbytes / 4;
 	default:
 		return 0;
@@ -72,20 +72,20 @@ cvt_in_elems(enum cfg_dtype in, uint32_t nbytes)
  * given for completeness (truncating writes); int4 is no output type: 0.
  */
 CVT_HD uint32_t
-cvt_out_size(enum cfg_dtype out)
+cvt_out_size(enum daqiri_dtype out)
 {
 	switch (out) {
-	case CFG_DTYPE_NONE:
-	case CFG_DTYPE_INT8:
+	case DAQIRI_DTYPE_RAW:
+	case DAQIRI_DTYPE_INT8:
 		return 1;
-	case CFG_DTYPE_INT16:
-	case CFG_DTYPE_FP16:
-	case CFG_DTYPE_BF16:
+	case DAQIRI_DTYPE_INT16:
+	case DAQIRI_DTYPE_FP16:
+	case DAQIRI_DTYPE_BF16:
 		return 2;
-	case CFG_DTYPE_INT32:
-	case CFG_DTYPE_FP32:
+	case DAQIRI_DTYPE_INT32:
+	case DAQIRI_DTYPE_FP32:
 		return 4;
-	case CFG_DTYPE_FP64:
+	case DAQIRI_DTYPE_FP64:
 		return 8;
 	default:
 		return 0;
@@ -98,27 +98,27 @@ cvt_out_size(enum cfg_dtype out)
  * (literally, whatever the CPU). NONE gives byte e unsigned.
  */
 CVT_HD int32_t
-cvt_read(enum cfg_dtype in, enum cfg_endian en, const uint8_t *src,
+cvt_read(enum daqiri_dtype in, enum cfg_endian en, const uint8_t *src,
 	 uint32_t e)
 {
 	const uint8_t *s;
 	uint32_t u;
 
 	switch (in) {
-	case CFG_DTYPE_INT4:
+	case DAQIRI_DTYPE_INT4:
 		u = src[e >> 1];
 		u = (e & 1) ? (u & 0xFu) : (u >> 4);
 		return (int32_t)(u ^ 8u) - 8;
-	case CFG_DTYPE_INT8:
+	case DAQIRI_DTYPE_INT8:
 		return (int8_t)src[e];
-	case CFG_DTYPE_INT16:
+	case DAQIRI_DTYPE_INT16:
 		s = src + 2 * (uint64_t)e;
 		if (en == CFG_ENDIAN_NETWORK)
 			u = (uint32_t)s[0] << 8 | s[1];
 		else
 			u = (uint32_t)s[1] << 8 | s[0];
 		return (int16_t)(uint16_t)u;
-	case CFG_DTYPE_INT32:
+	case DAQIRI_DTYPE_INT32:
 		s = src + 4 * (uint64_t)e;
 		if (en == CFG_ENDIAN_NETWORK)
 			u = (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 |
@@ -249,22 +249,22 @@ cvt_store_le(uint8_t *d, uint64_t x, uint32_t nb)
  * int32 is the identity; NONE, int8 and int16 store the low bytes.
  */
 CVT_HD void
-cvt_write(enum cfg_dtype out, int32_t v, uint8_t *dst, uint32_t e)
+cvt_write(enum daqiri_dtype out, int32_t v, uint8_t *dst, uint32_t e)
 {
 	uint64_t x;
 	uint32_t sz = cvt_out_size(out);
 
 	switch (out) {
-	case CFG_DTYPE_FP16:
+	case DAQIRI_DTYPE_FP16:
 		x = cvt_i32_to_f16(v);
 		break;
-	case CFG_DTYPE_BF16:
+	case DAQIRI_DTYPE_BF16:
 		x = cvt_i32_to_bf16(v);
 		break;
-	case CFG_DTYPE_FP32:
+	case DAQIRI_DTYPE_FP32:
 		x = cvt_i32_to_f32_bits(v);
 		break;
-	case CFG_DTYPE_FP64:
+	case DAQIRI_DTYPE_FP64:
 		x = cvt_i32_to_f64_bits(v);
 		break;
 	default:
@@ -277,11 +277,11 @@ cvt_write(enum cfg_dtype out, int32_t v, uint8_t *dst, uint32_t e)
 /* Convert input element e of src into output element e of dst (a slot's
  * base); in NONE copies byte e. */
 CVT_HD void
-cvt_convert_element(enum cfg_dtype in, enum cfg_dtype out,
+cvt_convert_element(enum daqiri_dtype in, enum daqiri_dtype out,
 		    enum cfg_endian en, const uint8_t *src, uint32_t e,
 		    uint8_t *dst)
 {
-	if (in == CFG_DTYPE_NONE)
+	if (in == DAQIRI_DTYPE_RAW)
 		dst[e] = src[e];
 	else
 		cvt_write(out, cvt_read(in, en, src, e), dst, e);
@@ -290,7 +290,7 @@ cvt_convert_element(enum cfg_dtype in, enum cfg_dtype out,
 /* Convert a whole payload of nbytes into one slot, element by element
  * (the reference every faster path is checked against). */
 CVT_HD void
-cvt_slot_scalar(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
+cvt_slot_scalar(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
 		const uint8_t *src, uint32_t nbytes, uint8_t *dst)
 {
 	uint32_t e, n = cvt_in_elems(in, nbytes);
@@ -304,19 +304,19 @@ cvt_slot_scalar(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
  * *size bytes; 0 with *size 1 for a type with no NaN.
  */
 CVT_HD uint64_t
-cvt_nan_pattern(enum cfg_dtype out, uint32_t *size)
+cvt_nan_pattern(enum daqiri_dtype out, uint32_t *size)
 {
 	switch (out) {
-	case CFG_DTYPE_FP16:
+	case DAQIRI_DTYPE_FP16:
 		*size = 2;
 		return CVT_NAN_F16;
-	case CFG_DTYPE_BF16:
+	case DAQIRI_DTYPE_BF16:
 		*size = 2;
 		return CVT_NAN_BF16;
-	case CFG_DTYPE_FP32:
+	case DAQIRI_DTYPE_FP32:
 		*size = 4;
 		return CVT_NAN_F32;
-	case CFG_DTYPE_FP64:
+	case DAQIRI_DTYPE_FP64:
 		*size = 8;
 		return CVT_NAN_F64;
 	default:
@@ -331,15 +331,15 @@ cvt_nan_pattern(enum cfg_dtype out, uint32_t *size)
  * keep: nothing.
  */
 CVT_HD void
-cvt_fill_slot(enum cfg_dtype out, enum cfg_fill fill, uint8_t *dst,
+cvt_fill_slot(enum daqiri_dtype out, enum daqiri_fill fill, uint8_t *dst,
 	      uint64_t nbytes)
 {
 	uint64_t i, pat = 0;
 	uint32_t sz = 1;
 
-	if (fill == CFG_FILL_KEEP)
+	if (fill == DAQIRI_FILL_KEEP)
 		return;
-	if (fill == CFG_FILL_NAN)
+	if (fill == DAQIRI_FILL_NAN)
 		pat = cvt_nan_pattern(out, &sz);
 	for (i = 0; i < nbytes; i++)
 		dst[i] = (uint8_t)(pat >> (8 * (i % sz)));

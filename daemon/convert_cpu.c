@@ -45,16 +45,16 @@ struct cvt_impl {
 static uint64_t cvt_nt_threshold = CVT_NT_THRESHOLD_DEFAULT;
 
 static int
-kin_of(enum cfg_dtype in, enum cfg_endian en)
+kin_of(enum daqiri_dtype in, enum cfg_endian en)
 {
 	switch (in) {
-	case CFG_DTYPE_INT4:
+	case DAQIRI_DTYPE_INT4:
 		return KI_I4;
-	case CFG_DTYPE_INT8:
+	case DAQIRI_DTYPE_INT8:
 		return KI_I8;
-	case CFG_DTYPE_INT16:
+	case DAQIRI_DTYPE_INT16:
 		return en == CFG_ENDIAN_NETWORK ? KI_I16B : KI_I16L;
-	case CFG_DTYPE_INT32:
+	case DAQIRI_DTYPE_INT32:
 		return en == CFG_ENDIAN_NETWORK ? KI_I32B : KI_I32L;
 	default:
 		return -1;
@@ -62,18 +62,18 @@ kin_of(enum cfg_dtype in, enum cfg_endian en)
 }
 
 static int
-kout_of(enum cfg_dtype out)
+kout_of(enum daqiri_dtype out)
 {
 	switch (out) {
-	case CFG_DTYPE_FP16:
+	case DAQIRI_DTYPE_FP16:
 		return KO_F16;
-	case CFG_DTYPE_BF16:
+	case DAQIRI_DTYPE_BF16:
 		return KO_BF16;
-	case CFG_DTYPE_FP32:
+	case DAQIRI_DTYPE_FP32:
 		return KO_F32;
-	case CFG_DTYPE_FP64:
+	case DAQIRI_DTYPE_FP64:
 		return KO_F64;
-	case CFG_DTYPE_INT32:
+	case DAQIRI_DTYPE_INT32:
 		return KO_I32;
 	default:
 		return -1;
@@ -82,14 +82,14 @@ kout_of(enum cfg_dtype out)
 
 /* Input bytes of e elements (e even for int4). */
 static size_t
-in_offset(enum cfg_dtype in, size_t e)
+in_offset(enum daqiri_dtype in, size_t e)
 {
 	switch (in) {
-	case CFG_DTYPE_INT4:
+	case DAQIRI_DTYPE_INT4:
 		return e / 2;
-	case CFG_DTYPE_INT16:
+	case DAQIRI_DTYPE_INT16:
 		return e * 2;
-	case CFG_DTYPE_INT32:
+	case DAQIRI_DTYPE_INT32:
 		return e * 4;
 	default:
 		return e;
@@ -759,7 +759,7 @@ copy_fast(const struct cvt_impl *im, uint8_t *dst, const uint8_t *src,
 }
 
 void
-cvt_slot_fast(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
+cvt_slot_fast(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
 	      const uint8_t *src, uint32_t nbytes, uint8_t *dst)
 {
 	const struct cvt_impl *im = impl_get();
@@ -768,7 +768,7 @@ cvt_slot_fast(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
 	cvt_kernel k;
 	int nt;
 
-	if (in == CFG_DTYPE_NONE) {
+	if (in == DAQIRI_DTYPE_RAW) {
 		copy_fast(im, dst, src, nbytes);
 		return;
 	}
@@ -782,7 +782,7 @@ cvt_slot_fast(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
 	if (nt) {
 		/* stream only from an aligned element (an int4 pair) on;
 		 * a dst not on an element boundary stays unstreamed */
-		unit = in == CFG_DTYPE_INT4 ? 2 : 1;
+		unit = in == DAQIRI_DTYPE_INT4 ? 2 : 1;
 		mis = (uintptr_t)dst & (im->align - 1);
 		if (mis % (osz * unit) != 0)
 			nt = 0;
@@ -801,16 +801,16 @@ cvt_slot_fast(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
 }
 
 void
-cvt_fill_fast(enum cfg_dtype out, enum cfg_fill fill, uint8_t *dst,
+cvt_fill_fast(enum daqiri_dtype out, enum daqiri_fill fill, uint8_t *dst,
 	      uint64_t nbytes)
 {
 	const struct cvt_impl *im = impl_get();
 	uint8_t pat[64];
 	uint64_t i, h, bulk;
 
-	if (fill == CFG_FILL_KEEP)
+	if (fill == DAQIRI_FILL_KEEP)
 		return;
-	if (fill == CFG_FILL_ZERO) {
+	if (fill == DAQIRI_FILL_ZERO) {
 		if (im->zero_nt == NULL || nbytes < cvt_nt_threshold ||
 		    nbytes < 2 * im->align) {
 			memset(dst, 0, nbytes);

@@ -22,11 +22,11 @@
  * thread or process may read dst (the calling thread sees them at once).
  * The implementation is chosen at first use (see cvt_force_impl).
  */
-void cvt_slot_fast(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
+void cvt_slot_fast(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
 		   const uint8_t *src, uint32_t nbytes, uint8_t *dst);
 
 /* Fill a missing slot like cvt_fill_slot() (zero fills are streamed). */
-void cvt_fill_fast(enum cfg_dtype out, enum cfg_fill fill, uint8_t *dst,
+void cvt_fill_fast(enum daqiri_dtype out, enum daqiri_fill fill, uint8_t *dst,
 		   uint64_t nbytes);
 
 /* Order every non-temporal store made so far before later stores

@@ -545,7 +545,7 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 		 char *err, size_t errlen)
 {
 	const struct cfg_queue *cq = &ifc->rx.queues[qi];
-	bool dev = m->kind == CFG_MEM_DEVICE;
+	bool dev = m->kind == DAQIRI_MEM_DEVICE;
 	bool iova_va = rte_eal_iova_mode() != RTE_IOVA_PA;
 	struct rte_pktmbuf_extmem *ext;
 	struct rte_mempool *mp;
@@ -674,7 +674,7 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 	*ext_va = va;
 	log_debug("interface '%s': queue '%s': %u buffers of region '%s' "
 	    "(%s) as external mbufs", ifc->name, cq->name, nbufs, m->name,
-	    cfg_mem_kind_name(m->kind));
+	    daqiri_mem_kind_name(m->kind));
 	return mp;
 }
 

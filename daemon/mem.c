@@ -283,11 +283,11 @@ mem_region_create(const struct cfg_region *r, struct mem_region *out,
 	}
 
 	switch (m->kind) {
-	case CFG_MEM_DEVICE:
+	case DAQIRI_MEM_DEVICE:
 		if ((rc = mem_create_device(m, err, errlen)) < 0)
 			mem_region_destroy(m);
 		return rc;
-	case CFG_MEM_HUGE:
+	case DAQIRI_MEM_HUGE:
 		if ((rc = mem_map_memfd(m, true)) == 0) {
 			m->hugepages = true;
 			return 0;
@@ -295,8 +295,8 @@ mem_region_create(const struct cfg_region *r, struct mem_region *out,
 		log_warnx("memory region '%s': no huge pages (%s): using "
 		    "normal pages", m->name, strerror(-rc));
 		break;
-	case CFG_MEM_HOST:
-	case CFG_MEM_HOST_PINNED:
+	case DAQIRI_MEM_HOST:
+	case DAQIRI_MEM_HOST_PINNED:
 		break;
 	default:
 		errbuf(err, errlen, "memory region '%s': unknown kind %d",
@@ -310,7 +310,7 @@ mem_region_create(const struct cfg_region *r, struct mem_region *out,
 		mem_region_destroy(m);
 		return rc;
 	}
-	if (m->kind == CFG_MEM_HOST_PINNED)
+	if (m->kind == DAQIRI_MEM_HOST_PINNED)
 		mem_pin(m);
 	return 0;
 }
@@ -322,7 +322,7 @@ mem_region_destroy(struct mem_region *m)
 		return;
 	if (m->pinned && m->base != NULL)
 		gpu_host_unregister(m->base);
-	if (m->kind == CFG_MEM_DEVICE && m->dev != NULL)
+	if (m->kind == DAQIRI_MEM_DEVICE && m->dev != NULL)
 		gpu_free(m->dev);
 	if (m->base != NULL)
 		munmap(m->base, m->size);

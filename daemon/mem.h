@@ -27,7 +27,7 @@
  */
 struct mem_region {
 	char name[CFG_NAME_MAX];
-	enum cfg_mem_kind kind;		/* as configured */
+	enum daqiri_mem_kind kind;		/* as configured */
 	int affinity;			/* GPU ordinal (device, host_pinned) */
 	uint32_t nbufs;
 	uint64_t buf_size;

@@ -78,9 +78,9 @@ publish(struct raw_plan *p, uint32_t flag, uint64_t now_ns)
 		.publish_ns = now_ns,
 	};
 
-	if (flag & DAQIRI_F_COMPLETE)
+	if (flag & DAQIRI_TENSOR_COMPLETE)
 		p->c.bursts_full++;
-	else if (flag & DAQIRI_F_TIMEOUT)
+	else if (flag & DAQIRI_TENSOR_TIMEOUT)
 		p->c.bursts_timeout++;
 	else
 		p->c.bursts_flush++;
@@ -128,7 +128,7 @@ raw_burst(struct raw_plan *p, const struct reorder_pkt *pkts, unsigned n,
 		p->n++;
 		p->c.placed++;
 		if (p->n == p->ppb)
-			publish(p, DAQIRI_F_COMPLETE, now_ns);
+			publish(p, DAQIRI_TENSOR_COMPLETE, now_ns);
 	}
 }
 
@@ -136,7 +136,7 @@ void
 raw_poll(struct raw_plan *p, uint64_t now_ns)
 {
 	if (p->open && p->timeout_ns != 0 && p->deadline <= now_ns)
-		publish(p, DAQIRI_F_TIMEOUT | DAQIRI_F_HAS_GAPS, now_ns);
+		publish(p, DAQIRI_TENSOR_TIMEOUT | DAQIRI_TENSOR_HAS_GAPS, now_ns);
 }
 
 uint64_t
@@ -149,7 +149,7 @@ void
 raw_flush(struct raw_plan *p, uint64_t now_ns)
 {
 	if (p->open)
-		publish(p, DAQIRI_F_FLUSH | DAQIRI_F_HAS_GAPS, now_ns);
+		publish(p, DAQIRI_TENSOR_FLUSH | DAQIRI_TENSOR_HAS_GAPS, now_ns);
 }
 
 const struct raw_counters *

@@ -297,12 +297,12 @@ publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 	} else if (r->has_buf) {
 		memset(&d, 0, sizeof(d));
 		if (complete) {
-			d.flags = DAQIRI_F_COMPLETE;
+			d.flags = DAQIRI_TENSOR_COMPLETE;
 			p->c.batches_complete++;
 		} else {
-			d.flags = DAQIRI_F_HAS_GAPS | cause;
+			d.flags = DAQIRI_TENSOR_HAS_GAPS | cause;
 			p->c.missing_slots += p->g.ppb - r->received;
-			if (cause == DAQIRI_F_TIMEOUT)
+			if (cause == DAQIRI_TENSOR_TIMEOUT)
 				p->c.batches_timeout++;
 			else
 				p->c.batches_evicted++;
@@ -345,7 +345,7 @@ drain(struct reorder_plan *p, uint64_t now_ns)
 		if (r->has_buf && r->received == p->g.ppb)
 			publish_head(p, 0, now_ns);
 		else if (r->deadline <= now_ns)
-			publish_head(p, DAQIRI_F_TIMEOUT, now_ns);
+			publish_head(p, DAQIRI_TENSOR_TIMEOUT, now_ns);
 		else
 			break;
 	}
@@ -415,14 +415,14 @@ one_packet(struct reorder_plan *p, const struct reorder_pkt *pkt,
 			return;
 		}
 		p->c.resync++;
-		publish_all(p, DAQIRI_F_RESYNC, now_ns);
+		publish_all(p, DAQIRI_TENSOR_RESYNC, now_ns);
 		p->id_off = (b - p->base_pos) & p->id_mask;
 		d = 0;
 	} else if (d >= (int64_t)p->g.window) {
 		uint64_t target = p->base_pos + (uint64_t)d - p->g.window + 1;
 
 		while (p->nopen > 0 && p->head_pos < target)
-			publish_head(p, DAQIRI_F_EVICTED, now_ns);
+			publish_head(p, DAQIRI_TENSOR_EVICTED, now_ns);
 		/* publishing moved base_pos to at most target */
 		p->base_pos = target;
 		d = p->g.window - 1;
@@ -478,7 +478,7 @@ void
 reorder_flush(struct reorder_plan *p, uint64_t now_ns)
 {
 	drain(p, now_ns);
-	publish_all(p, DAQIRI_F_FLUSH, now_ns);
+	publish_all(p, DAQIRI_TENSOR_FLUSH, now_ns);
 	commit(p, now_ns);
 }
 
@@ -515,16 +515,16 @@ static bool
 plan_geometry(const struct cfg_reorder *r, struct reorder_geom *g,
 	      uint32_t *ppb_shift)
 {
-	enum cfg_dtype in = r->has_data_types ? r->input_type : CFG_DTYPE_NONE;
-	enum cfg_dtype out = r->has_data_types ? r->output_type :
-	    CFG_DTYPE_NONE;
+	enum daqiri_dtype in = r->has_data_types ? r->input_type : DAQIRI_DTYPE_RAW;
+	enum daqiri_dtype out = r->has_data_types ? r->output_type :
+	    DAQIRI_DTYPE_RAW;
 	uint32_t sb = r->seq.bit_width, bb = r->batch.bit_width, elems, osz;
 	uint64_t w;
 	int k;
 
 	memset(g, 0, sizeof(*g));
 	if (sb < 1 || sb > 32 || r->payload_bytes == 0 ||
-	    (unsigned)r->fill >= CFG_FILL_MAX ||
+	    (unsigned)r->fill >= DAQIRI_FILL_MAX ||
 	    (unsigned)r->endianness >= CFG_ENDIAN_MAX ||
 	    r->window > CFG_WINDOW_MAX)
 		return false;
@@ -546,13 +546,13 @@ plan_geometry(const struct cfg_reorder *r, struct reorder_geom *g,
 		return false;
 	}
 	g->in_bytes = r->payload_bytes;
-	if (in == CFG_DTYPE_NONE) {
+	if (in == DAQIRI_DTYPE_RAW) {
 		g->slot_bytes = r->payload_bytes;
 	} else {
 		elems = cvt_in_elems(in, r->payload_bytes);
 		osz = cvt_out_size(out);
-		if (elems == 0 || osz == 0 || out == CFG_DTYPE_NONE ||
-		    out == CFG_DTYPE_INT4)
+		if (elems == 0 || osz == 0 || out == DAQIRI_DTYPE_RAW ||
+		    out == DAQIRI_DTYPE_INT4)
 			return false;
 		g->slot_bytes = (uint64_t)elems * osz;
 	}
@@ -639,10 +639,10 @@ reorder_destroy(struct reorder_plan *p)
 /* The CPU backend: converts straight into host memory as packets come. */
 
 struct cpu_state {
-	enum cfg_dtype in;
-	enum cfg_dtype out;
+	enum daqiri_dtype in;
+	enum daqiri_dtype out;
 	enum cfg_endian en;
-	enum cfg_fill fill;
+	enum daqiri_fill fill;
 	uint32_t in_bytes;
 	uint32_t ppb;
 	uint64_t slot_bytes;
@@ -657,8 +657,8 @@ cpu_init(struct reorder_plan *p, void **state)
 
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
-	s->in = r->has_data_types ? r->input_type : CFG_DTYPE_NONE;
-	s->out = r->has_data_types ? r->output_type : CFG_DTYPE_NONE;
+	s->in = r->has_data_types ? r->input_type : DAQIRI_DTYPE_RAW;
+	s->out = r->has_data_types ? r->output_type : DAQIRI_DTYPE_RAW;
 	s->en = r->endianness;
 	s->fill = r->fill;
 	s->in_bytes = g->in_bytes;
@@ -699,7 +699,7 @@ cpu_fill(void *state, const struct reorder_buf *buf)
 	struct cpu_state *s = state;
 	uint32_t i = 0, j;
 
-	if (s->fill == CFG_FILL_KEEP)
+	if (s->fill == DAQIRI_FILL_KEEP)
 		return;
 	while (i < s->ppb) {
 		if (buf->bitmap[i / 64] & (1ull << (i % 64))) {

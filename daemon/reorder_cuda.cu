@@ -123,36 +123,36 @@ struct rc_kparams {
 	uint32_t nelems;		/* input elements per payload */
 	uint64_t slot_bytes;
 	enum cfg_endian en;
-	enum cfg_dtype out;		/* for fill */
-	enum cfg_fill fill;
+	enum daqiri_dtype out;		/* for fill */
+	enum daqiri_fill fill;
 };
 
 /* Input elements in 4 input bytes, bytes per output element. */
 __host__ __device__ constexpr uint32_t
-rc_k(enum cfg_dtype in)
+rc_k(enum daqiri_dtype in)
 {
-	return in == CFG_DTYPE_INT4 ? 8 : in == CFG_DTYPE_INT8 ? 4 :
-	    in == CFG_DTYPE_INT16 ? 2 : 1;
+	return in == DAQIRI_DTYPE_INT4 ? 8 : in == DAQIRI_DTYPE_INT8 ? 4 :
+	    in == DAQIRI_DTYPE_INT16 ? 2 : 1;
 }
 
 __host__ __device__ constexpr uint32_t
-rc_s(enum cfg_dtype out)
+rc_s(enum daqiri_dtype out)
 {
-	return out == CFG_DTYPE_FP64 ? 8 : (out == CFG_DTYPE_FP16 ||
-	    out == CFG_DTYPE_BF16) ? 2 : 4;
+	return out == DAQIRI_DTYPE_FP64 ? 8 : (out == DAQIRI_DTYPE_FP16 ||
+	    out == DAQIRI_DTYPE_BF16) ? 2 : 4;
 }
 
-template <enum cfg_dtype OUT>
+template <enum daqiri_dtype OUT>
 __device__ __forceinline__ uint64_t
 rc_out_bits(int32_t v)
 {
-	if constexpr (OUT == CFG_DTYPE_FP16)
+	if constexpr (OUT == DAQIRI_DTYPE_FP16)
 		return cvt_i32_to_f16(v);
-	else if constexpr (OUT == CFG_DTYPE_BF16)
+	else if constexpr (OUT == DAQIRI_DTYPE_BF16)
 		return cvt_i32_to_bf16(v);
-	else if constexpr (OUT == CFG_DTYPE_FP32)
+	else if constexpr (OUT == DAQIRI_DTYPE_FP32)
 		return cvt_i32_to_f32_bits(v);
-	else if constexpr (OUT == CFG_DTYPE_FP64)
+	else if constexpr (OUT == DAQIRI_DTYPE_FP64)
 		return cvt_i32_to_f64_bits(v);
 	else
 		return (uint32_t)v;
@@ -226,7 +226,7 @@ rc_store(uint8_t *d, const uint32_t (&w)[NW], uint32_t al)
 /* Convert one payload: each thread takes 4 input bytes at a time (8 int4,
  * 4 int8, 2 int16 or 1 int32 elements) and writes their outputs at once;
  * the element arithmetic is convert.h's. */
-template <enum cfg_dtype IN, enum cfg_dtype OUT>
+template <enum daqiri_dtype IN, enum daqiri_dtype OUT>
 __device__ __forceinline__ void
 rc_convert(const struct gpu_job &j, const struct rc_kparams &p, uint32_t tid,
 	   uint32_t stride)
@@ -309,9 +309,9 @@ rc_fill(uint8_t *dst, const struct rc_kparams &p, uint32_t tid,
 	uint64_t i, n16 = 0, pat = 0;
 	uint32_t sz = 1;
 
-	if (p.fill == CFG_FILL_KEEP)
+	if (p.fill == DAQIRI_FILL_KEEP)
 		return;
-	if (p.fill == CFG_FILL_NAN)
+	if (p.fill == DAQIRI_FILL_NAN)
 		pat = cvt_nan_pattern(p.out, &sz);
 	if (((uintptr_t)dst & 15) == 0) {
 		uint32_t w[4];
@@ -331,7 +331,7 @@ rc_fill(uint8_t *dst, const struct rc_kparams &p, uint32_t tid,
 }
 
 /* One block row (blockIdx.y) per job; the x blocks stride over it. */
-template <enum cfg_dtype IN, enum cfg_dtype OUT>
+template <enum daqiri_dtype IN, enum daqiri_dtype OUT>
 __global__ void __launch_bounds__(RC_BLOCK)
 rc_kernel(struct rc_kparams p)
 {
@@ -341,7 +341,7 @@ rc_kernel(struct rc_kparams p)
 
 	if (j.src == nullptr)
 		rc_fill(j.dst, p, tid, stride);
-	else if constexpr (IN == CFG_DTYPE_NONE)
+	else if constexpr (IN == DAQIRI_DTYPE_RAW)
 		rc_copy(j, p, tid, stride);
 	else
 		rc_convert<IN, OUT>(j, p, tid, stride);
@@ -349,21 +349,21 @@ rc_kernel(struct rc_kparams p)
 
 typedef void (*rc_kernel_fn)(struct rc_kparams);
 
-template <enum cfg_dtype IN>
+template <enum daqiri_dtype IN>
 static rc_kernel_fn
-rc_pick_out(enum cfg_dtype out)
+rc_pick_out(enum daqiri_dtype out)
 {
 	switch (out) {
-	case CFG_DTYPE_FP16:
-		return rc_kernel<IN, CFG_DTYPE_FP16>;
-	case CFG_DTYPE_BF16:
-		return rc_kernel<IN, CFG_DTYPE_BF16>;
-	case CFG_DTYPE_FP32:
-		return rc_kernel<IN, CFG_DTYPE_FP32>;
-	case CFG_DTYPE_FP64:
-		return rc_kernel<IN, CFG_DTYPE_FP64>;
-	case CFG_DTYPE_INT32:
-		return rc_kernel<IN, CFG_DTYPE_INT32>;
+	case DAQIRI_DTYPE_FP16:
+		return rc_kernel<IN, DAQIRI_DTYPE_FP16>;
+	case DAQIRI_DTYPE_BF16:
+		return rc_kernel<IN, DAQIRI_DTYPE_BF16>;
+	case DAQIRI_DTYPE_FP32:
+		return rc_kernel<IN, DAQIRI_DTYPE_FP32>;
+	case DAQIRI_DTYPE_FP64:
+		return rc_kernel<IN, DAQIRI_DTYPE_FP64>;
+	case DAQIRI_DTYPE_INT32:
+		return rc_kernel<IN, DAQIRI_DTYPE_INT32>;
 	default:
 		return nullptr;
 	}
@@ -371,19 +371,19 @@ rc_pick_out(enum cfg_dtype out)
 
 /* The kernel for a conversion, or NULL when it is not supported. */
 static rc_kernel_fn
-rc_pick(enum cfg_dtype in, enum cfg_dtype out)
+rc_pick(enum daqiri_dtype in, enum daqiri_dtype out)
 {
 	switch (in) {
-	case CFG_DTYPE_NONE:
-		return rc_kernel<CFG_DTYPE_NONE, CFG_DTYPE_NONE>;
-	case CFG_DTYPE_INT4:
-		return rc_pick_out<CFG_DTYPE_INT4>(out);
-	case CFG_DTYPE_INT8:
-		return rc_pick_out<CFG_DTYPE_INT8>(out);
-	case CFG_DTYPE_INT16:
-		return rc_pick_out<CFG_DTYPE_INT16>(out);
-	case CFG_DTYPE_INT32:
-		return rc_pick_out<CFG_DTYPE_INT32>(out);
+	case DAQIRI_DTYPE_RAW:
+		return rc_kernel<DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_RAW>;
+	case DAQIRI_DTYPE_INT4:
+		return rc_pick_out<DAQIRI_DTYPE_INT4>(out);
+	case DAQIRI_DTYPE_INT8:
+		return rc_pick_out<DAQIRI_DTYPE_INT8>(out);
+	case DAQIRI_DTYPE_INT16:
+		return rc_pick_out<DAQIRI_DTYPE_INT16>(out);
+	case DAQIRI_DTYPE_INT32:
+		return rc_pick_out<DAQIRI_DTYPE_INT32>(out);
 	default:
 		return nullptr;
 	}
@@ -391,9 +391,9 @@ rc_pick(enum cfg_dtype in, enum cfg_dtype out)
 
 /* x blocks per job: enough for the widest of conversion and fill. */
 static unsigned
-rc_grid_x(enum cfg_dtype in, uint32_t in_bytes, uint64_t slot_bytes)
+rc_grid_x(enum daqiri_dtype in, uint32_t in_bytes, uint64_t slot_bytes)
 {
-	uint64_t units = in == CFG_DTYPE_NONE ? in_bytes / 16 : in_bytes / 4;
+	uint64_t units = in == DAQIRI_DTYPE_RAW ? in_bytes / 16 : in_bytes / 4;
 	uint64_t g;
 
 	if (slot_bytes / 16 > units)
@@ -404,7 +404,7 @@ rc_grid_x(enum cfg_dtype in, uint32_t in_bytes, uint64_t slot_bytes)
 
 /* Check a conversion's geometry; 0 or -EINVAL with the message set. */
 static int
-rc_check(enum cfg_dtype in, enum cfg_dtype out, uint32_t in_bytes,
+rc_check(enum daqiri_dtype in, enum daqiri_dtype out, uint32_t in_bytes,
 	 uint64_t slot_bytes)
 {
 	if (rc_pick(in, out) == nullptr) {
@@ -417,13 +417,13 @@ rc_check(enum cfg_dtype in, enum cfg_dtype out, uint32_t in_bytes,
 		    "of input elements", in_bytes);
 		return -EINVAL;
 	}
-	if (in != CFG_DTYPE_NONE && slot_bytes !=
+	if (in != DAQIRI_DTYPE_RAW && slot_bytes !=
 	    (uint64_t)cvt_in_elems(in, in_bytes) * cvt_out_size(out)) {
 		rc_seterr("gpu reorder: slot of %llu bytes does not match %u "
 		    "payload bytes", (unsigned long long)slot_bytes, in_bytes);
 		return -EINVAL;
 	}
-	if (in == CFG_DTYPE_NONE && slot_bytes < in_bytes) {
+	if (in == DAQIRI_DTYPE_RAW && slot_bytes < in_bytes) {
 		rc_seterr("gpu reorder: slot of %llu bytes is shorter than %u "
 		    "payload bytes", (unsigned long long)slot_bytes, in_bytes);
 		return -EINVAL;
@@ -454,15 +454,15 @@ rc_launch(rc_kernel_fn fn, const struct rc_kparams *base, unsigned gx,
 }
 
 extern "C" int
-gpu_place_jobs(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
-	       enum cfg_fill fill, uint32_t in_bytes, uint64_t slot_bytes,
+gpu_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
+	       enum daqiri_fill fill, uint32_t in_bytes, uint64_t slot_bytes,
 	       const struct gpu_job *jobs_dev, uint32_t njobs, void *stream)
 {
 	struct rc_kparams p;
 	int rc;
 
-	if (in == CFG_DTYPE_NONE)
-		out = CFG_DTYPE_NONE;
+	if (in == DAQIRI_DTYPE_RAW)
+		out = DAQIRI_DTYPE_RAW;
 	if ((rc = rc_check(in, out, in_bytes, slot_bytes)) != 0)
 		return rc;
 	p.jobs = jobs_dev;
@@ -787,9 +787,9 @@ struct rc_state {
 	const struct reorder_plan *plan;
 	int dev;
 	cudaStream_t stream;
-	enum cfg_dtype in, out;
+	enum daqiri_dtype in, out;
 	enum cfg_endian en;
-	enum cfg_fill fill;
+	enum daqiri_fill fill;
 	uint32_t in_bytes;
 	uint32_t ppb;
 	uint64_t slot_bytes;
@@ -1029,7 +1029,7 @@ rc_fill_slots(void *state, const struct reorder_buf *buf)
 	uint32_t w, nw = (s->ppb + 63) / 64, slot;
 	uint64_t miss;
 
-	if (s->fill == CFG_FILL_KEEP)
+	if (s->fill == DAQIRI_FILL_KEEP)
 		return;
 	b = rc_buf(s, buf);
 	for (w = 0; w < nw; w++) {
@@ -1156,8 +1156,8 @@ rc_init(struct reorder_plan *p, void **state)
 		return -ENOMEM;
 	}
 	s->plan = p;
-	s->in = r->has_data_types ? r->input_type : CFG_DTYPE_NONE;
-	s->out = r->has_data_types ? r->output_type : CFG_DTYPE_NONE;
+	s->in = r->has_data_types ? r->input_type : DAQIRI_DTYPE_RAW;
+	s->out = r->has_data_types ? r->output_type : DAQIRI_DTYPE_RAW;
 	s->en = r->endianness;
 	s->fill = r->fill;
 	s->in_bytes = g->in_bytes;

@@ -169,8 +169,8 @@ int gpu_event_ipc_handle(const void *buf, void *handle_out);
  * fp16, bf16, fp32, fp64, int32; NONE copies), -EIO on a launch error.
  * The backend's own path; exported for tests and the benchmark.
  */
-int gpu_place_jobs(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
-		   enum cfg_fill fill, uint32_t in_bytes, uint64_t slot_bytes,
+int gpu_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
+		   enum daqiri_fill fill, uint32_t in_bytes, uint64_t slot_bytes,
 		   const struct gpu_job *jobs_dev, uint32_t njobs, void *stream);
 
 #else /* !DAQIRI_HAVE_CUDA */

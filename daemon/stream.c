@@ -891,7 +891,7 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 		goto fail;
 	}
 	s->geom = reorder_geom(s->plan);
-	if (region->kind == CFG_MEM_DEVICE &&
+	if (region->kind == DAQIRI_MEM_DEVICE &&
 	    (rc = make_ipc_file(s, err, errlen)) != 0)
 		goto fail;
 	snapshot(s);
@@ -907,7 +907,7 @@ stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
 		  const struct cfg_queue *q, uint64_t frame_bytes, char *err,
 		  size_t errlen)
 {
-	struct cfg_region cr = { .kind = CFG_MEM_HOST, .num_bufs = RAW_NBUFS };
+	struct cfg_region cr = { .kind = DAQIRI_MEM_HOST, .num_bufs = RAW_NBUFS };
 	struct reorder_owner owner;
 	struct mem_region *m;
 	struct stream *s;
@@ -1021,31 +1021,12 @@ push_cmd(struct stream *s, enum cmd_op op, struct sub *u)
 	return rc;
 }
 
+/* The element type of a stream's tensors: raw bytes without data_types. */
 static enum daqiri_dtype
-dtype_of(const struct cfg_reorder *r)
+out_dtype(const struct cfg_reorder *r)
 {
-	switch (r != NULL && r->has_data_types ? r->output_type :
-	    CFG_DTYPE_NONE) {
-	case CFG_DTYPE_INT8:	return DAQIRI_DTYPE_INT8;
-	case CFG_DTYPE_INT16:	return DAQIRI_DTYPE_INT16;
-	case CFG_DTYPE_INT32:	return DAQIRI_DTYPE_INT32;
-	case CFG_DTYPE_FP16:	return DAQIRI_DTYPE_FP16;
-	case CFG_DTYPE_BF16:	return DAQIRI_DTYPE_BF16;
-	case CFG_DTYPE_FP32:	return DAQIRI_DTYPE_FP32;
-	case CFG_DTYPE_FP64:	return DAQIRI_DTYPE_FP64;
-	default:		return DAQIRI_DTYPE_RAW;
-	}
-}
-
-static enum daqiri_mem_kind
-mem_kind_of(enum cfg_mem_kind k)
-{
-	switch (k) {
-	case CFG_MEM_HUGE:		return DAQIRI_MEM_HUGE;
-	case CFG_MEM_DEVICE:		return DAQIRI_MEM_DEVICE;
-	case CFG_MEM_HOST_PINNED:	return DAQIRI_MEM_HOST_PINNED;
-	default:			return DAQIRI_MEM_HOST;
-	}
+	return r != NULL && r->has_data_types ? r->output_type :
+	    DAQIRI_DTYPE_RAW;
 }
 
 static void
@@ -1058,11 +1039,11 @@ fill_info(const struct stream *s, const struct sub *u,
 	info->kind = s->kind;
 	info->mode = u->mode;
 	snprintf(info->group, sizeof(info->group), "%s", u->group);
-	info->mem_kind = mem_kind_of(s->region->kind);
-	info->device = s->region->kind == CFG_MEM_DEVICE ?
+	info->mem_kind = s->region->kind;
+	info->device = s->region->kind == DAQIRI_MEM_DEVICE ?
 	    s->region->affinity : -1;
-	info->dtype = dtype_of(s->rc);
-	info->fill = s->rc != NULL ? (enum daqiri_fill)s->rc->fill :
+	info->dtype = out_dtype(s->rc);
+	info->fill = s->rc != NULL ? s->rc->fill :
 	    DAQIRI_FILL_KEEP;
 	info->elem_bytes = daqiri_dtype_size(info->dtype);
 	info->nbufs = s->nbufs;
@@ -1072,7 +1053,7 @@ fill_info(const struct stream *s, const struct sub *u,
 	info->tensor_bytes = s->geom->tensor_bytes;
 	info->buf_offset = 0;
 	info->buf_stride = s->region->buf_size;
-	info->map_bytes = s->region->kind == CFG_MEM_DEVICE ?
+	info->map_bytes = s->region->kind == DAQIRI_MEM_DEVICE ?
 	    (uint64_t)s->nbufs * s->region->buf_size : s->region->size;
 	info->bitmap_bytes = s->bitmap_bytes;
 	info->ring_depth = u->ring.depth;
@@ -1385,9 +1366,9 @@ stream_info_json(const struct stream *s, cJSON *o)
 		daqiri_stream_kind_name(s->kind)) == NULL ||
 	    cJSON_AddStringToObject(o, "memory_region", s->region->name) == NULL ||
 	    cJSON_AddStringToObject(o, "memory_kind",
-		cfg_mem_kind_name(s->region->kind)) == NULL ||
+		daqiri_mem_kind_name(s->region->kind)) == NULL ||
 	    cJSON_AddStringToObject(o, "dtype",
-		daqiri_dtype_name(dtype_of(r))) == NULL ||
+		daqiri_dtype_name(out_dtype(r))) == NULL ||
 	    cJSON_AddNumberToObject(o, "nbufs", s->nbufs) == NULL ||
 	    cJSON_AddNumberToObject(o, "packets_per_batch", s->geom->ppb) == NULL ||
 	    cJSON_AddNumberToObject(o, "slot_bytes", (double)s->geom->slot_bytes) == NULL ||
@@ -1399,7 +1380,7 @@ stream_info_json(const struct stream *s, cJSON *o)
 	if (cJSON_AddStringToObject(o, "reorder_type",
 		r->type == CFG_REORDER_GPU ? "gpu" : "cpu") == NULL ||
 	    cJSON_AddStringToObject(o, "input_type",
-		r->has_data_types ? cfg_dtype_name(r->input_type) : "raw") == NULL ||
+		r->has_data_types ? daqiri_dtype_name(r->input_type) : "raw") == NULL ||
 	    cJSON_AddNumberToObject(o, "payload_bytes", s->geom->in_bytes) == NULL ||
 	    cJSON_AddNumberToObject(o, "window", s->geom->window) == NULL)
 		return -ENOMEM;

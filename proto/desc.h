@@ -10,19 +10,11 @@
 #include <stdint.h>
 #include <time.h>
 
-/* Descriptor flags (bit mask). */
-enum daqiri_desc_flag {
-	DAQIRI_F_COMPLETE = 1u << 0,	/* every slot arrived */
-	DAQIRI_F_TIMEOUT = 1u << 1,	/* published at its deadline */
-	DAQIRI_F_EVICTED = 1u << 2,	/* pushed out by newer batches */
-	DAQIRI_F_HAS_GAPS = 1u << 3,	/* some slot is missing (see bitmap) */
-	DAQIRI_F_RESYNC = 1u << 4,	/* published because the sender restarted */
-	DAQIRI_F_FLUSH = 1u << 5,	/* published at stream stop */
-};
+#include "daqiri_types.h"	/* enum daqiri_tensor_flag */
 
 struct daqiri_desc {
 	uint32_t buf_index;		/* tensor buffer of the stream */
-	uint32_t flags;			/* enum daqiri_desc_flag */
+	uint32_t flags;			/* enum daqiri_tensor_flag */
 	uint64_t seq;			/* stream sequence number, never wraps */
 	uint64_t batch_id;		/* raw batch id from the packets */
 	uint32_t packets_expected;	/* packets per batch */

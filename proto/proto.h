@@ -16,7 +16,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "daqiri_client.h"	/* the shared enums: dtype, mem kind, fill, mode */
+#include "daqiri_types.h"	/* the shared enums: dtype, mem kind, fill, mode */
 #include "daqiri_limits.h"
 
 /*
@@ -223,10 +223,7 @@ int daqiri_msg_type_parse(const char *name);
 const char *daqiri_status_name(enum daqiri_status s);
 int daqiri_status_parse(const char *name);
 const char *daqiri_fd_kind_name(enum daqiri_fd_kind k);
-const char *daqiri_sub_mode_name(enum daqiri_sub_mode m);
-const char *daqiri_stream_kind_name(enum daqiri_stream_kind k);
-/* daqiri_dtype_name(), _mem_kind_name(), _fill_name(), daqiri_dtype_size()
- * are declared in daqiri_client.h and defined in proto.c. */
+/* The names of the shared enums (daqiri_types.h) are defined in proto.c. */
 
 /* Whether a request type changes daemon state (needs root or the admin
  * group): flow_add, flow_del. */

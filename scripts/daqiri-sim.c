@@ -52,7 +52,7 @@ struct sim_layout {
 	uint32_t ppb;
 	uint32_t payload_offset;	/* frame byte where samples start */
 	uint32_t payload_bytes;
-	enum cfg_dtype dtype;		/* NONE: bytes, written as int8 */
+	enum daqiri_dtype dtype;		/* NONE: bytes, written as int8 */
 	enum cfg_endian endian;
 	uint32_t dgram_len;		/* UDP payload bytes of every datagram */
 	uint32_t sample_off;		/* UDP payload byte where samples start */
@@ -75,7 +75,7 @@ struct sim_opts {
 	    has_endian;
 	struct cfg_bitfield seq, batch;
 	uint32_t ppb, poff, pbytes;
-	enum cfg_dtype dtype;
+	enum daqiri_dtype dtype;
 	enum cfg_endian endian;
 	double rate;
 	bool rate_gbps;
@@ -231,16 +231,16 @@ parse_rate(struct sim_opts *o, const char *s)
 	die("--rate: unknown unit '%s' (pps, kpps, Mpps, Mbps, Gbps)", end);
 }
 
-static enum cfg_dtype
+static enum daqiri_dtype
 parse_dtype(const char *s)
 {
 	static const struct {
 		const char *name;
-		enum cfg_dtype t;
+		enum daqiri_dtype t;
 	} types[] = {
-		{ "int4", CFG_DTYPE_INT4 }, { "int8", CFG_DTYPE_INT8 },
-		{ "int16", CFG_DTYPE_INT16 }, { "int32", CFG_DTYPE_INT32 },
-		{ "none", CFG_DTYPE_NONE },
+		{ "int4", DAQIRI_DTYPE_INT4 }, { "int8", DAQIRI_DTYPE_INT8 },
+		{ "int16", DAQIRI_DTYPE_INT16 }, { "int32", DAQIRI_DTYPE_INT32 },
+		{ "none", DAQIRI_DTYPE_RAW },
 	};
 	size_t i;
 
@@ -485,7 +485,7 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 		l->ppb = r->packets_per_batch;
 		l->payload_offset = r->payload_byte_offset;
 		l->payload_bytes = r->payload_bytes;
-		l->dtype = r->has_data_types ? r->input_type : CFG_DTYPE_NONE;
+		l->dtype = r->has_data_types ? r->input_type : DAQIRI_DTYPE_RAW;
 		l->endian = r->endianness;
 		if (ifc->socket.present && ifc->socket.local.set) {
 			*daddr = ifc->socket.local.addr;
@@ -494,7 +494,7 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 	} else {
 		snprintf(l->stream, sizeof(l->stream), "(flags)");
 		l->method = CFG_METHOD_SEQ_PACKETS_PER_BATCH;
-		l->dtype = CFG_DTYPE_INT8;
+		l->dtype = DAQIRI_DTYPE_INT8;
 	}
 	if (o->has_seq)
 		l->seq = o->seq;
@@ -527,12 +527,12 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 		    SIM_HDR_LEN);
 	if (l->payload_bytes == 0)
 		die("payload bytes per packet unknown: give --payload-bytes");
-	elem_bits = l->dtype == CFG_DTYPE_INT4 ? 4 :
-	    l->dtype == CFG_DTYPE_INT16 ? 16 :
-	    l->dtype == CFG_DTYPE_INT32 ? 32 : 8;
+	elem_bits = l->dtype == DAQIRI_DTYPE_INT4 ? 4 :
+	    l->dtype == DAQIRI_DTYPE_INT16 ? 16 :
+	    l->dtype == DAQIRI_DTYPE_INT32 ? 32 : 8;
 	if ((uint64_t)l->payload_bytes * 8 % elem_bits != 0)
 		die("%u payload bytes are not a whole number of %s samples",
-		    l->payload_bytes, cfg_dtype_name(l->dtype));
+		    l->payload_bytes, daqiri_dtype_name(l->dtype));
 	l->sample_off = l->payload_offset - SIM_HDR_LEN;
 	l->dgram_len = l->sample_off + l->payload_bytes;
 	l->prefix_only = true;
@@ -582,12 +582,12 @@ make_samples(const struct sim_layout *l, uint32_t s, uint8_t *out)
 	bool be = l->endian == CFG_ENDIAN_NETWORK;
 
 	switch (l->dtype) {
-	case CFG_DTYPE_INT4:
+	case DAQIRI_DTYPE_INT4:
 		for (k = 0; k < n; k++)
 			out[k] = (uint8_t)((pattern(s, 2 * (uint64_t)k) & 0xF)
 			    << 4 | (pattern(s, 2 * (uint64_t)k + 1) & 0xF));
 		break;
-	case CFG_DTYPE_INT16:
+	case DAQIRI_DTYPE_INT16:
 		for (k = 0; k < n / 2; k++) {
 			uint16_t v = (uint16_t)(int16_t)pattern(s, k);
 
@@ -595,7 +595,7 @@ make_samples(const struct sim_layout *l, uint32_t s, uint8_t *out)
 			out[2 * k + (be ? 1 : 0)] = (uint8_t)v;
 		}
 		break;
-	case CFG_DTYPE_INT32:
+	case DAQIRI_DTYPE_INT32:
 		for (k = 0; k < n / 4; k++) {
 			uint32_t v = (uint32_t)(int32_t)pattern(s, k);
 			int i;
@@ -865,10 +865,10 @@ open_socket(uint32_t addr, uint16_t port)
 }
 
 static const char *
-dtype_label(enum cfg_dtype t)
+dtype_label(enum daqiri_dtype t)
 {
-	return t == CFG_DTYPE_NONE ? "raw bytes (int8 pattern)" :
-	    cfg_dtype_name(t);
+	return t == DAQIRI_DTYPE_RAW ? "raw bytes (int8 pattern)" :
+	    daqiri_dtype_name(t);
 }
 
 int

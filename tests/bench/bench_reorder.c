@@ -35,16 +35,16 @@
 
 struct variant {
 	const char *name;
-	enum cfg_dtype in, out;
+	enum daqiri_dtype in, out;
 	enum cfg_endian en;
 };
 
 static const struct variant variants[] = {
-	{ "copy", CFG_DTYPE_NONE, CFG_DTYPE_NONE, CFG_ENDIAN_HOST },
-	{ "int4-fp16", CFG_DTYPE_INT4, CFG_DTYPE_FP16, CFG_ENDIAN_HOST },
-	{ "int4-fp32", CFG_DTYPE_INT4, CFG_DTYPE_FP32, CFG_ENDIAN_HOST },
-	{ "int8-fp16", CFG_DTYPE_INT8, CFG_DTYPE_FP16, CFG_ENDIAN_HOST },
-	{ "int16n-fp32", CFG_DTYPE_INT16, CFG_DTYPE_FP32,
+	{ "copy", DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_RAW, CFG_ENDIAN_HOST },
+	{ "int4-fp16", DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP16, CFG_ENDIAN_HOST },
+	{ "int4-fp32", DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP32, CFG_ENDIAN_HOST },
+	{ "int8-fp16", DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP16, CFG_ENDIAN_HOST },
+	{ "int16n-fp32", DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_FP32,
 	  CFG_ENDIAN_NETWORK },
 };
 #define NVARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
@@ -86,7 +86,7 @@ pool_publish(void *ctx, const struct daqiri_desc *d,
 	struct pool *p = ctx;
 
 	p->published++;
-	if (d->flags & DAQIRI_F_COMPLETE)
+	if (d->flags & DAQIRI_TENSOR_COMPLETE)
 		p->complete++;
 }
 
@@ -111,7 +111,7 @@ xorshift(uint64_t *s)
 static uint64_t
 slot_bytes_of(const struct variant *v)
 {
-	if (v->in == CFG_DTYPE_NONE)
+	if (v->in == DAQIRI_DTYPE_RAW)
 		return B_PAYLOAD;
 	return (uint64_t)cvt_in_elems(v->in, B_PAYLOAD) * cvt_out_size(v->out);
 }
@@ -131,12 +131,12 @@ bench_cfg(const struct variant *v)
 	r.seq.bit_offset = 0;
 	r.seq.bit_width = 32;
 	r.packets_per_batch = B_PPB;
-	r.has_data_types = v->in != CFG_DTYPE_NONE;
+	r.has_data_types = v->in != DAQIRI_DTYPE_RAW;
 	r.input_type = v->in;
 	r.output_type = v->out;
 	r.endianness = v->en;
 	r.window = CFG_WINDOW_DEFAULT;
-	r.fill = CFG_FILL_ZERO;
+	r.fill = DAQIRI_FILL_ZERO;
 	r.timeout_us = 0;
 	return r;
 }

@@ -33,16 +33,16 @@
 
 struct variant {
 	const char *name;
-	enum cfg_dtype in, out;
+	enum daqiri_dtype in, out;
 	enum cfg_endian en;
 };
 
 static const struct variant variants[] = {
-	{ "copy", CFG_DTYPE_NONE, CFG_DTYPE_NONE, CFG_ENDIAN_HOST },
-	{ "int4-fp16", CFG_DTYPE_INT4, CFG_DTYPE_FP16, CFG_ENDIAN_HOST },
-	{ "int4-fp32", CFG_DTYPE_INT4, CFG_DTYPE_FP32, CFG_ENDIAN_HOST },
-	{ "int8-fp16", CFG_DTYPE_INT8, CFG_DTYPE_FP16, CFG_ENDIAN_HOST },
-	{ "int16net-fp32", CFG_DTYPE_INT16, CFG_DTYPE_FP32,
+	{ "copy", DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_RAW, CFG_ENDIAN_HOST },
+	{ "int4-fp16", DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP16, CFG_ENDIAN_HOST },
+	{ "int4-fp32", DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP32, CFG_ENDIAN_HOST },
+	{ "int8-fp16", DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP16, CFG_ENDIAN_HOST },
+	{ "int16net-fp32", DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_FP32,
 	  CFG_ENDIAN_NETWORK },
 };
 #define NVARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
@@ -59,7 +59,7 @@ static const struct variant variants[] = {
 static uint64_t
 slot_bytes(const struct variant *v)
 {
-	if (v->in == CFG_DTYPE_NONE)
+	if (v->in == DAQIRI_DTYPE_RAW)
 		return B_PAYLOAD;
 	return (uint64_t)cvt_in_elems(v->in, B_PAYLOAD) * cvt_out_size(v->out);
 }
@@ -103,7 +103,7 @@ bench_kernel(const struct variant *v, uint8_t *frames, uint8_t *scratch,
 	CK(cudaEventCreate(&t0));
 	CK(cudaEventCreate(&t1));
 	for (i = 0; i < B_WARMUP; i++)
-		if (gpu_place_jobs(v->in, v->out, v->en, CFG_FILL_ZERO,
+		if (gpu_place_jobs(v->in, v->out, v->en, DAQIRI_FILL_ZERO,
 		    B_PAYLOAD, sb, djobs, B_PKTS, NULL) != 0) {
 			fprintf(stderr, "bench gpu: %s\n",
 			    reorder_cuda_last_error());
@@ -112,7 +112,7 @@ bench_kernel(const struct variant *v, uint8_t *frames, uint8_t *scratch,
 	CK(cudaDeviceSynchronize());
 	CK(cudaEventRecord(t0, NULL));
 	for (i = 0; i < B_ITERS; i++)
-		(void)gpu_place_jobs(v->in, v->out, v->en, CFG_FILL_ZERO,
+		(void)gpu_place_jobs(v->in, v->out, v->en, DAQIRI_FILL_ZERO,
 		    B_PAYLOAD, sb, djobs, B_PKTS, NULL);
 	CK(cudaEventRecord(t1, NULL));
 	CK(cudaEventSynchronize(t1));
@@ -207,12 +207,12 @@ bench_plan(const struct variant *v, int pinned)
 	r.seq.bit_offset = 0;
 	r.seq.bit_width = 32;
 	r.packets_per_batch = B_PKTS;
-	r.has_data_types = v->in != CFG_DTYPE_NONE;
+	r.has_data_types = v->in != DAQIRI_DTYPE_RAW;
 	r.input_type = v->in;
 	r.output_type = v->out;
 	r.endianness = v->en;
 	r.window = 4;
-	r.fill = CFG_FILL_ZERO;
+	r.fill = DAQIRI_FILL_ZERO;
 	memset(&o, 0, sizeof(o));
 	for (i = 0; i < 8; i++) {
 		if (gpu_alloc(0, sb * B_PKTS, &o.data[i]) != 0) {

@@ -328,13 +328,13 @@ fake_fill(struct fake_sub *f, uint32_t b, uint64_t seq, uint32_t *flags,
 			continue;
 		}
 		for (e = 0; e < FAKE_ELEMS; e++)
-			cvt_write(CFG_DTYPE_FP32, pattern(s, e),
+			cvt_write(DAQIRI_DTYPE_FP32, pattern(s, e),
 			    t + (size_t)s * FAKE_SLOT, e);
 		f->bitmap[b] |= 1ull << s;
 	}
 	*received = miss == UINT32_MAX ? FAKE_PPB : FAKE_PPB - 1;
-	*flags = miss == UINT32_MAX ? DAQIRI_F_COMPLETE :
-	    DAQIRI_F_TIMEOUT | DAQIRI_F_HAS_GAPS;
+	*flags = miss == UINT32_MAX ? DAQIRI_TENSOR_COMPLETE :
+	    DAQIRI_TENSOR_TIMEOUT | DAQIRI_TENSOR_HAS_GAPS;
 }
 
 /* Each subscriber gets one tensor per tick, numbered per subscriber,
@@ -513,7 +513,7 @@ check_tensor(const struct daqiri_tensor *t)
 		ck_assert_int_eq(present, s != miss);
 		if (present)
 			for (e = 0; e < FAKE_ELEMS; e++)
-				cvt_write(CFG_DTYPE_FP32, pattern(s, e), want,
+				cvt_write(DAQIRI_DTYPE_FP32, pattern(s, e), want,
 				    e);
 		else
 			memset(want, 0, sizeof(want));

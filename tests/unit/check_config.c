@@ -1124,7 +1124,7 @@ START_TEST(test_defaults_and_geometry)
 	ck_assert_uint_eq(r->slot_bytes, 32000);
 	ck_assert_uint_eq(r->packets_per_batch, 128);
 	ck_assert_uint_eq(r->window, CFG_WINDOW_DEFAULT);
-	ck_assert_int_eq(r->fill, CFG_FILL_ZERO);
+	ck_assert_int_eq(r->fill, DAQIRI_FILL_ZERO);
 	ck_assert_uint_eq(r->timeout_us, CFG_REORDER_TIMEOUT_US_DEFAULT);
 	ck_assert_int_eq(r->endianness, CFG_ENDIAN_HOST);
 
@@ -1213,9 +1213,9 @@ START_TEST(test_accepted_forms)
 		  "{input: int16, output: bf16, input_endianness: network}", &m);
 	ck_assert_int_eq(cfg_parse(t, strlen(t), "t", c, d), 0);
 	ck_assert_int_eq(c->interfaces[0].rx.reorders[0].input_type,
-			 CFG_DTYPE_INT16);
+			 DAQIRI_DTYPE_INT16);
 	ck_assert_int_eq(c->interfaces[0].rx.reorders[0].output_type,
-			 CFG_DTYPE_BF16);
+			 DAQIRI_DTYPE_BF16);
 	ck_assert_int_eq(c->interfaces[0].rx.reorders[0].endianness,
 			 CFG_ENDIAN_NETWORK);
 	ck_assert_uint_eq(c->interfaces[0].rx.reorders[0].slot_bytes, 8000);
@@ -1262,33 +1262,33 @@ START_TEST(test_dtype_and_slot)
 	struct cfg_reorder r;
 
 	memset(&r, 0, sizeof(r));
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_INT4), 4);
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_INT8), 8);
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_INT16), 16);
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_INT32), 32);
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_FP16), 16);
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_BF16), 16);
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_FP32), 32);
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_FP64), 64);
-	ck_assert_uint_eq(cfg_dtype_bits(CFG_DTYPE_NONE), 8);
-	ck_assert_str_eq(cfg_dtype_name(CFG_DTYPE_BF16), "bf16");
-	ck_assert_str_eq(cfg_mem_kind_name(CFG_MEM_HOST_PINNED), "host_pinned");
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_INT4), 4);
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_INT8), 8);
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_INT16), 16);
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_INT32), 32);
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_FP16), 16);
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_BF16), 16);
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_FP32), 32);
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_FP64), 64);
+	ck_assert_uint_eq(cfg_dtype_bits(DAQIRI_DTYPE_RAW), 8);
+	ck_assert_str_eq(daqiri_dtype_name(DAQIRI_DTYPE_BF16), "bf16");
+	ck_assert_str_eq(daqiri_mem_kind_name(DAQIRI_MEM_HOST_PINNED), "host_pinned");
 	ck_assert_str_eq(cfg_log_level_name(CFG_LOG_CRITICAL), "critical");
 
 	/* no data_types: bytes copied */
 	ck_assert_uint_eq(cfg_reorder_slot_bytes(&r, 1500), 1500);
 	r.has_data_types = true;
-	r.input_type = CFG_DTYPE_INT4;
-	r.output_type = CFG_DTYPE_FP16;
+	r.input_type = DAQIRI_DTYPE_INT4;
+	r.output_type = DAQIRI_DTYPE_FP16;
 	ck_assert_uint_eq(cfg_reorder_slot_bytes(&r, 8000), 32000);
-	r.output_type = CFG_DTYPE_FP32;
+	r.output_type = DAQIRI_DTYPE_FP32;
 	ck_assert_uint_eq(cfg_reorder_slot_bytes(&r, 1984), 15872);
-	r.input_type = CFG_DTYPE_INT16;
-	r.output_type = CFG_DTYPE_FP64;
+	r.input_type = DAQIRI_DTYPE_INT16;
+	r.output_type = DAQIRI_DTYPE_FP64;
 	ck_assert_uint_eq(cfg_reorder_slot_bytes(&r, 10), 40);
 	ck_assert_uint_eq(cfg_reorder_slot_bytes(&r, 11), 0);
-	r.input_type = CFG_DTYPE_INT32;
-	r.output_type = CFG_DTYPE_BF16;
+	r.input_type = DAQIRI_DTYPE_INT32;
+	r.output_type = DAQIRI_DTYPE_BF16;
 	ck_assert_uint_eq(cfg_reorder_slot_bytes(&r, 6), 0);
 	ck_assert_uint_eq(cfg_reorder_slot_bytes(&r, 8), 4);
 	ck_assert_uint_eq(cfg_reorder_slot_bytes(&r, 0), 0);

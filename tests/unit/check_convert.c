@@ -19,7 +19,7 @@
 /* One row of the first REFERENCE.md table. */
 struct vec {
 	const char *name;
-	enum cfg_dtype in;
+	enum daqiri_dtype in;
 	enum cfg_endian en;
 	uint8_t bytes[16];
 	uint32_t nbytes;
@@ -31,46 +31,46 @@ struct vec {
 };
 
 static const struct vec vecs[] = {
-	{ "int4", CFG_DTYPE_INT4, CFG_ENDIAN_HOST, { 0x12, 0xF8, 0x7F, 0x80 },
+	{ "int4", DAQIRI_DTYPE_INT4, CFG_ENDIAN_HOST, { 0x12, 0xF8, 0x7F, 0x80 },
 	  4, 8, { 1, 2, -1, -8, 7, -1, -8, 0 },
 	  { 0x3C00, 0x4000, 0xBC00, 0xC800, 0x4700, 0xBC00, 0xC800, 0x0000 },
 	  { 0x3F80, 0x4000, 0xBF80, 0xC100, 0x40E0, 0xBF80, 0xC100, 0x0000 },
 	  { 0x3F800000, 0x40000000, 0xBF800000, 0xC1000000, 0x40E00000,
 	    0xBF800000, 0xC1000000, 0x00000000 } },
 	/* endianness does not apply to int4: network gives the same */
-	{ "int4-net", CFG_DTYPE_INT4, CFG_ENDIAN_NETWORK,
+	{ "int4-net", DAQIRI_DTYPE_INT4, CFG_ENDIAN_NETWORK,
 	  { 0x12, 0xF8, 0x7F, 0x80 },
 	  4, 8, { 1, 2, -1, -8, 7, -1, -8, 0 },
 	  { 0x3C00, 0x4000, 0xBC00, 0xC800, 0x4700, 0xBC00, 0xC800, 0x0000 },
 	  { 0x3F80, 0x4000, 0xBF80, 0xC100, 0x40E0, 0xBF80, 0xC100, 0x0000 },
 	  { 0x3F800000, 0x40000000, 0xBF800000, 0xC1000000, 0x40E00000,
 	    0xBF800000, 0xC1000000, 0x00000000 } },
-	{ "int8", CFG_DTYPE_INT8, CFG_ENDIAN_HOST,
+	{ "int8", DAQIRI_DTYPE_INT8, CFG_ENDIAN_HOST,
 	  { 0x00, 0x7F, 0x80, 0xFF, 0x05 }, 5, 5, { 0, 127, -128, -1, 5 },
 	  { 0x0000, 0x57F0, 0xD800, 0xBC00, 0x4500 },
 	  { 0x0000, 0x42FE, 0xC300, 0xBF80, 0x40A0 },
 	  { 0x00000000, 0x42FE0000, 0xC3000000, 0xBF800000, 0x40A00000 } },
-	{ "int8-net", CFG_DTYPE_INT8, CFG_ENDIAN_NETWORK,
+	{ "int8-net", DAQIRI_DTYPE_INT8, CFG_ENDIAN_NETWORK,
 	  { 0x00, 0x7F, 0x80, 0xFF, 0x05 }, 5, 5, { 0, 127, -128, -1, 5 },
 	  { 0x0000, 0x57F0, 0xD800, 0xBC00, 0x4500 },
 	  { 0x0000, 0x42FE, 0xC300, 0xBF80, 0x40A0 },
 	  { 0x00000000, 0x42FE0000, 0xC3000000, 0xBF800000, 0x40A00000 } },
-	{ "int16-host", CFG_DTYPE_INT16, CFG_ENDIAN_HOST,
+	{ "int16-host", DAQIRI_DTYPE_INT16, CFG_ENDIAN_HOST,
 	  { 0x34, 0x12, 0xFF, 0x7F, 0x00, 0x80, 0xFE, 0xFF }, 8, 4,
 	  { 4660, 32767, -32768, -2 },
 	  { 0x6C8D, 0x7800, 0xF800, 0xC000 },
 	  { 0x4592, 0x4700, 0xC700, 0xC000 },
 	  { 0x4591A000, 0x46FFFE00, 0xC7000000, 0xC0000000 } },
-	{ "int16-net", CFG_DTYPE_INT16, CFG_ENDIAN_NETWORK,
+	{ "int16-net", DAQIRI_DTYPE_INT16, CFG_ENDIAN_NETWORK,
 	  { 0x12, 0x34, 0x7F, 0xFF, 0x80, 0x00, 0xFF, 0xFE }, 8, 4,
 	  { 4660, 32767, -32768, -2 },
 	  { 0x6C8D, 0x7800, 0xF800, 0xC000 },
 	  { 0x4592, 0x4700, 0xC700, 0xC000 },
 	  { 0x4591A000, 0x46FFFE00, 0xC7000000, 0xC0000000 } },
-	{ "int32-host", CFG_DTYPE_INT32, CFG_ENDIAN_HOST,
+	{ "int32-host", DAQIRI_DTYPE_INT32, CFG_ENDIAN_HOST,
 	  { 0x00, 0x00, 0x01, 0x00 }, 4, 1, { 65536 },
 	  { 0x7C00 }, { 0x4780 }, { 0x47800000 } },
-	{ "int32-net", CFG_DTYPE_INT32, CFG_ENDIAN_NETWORK,
+	{ "int32-net", DAQIRI_DTYPE_INT32, CFG_ENDIAN_NETWORK,
 	  { 0x00, 0x00, 0x01, 0x00 }, 4, 1, { 256 },
 	  { 0x5C00 }, { 0x4380 }, { 0x43800000 } },
 };
@@ -181,16 +181,16 @@ ref_bf16(double x)
 
 /* Expected output element of value v in type out, from the tables. */
 static uint64_t
-expect(const struct vec *t, enum cfg_dtype out, uint32_t e)
+expect(const struct vec *t, enum daqiri_dtype out, uint32_t e)
 {
 	switch (out) {
-	case CFG_DTYPE_FP16:
+	case DAQIRI_DTYPE_FP16:
 		return t->f16[e];
-	case CFG_DTYPE_BF16:
+	case DAQIRI_DTYPE_BF16:
 		return t->bf16[e];
-	case CFG_DTYPE_FP32:
+	case DAQIRI_DTYPE_FP32:
 		return t->f32[e];
-	case CFG_DTYPE_FP64:
+	case DAQIRI_DTYPE_FP64:
 		return f64_bits((double)t->values[e]);
 	default:
 		return (uint32_t)t->values[e];
@@ -280,23 +280,23 @@ START_TEST(test_int32_table)
 	in[1] = (uint8_t)((uint32_t)t->v >> 8);
 	in[2] = (uint8_t)((uint32_t)t->v >> 16);
 	in[3] = (uint8_t)((uint32_t)t->v >> 24);
-	cvt_slot_scalar(CFG_DTYPE_INT32, CFG_DTYPE_FP32, CFG_ENDIAN_HOST,
+	cvt_slot_scalar(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_FP32, CFG_ENDIAN_HOST,
 	    in, 4, out);
 	ck_assert_uint_eq(load_le(out, 4), t->f32);
-	cvt_slot_scalar(CFG_DTYPE_INT32, CFG_DTYPE_FP16, CFG_ENDIAN_HOST,
+	cvt_slot_scalar(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_FP16, CFG_ENDIAN_HOST,
 	    in, 4, out);
 	ck_assert_uint_eq(load_le(out, 2), t->f16);
-	cvt_slot_scalar(CFG_DTYPE_INT32, CFG_DTYPE_FP64, CFG_ENDIAN_HOST,
+	cvt_slot_scalar(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_FP64, CFG_ENDIAN_HOST,
 	    in, 4, out);
 	ck_assert(load_le(out, 8) == f64_bits((double)t->v));
 	in[0] = (uint8_t)((uint32_t)t->v >> 24);
 	in[1] = (uint8_t)((uint32_t)t->v >> 16);
 	in[2] = (uint8_t)((uint32_t)t->v >> 8);
 	in[3] = (uint8_t)t->v;
-	cvt_slot_scalar(CFG_DTYPE_INT32, CFG_DTYPE_BF16, CFG_ENDIAN_NETWORK,
+	cvt_slot_scalar(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_BF16, CFG_ENDIAN_NETWORK,
 	    in, 4, out);
 	ck_assert_uint_eq(load_le(out, 2), t->bf16);
-	cvt_slot_scalar(CFG_DTYPE_INT32, CFG_DTYPE_INT32, CFG_ENDIAN_NETWORK,
+	cvt_slot_scalar(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_INT32, CFG_ENDIAN_NETWORK,
 	    in, 4, out);
 	ck_assert_uint_eq(load_le(out, 4), (uint32_t)t->v);
 }
@@ -319,12 +319,12 @@ START_TEST(test_int32_network)
 	static const uint8_t want[4] = { 0x04, 0x03, 0x02, 0x01 };
 	uint8_t out[4];
 
-	ck_assert_int_eq(cvt_read(CFG_DTYPE_INT32, CFG_ENDIAN_NETWORK, in, 0),
+	ck_assert_int_eq(cvt_read(DAQIRI_DTYPE_INT32, CFG_ENDIAN_NETWORK, in, 0),
 	    0x01020304);
-	cvt_slot_scalar(CFG_DTYPE_INT32, CFG_DTYPE_INT32, CFG_ENDIAN_NETWORK,
+	cvt_slot_scalar(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_INT32, CFG_ENDIAN_NETWORK,
 	    in, 4, out);
 	ck_assert_int_eq(memcmp(out, want, 4), 0);
-	cvt_slot_scalar(CFG_DTYPE_INT32, CFG_DTYPE_INT32, CFG_ENDIAN_HOST,
+	cvt_slot_scalar(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_INT32, CFG_ENDIAN_HOST,
 	    in, 4, out);
 	ck_assert_int_eq(memcmp(out, in, 4), 0);
 }
@@ -332,23 +332,23 @@ END_TEST
 
 START_TEST(test_sizes)
 {
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_NONE, 7), 7);
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_INT4, 7), 14);
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_INT8, 7), 7);
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_INT16, 7), 0);
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_INT16, 8000), 4000);
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_INT32, 6), 0);
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_INT32, 8000), 2000);
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_INT4, 0x80000000u), 0);
-	ck_assert_uint_eq(cvt_out_size(CFG_DTYPE_NONE), 1);
-	ck_assert_uint_eq(cvt_out_size(CFG_DTYPE_FP16), 2);
-	ck_assert_uint_eq(cvt_out_size(CFG_DTYPE_BF16), 2);
-	ck_assert_uint_eq(cvt_out_size(CFG_DTYPE_FP32), 4);
-	ck_assert_uint_eq(cvt_out_size(CFG_DTYPE_INT32), 4);
-	ck_assert_uint_eq(cvt_out_size(CFG_DTYPE_FP64), 8);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_RAW, 7), 7);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_INT4, 7), 14);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_INT8, 7), 7);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_INT16, 7), 0);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_INT16, 8000), 4000);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_INT32, 6), 0);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_INT32, 8000), 2000);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_INT4, 0x80000000u), 0);
+	ck_assert_uint_eq(cvt_out_size(DAQIRI_DTYPE_RAW), 1);
+	ck_assert_uint_eq(cvt_out_size(DAQIRI_DTYPE_FP16), 2);
+	ck_assert_uint_eq(cvt_out_size(DAQIRI_DTYPE_BF16), 2);
+	ck_assert_uint_eq(cvt_out_size(DAQIRI_DTYPE_FP32), 4);
+	ck_assert_uint_eq(cvt_out_size(DAQIRI_DTYPE_INT32), 4);
+	ck_assert_uint_eq(cvt_out_size(DAQIRI_DTYPE_FP64), 8);
 	/* REFERENCE.md geometry example: int4 -> fp32, 1984 bytes */
-	ck_assert_uint_eq(cvt_in_elems(CFG_DTYPE_INT4, 1984) *
-	    cvt_out_size(CFG_DTYPE_FP32), 15872);
+	ck_assert_uint_eq(cvt_in_elems(DAQIRI_DTYPE_INT4, 1984) *
+	    cvt_out_size(DAQIRI_DTYPE_FP32), 15872);
 }
 END_TEST
 
@@ -360,13 +360,13 @@ START_TEST(test_copy_none)
 	for (i = 0; i < sizeof(in); i++)
 		in[i] = (uint8_t)(i * 37 + 5);
 	memset(out, 0xAA, sizeof(out));
-	cvt_slot_scalar(CFG_DTYPE_NONE, CFG_DTYPE_NONE, CFG_ENDIAN_HOST, in,
+	cvt_slot_scalar(DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_RAW, CFG_ENDIAN_HOST, in,
 	    sizeof(in), out);
 	ck_assert_int_eq(memcmp(in, out, sizeof(in)), 0);
 	ck_assert_uint_eq(out[sizeof(in)], 0xAA);
 	memset(out, 0, sizeof(out));
 	for (i = 0; i < sizeof(in); i++)
-		cvt_convert_element(CFG_DTYPE_NONE, CFG_DTYPE_FP32,
+		cvt_convert_element(DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_FP32,
 		    CFG_ENDIAN_NETWORK, in, i, out);
 	ck_assert_int_eq(memcmp(in, out, sizeof(in)), 0);
 }
@@ -375,34 +375,34 @@ END_TEST
 START_TEST(test_fill)
 {
 	static const struct {
-		enum cfg_dtype out;
+		enum daqiri_dtype out;
 		uint32_t sz;
 		uint64_t nan;
 	} f[] = {
-		{ CFG_DTYPE_FP16, 2, 0x7E00 },
-		{ CFG_DTYPE_BF16, 2, 0x7FC0 },
-		{ CFG_DTYPE_FP32, 4, 0x7FC00000 },
-		{ CFG_DTYPE_FP64, 8, 0x7FF8000000000000ull },
+		{ DAQIRI_DTYPE_FP16, 2, 0x7E00 },
+		{ DAQIRI_DTYPE_BF16, 2, 0x7FC0 },
+		{ DAQIRI_DTYPE_FP32, 4, 0x7FC00000 },
+		{ DAQIRI_DTYPE_FP64, 8, 0x7FF8000000000000ull },
 	};
 	uint8_t buf[72];
 	unsigned i, e;
 
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		memset(buf, 0xAA, sizeof(buf));
-		cvt_fill_slot(f[i].out, CFG_FILL_NAN, buf, 64);
+		cvt_fill_slot(f[i].out, DAQIRI_FILL_NAN, buf, 64);
 		for (e = 0; e < 64 / f[i].sz; e++)
 			ck_assert(load_le(buf + e * f[i].sz, f[i].sz) ==
 			    f[i].nan);
 		ck_assert_uint_eq(buf[64], 0xAA);
 
 		memset(buf, 0xAA, sizeof(buf));
-		cvt_fill_slot(f[i].out, CFG_FILL_ZERO, buf, 64);
+		cvt_fill_slot(f[i].out, DAQIRI_FILL_ZERO, buf, 64);
 		for (e = 0; e < 64; e++)
 			ck_assert_uint_eq(buf[e], 0);
 		ck_assert_uint_eq(buf[64], 0xAA);
 
 		memset(buf, 0xAA, sizeof(buf));
-		cvt_fill_slot(f[i].out, CFG_FILL_KEEP, buf, 64);
+		cvt_fill_slot(f[i].out, DAQIRI_FILL_KEEP, buf, 64);
 		for (e = 0; e < sizeof(buf); e++)
 			ck_assert_uint_eq(buf[e], 0xAA);
 	}
@@ -410,7 +410,7 @@ START_TEST(test_fill)
 	ck_assert(isnan(bits_f32(0x7FC00000)));
 	/* types without a NaN fall back to zeros */
 	memset(buf, 0xAA, sizeof(buf));
-	cvt_fill_slot(CFG_DTYPE_INT32, CFG_FILL_NAN, buf, 16);
+	cvt_fill_slot(DAQIRI_DTYPE_INT32, DAQIRI_FILL_NAN, buf, 16);
 	for (e = 0; e < 16; e++)
 		ck_assert_uint_eq(buf[e], 0);
 }
@@ -433,13 +433,13 @@ START_TEST(test_exhaustive_int16)
 		le[1] = (uint8_t)((uint32_t)v >> 8);
 		be[0] = le[1];
 		be[1] = le[0];
-		cvt_slot_scalar(CFG_DTYPE_INT16, CFG_DTYPE_FP16,
+		cvt_slot_scalar(DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_FP16,
 		    CFG_ENDIAN_HOST, le, 2, o1);
-		cvt_slot_scalar(CFG_DTYPE_INT16, CFG_DTYPE_FP16,
+		cvt_slot_scalar(DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_FP16,
 		    CFG_ENDIAN_NETWORK, be, 2, o2);
 		EXPECT_EQ(load_le(o1, 2), ref_f16((double)v));
 		EXPECT_EQ(load_le(o2, 2), ref_f16((double)v));
-		cvt_slot_scalar(CFG_DTYPE_INT16, CFG_DTYPE_FP32,
+		cvt_slot_scalar(DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_FP32,
 		    CFG_ENDIAN_NETWORK, be, 2, o2);
 		EXPECT_EQ(load_le(o2, 4), f32_bits((float)v));
 	}
@@ -454,21 +454,21 @@ START_TEST(test_exhaustive_bytes)
 
 	for (i = 0; i < 256; i++) {
 		b = (uint8_t)i;
-		EXPECT_EQ(cvt_read(CFG_DTYPE_INT8, CFG_ENDIAN_HOST,
+		EXPECT_EQ(cvt_read(DAQIRI_DTYPE_INT8, CFG_ENDIAN_HOST,
 		    &b, 0), (int8_t)b);
-		EXPECT_EQ(cvt_read(CFG_DTYPE_INT4, CFG_ENDIAN_HOST,
+		EXPECT_EQ(cvt_read(DAQIRI_DTYPE_INT4, CFG_ENDIAN_HOST,
 		    &b, 0), (int)(i >> 4) - ((i >> 4) >= 8 ? 16 : 0));
-		EXPECT_EQ(cvt_read(CFG_DTYPE_INT4, CFG_ENDIAN_HOST,
+		EXPECT_EQ(cvt_read(DAQIRI_DTYPE_INT4, CFG_ENDIAN_HOST,
 		    &b, 1), (int)(i & 15) - ((i & 15) >= 8 ? 16 : 0));
-		cvt_slot_scalar(CFG_DTYPE_INT8, CFG_DTYPE_FP16,
+		cvt_slot_scalar(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP16,
 		    CFG_ENDIAN_HOST, &b, 1, o);
 		EXPECT_EQ(load_le(o, 2), ref_f16((int8_t)b));
-		cvt_slot_scalar(CFG_DTYPE_INT4, CFG_DTYPE_BF16,
+		cvt_slot_scalar(DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_BF16,
 		    CFG_ENDIAN_HOST, &b, 1, o);
 		EXPECT_EQ(load_le(o, 2),
-		    ref_bf16(cvt_read(CFG_DTYPE_INT4, CFG_ENDIAN_HOST, &b, 0)));
+		    ref_bf16(cvt_read(DAQIRI_DTYPE_INT4, CFG_ENDIAN_HOST, &b, 0)));
 		EXPECT_EQ(load_le(o + 2, 2),
-		    ref_bf16(cvt_read(CFG_DTYPE_INT4, CFG_ENDIAN_HOST, &b, 1)));
+		    ref_bf16(cvt_read(DAQIRI_DTYPE_INT4, CFG_ENDIAN_HOST, &b, 1)));
 	}
 }
 END_TEST
@@ -576,8 +576,8 @@ END_TEST
 /* A whole 8000-byte payload of each input type: slot == element loop. */
 START_TEST(test_slot_random_payload)
 {
-	enum cfg_dtype ins[4] = { CFG_DTYPE_INT4, CFG_DTYPE_INT8,
-	    CFG_DTYPE_INT16, CFG_DTYPE_INT32 };
+	enum daqiri_dtype ins[4] = { DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_INT8,
+	    DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_INT32 };
 	static uint8_t in[8000], a[16000 * 8], b[16000 * 8];
 	uint64_t s = 7;
 	uint32_t n, e, sz;

@@ -21,7 +21,7 @@
 #define BIG		8000
 
 struct vec {
-	enum cfg_dtype in;
+	enum daqiri_dtype in;
 	enum cfg_endian en;
 	uint8_t bytes[8];
 	uint32_t nbytes;
@@ -34,32 +34,32 @@ struct vec {
 
 /* REFERENCE.md, first table. */
 static const struct vec vecs[] = {
-	{ CFG_DTYPE_INT4, CFG_ENDIAN_HOST, { 0x12, 0xF8, 0x7F, 0x80 }, 4, 8,
+	{ DAQIRI_DTYPE_INT4, CFG_ENDIAN_HOST, { 0x12, 0xF8, 0x7F, 0x80 }, 4, 8,
 	  { 1, 2, -1, -8, 7, -1, -8, 0 },
 	  { 0x3C00, 0x4000, 0xBC00, 0xC800, 0x4700, 0xBC00, 0xC800, 0x0000 },
 	  { 0x3F80, 0x4000, 0xBF80, 0xC100, 0x40E0, 0xBF80, 0xC100, 0x0000 },
 	  { 0x3F800000, 0x40000000, 0xBF800000, 0xC1000000, 0x40E00000,
 	    0xBF800000, 0xC1000000, 0x00000000 } },
-	{ CFG_DTYPE_INT8, CFG_ENDIAN_HOST, { 0x00, 0x7F, 0x80, 0xFF, 0x05 },
+	{ DAQIRI_DTYPE_INT8, CFG_ENDIAN_HOST, { 0x00, 0x7F, 0x80, 0xFF, 0x05 },
 	  5, 5, { 0, 127, -128, -1, 5 },
 	  { 0x0000, 0x57F0, 0xD800, 0xBC00, 0x4500 },
 	  { 0x0000, 0x42FE, 0xC300, 0xBF80, 0x40A0 },
 	  { 0x00000000, 0x42FE0000, 0xC3000000, 0xBF800000, 0x40A00000 } },
-	{ CFG_DTYPE_INT16, CFG_ENDIAN_HOST,
+	{ DAQIRI_DTYPE_INT16, CFG_ENDIAN_HOST,
 	  { 0x34, 0x12, 0xFF, 0x7F, 0x00, 0x80, 0xFE, 0xFF }, 8, 4,
 	  { 4660, 32767, -32768, -2 },
 	  { 0x6C8D, 0x7800, 0xF800, 0xC000 },
 	  { 0x4592, 0x4700, 0xC700, 0xC000 },
 	  { 0x4591A000, 0x46FFFE00, 0xC7000000, 0xC0000000 } },
-	{ CFG_DTYPE_INT16, CFG_ENDIAN_NETWORK,
+	{ DAQIRI_DTYPE_INT16, CFG_ENDIAN_NETWORK,
 	  { 0x12, 0x34, 0x7F, 0xFF, 0x80, 0x00, 0xFF, 0xFE }, 8, 4,
 	  { 4660, 32767, -32768, -2 },
 	  { 0x6C8D, 0x7800, 0xF800, 0xC000 },
 	  { 0x4592, 0x4700, 0xC700, 0xC000 },
 	  { 0x4591A000, 0x46FFFE00, 0xC7000000, 0xC0000000 } },
-	{ CFG_DTYPE_INT32, CFG_ENDIAN_HOST, { 0x00, 0x00, 0x01, 0x00 }, 4, 1,
+	{ DAQIRI_DTYPE_INT32, CFG_ENDIAN_HOST, { 0x00, 0x00, 0x01, 0x00 }, 4, 1,
 	  { 65536 }, { 0x7C00 }, { 0x4780 }, { 0x47800000 } },
-	{ CFG_DTYPE_INT32, CFG_ENDIAN_NETWORK, { 0x00, 0x00, 0x01, 0x00 }, 4, 1,
+	{ DAQIRI_DTYPE_INT32, CFG_ENDIAN_NETWORK, { 0x00, 0x00, 0x01, 0x00 }, 4, 1,
 	  { 256 }, { 0x5C00 }, { 0x4380 }, { 0x43800000 } },
 };
 #define NVECS ((int)(sizeof(vecs) / sizeof(vecs[0])))
@@ -155,16 +155,16 @@ START_TEST(test_vectors_all_impls)
 					uint32_t j = e % v->nelems;
 
 					switch (out_types[o]) {
-					case CFG_DTYPE_FP16:
+					case DAQIRI_DTYPE_FP16:
 						want = v->f16[j];
 						break;
-					case CFG_DTYPE_BF16:
+					case DAQIRI_DTYPE_BF16:
 						want = v->bf16[j];
 						break;
-					case CFG_DTYPE_FP32:
+					case DAQIRI_DTYPE_FP32:
 						want = v->f32[j];
 						break;
-					case CFG_DTYPE_FP64:
+					case DAQIRI_DTYPE_FP64:
 						want = f64_bits(v->values[j]);
 						break;
 					default:
@@ -216,27 +216,27 @@ START_TEST(test_int32_table_all_impls)
 				}
 			}
 			dst = out + 32;
-			cvt_slot_fast(CFG_DTYPE_INT32, CFG_DTYPE_FP32, en, in,
+			cvt_slot_fast(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_FP32, en, in,
 			    sizeof(in), dst);
 			for (j = 0; j < 4 * NIVECS; j++)
 				EXPECT_EQ(rd_le(dst + 4 * j, 4),
 				    ivecs[j % NIVECS].f32);
-			cvt_slot_fast(CFG_DTYPE_INT32, CFG_DTYPE_FP16, en, in,
+			cvt_slot_fast(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_FP16, en, in,
 			    sizeof(in), dst);
 			for (j = 0; j < 4 * NIVECS; j++)
 				EXPECT_EQ(rd_le(dst + 2 * j, 2),
 				    ivecs[j % NIVECS].f16);
-			cvt_slot_fast(CFG_DTYPE_INT32, CFG_DTYPE_BF16, en, in,
+			cvt_slot_fast(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_BF16, en, in,
 			    sizeof(in), dst);
 			for (j = 0; j < 4 * NIVECS; j++)
 				EXPECT_EQ(rd_le(dst + 2 * j, 2),
 				    ivecs[j % NIVECS].bf16);
-			cvt_slot_fast(CFG_DTYPE_INT32, CFG_DTYPE_FP64, en, in,
+			cvt_slot_fast(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_FP64, en, in,
 			    sizeof(in), dst);
 			for (j = 0; j < 4 * NIVECS; j++)
 				EXPECT_EQ(rd_le(dst + 8 * j, 8),
 				    f64_bits(ivecs[j % NIVECS].v));
-			cvt_slot_fast(CFG_DTYPE_INT32, CFG_DTYPE_INT32, en, in,
+			cvt_slot_fast(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_INT32, en, in,
 			    sizeof(in), dst);
 			for (j = 0; j < 4 * NIVECS; j++)
 				EXPECT_EQ(rd_le(dst + 4 * j, 4),
@@ -259,7 +259,7 @@ START_TEST(test_int32_network_identity)
 	for (i = 0; i < ni; i++) {
 		cvt_force_impl(names[i]);
 		cvt_set_nt_threshold(0);
-		cvt_slot_fast(CFG_DTYPE_INT32, CFG_DTYPE_INT32,
+		cvt_slot_fast(DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_INT32,
 		    CFG_ENDIAN_NETWORK, in, sizeof(in), out + 32);
 		cvt_fence();
 		for (k = 0; k < 64; k++) {
@@ -284,12 +284,12 @@ START_TEST(test_int4_all_bytes)
 	for (o = 0; o < NOUT; o++) {
 		unsigned sz = cvt_out_size(out_types[o]);
 
-		cvt_slot_scalar(CFG_DTYPE_INT4, out_types[o], CFG_ENDIAN_HOST,
+		cvt_slot_scalar(DAQIRI_DTYPE_INT4, out_types[o], CFG_ENDIAN_HOST,
 		    in, 256, want);
 		for (i = 0; i < ni; i++) {
 			cvt_force_impl(names[i]);
 			cvt_set_nt_threshold(0);
-			cvt_slot_fast(CFG_DTYPE_INT4, out_types[o],
+			cvt_slot_fast(DAQIRI_DTYPE_INT4, out_types[o],
 			    CFG_ENDIAN_HOST, in, 256, got + 32);
 			cvt_fence();
 			if (memcmp(got + 32, want, 512 * sz) != 0)
@@ -301,21 +301,21 @@ START_TEST(test_int4_all_bytes)
 END_TEST
 
 struct combo {
-	enum cfg_dtype in, out;
+	enum daqiri_dtype in, out;
 	enum cfg_endian en;
 };
 
 static int
 all_combos(struct combo *c)
 {
-	static const enum cfg_dtype ins[] = {
-		CFG_DTYPE_INT4, CFG_DTYPE_INT8, CFG_DTYPE_INT16,
-		CFG_DTYPE_INT32,
+	static const enum daqiri_dtype ins[] = {
+		DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16,
+		DAQIRI_DTYPE_INT32,
 	};
 	int n = 0;
 	unsigned i, o, en;
 
-	c[n++] = (struct combo){ CFG_DTYPE_NONE, CFG_DTYPE_NONE,
+	c[n++] = (struct combo){ DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_RAW,
 	    CFG_ENDIAN_HOST };
 	for (i = 0; i < 4; i++)
 		for (en = 0; en < 2; en++)
@@ -334,7 +334,7 @@ cross_one(const char *impl, const struct combo *c, const uint8_t *src,
 	size_t ob = (size_t)ne * cvt_out_size(c->out), k;
 	uint8_t *dst = buf + GUARD + dst_off;
 
-	if (c->in == CFG_DTYPE_NONE)
+	if (c->in == DAQIRI_DTYPE_RAW)
 		ob = len;
 	memset(buf, 0xA5, GUARD * 2 + dst_off + ob + 64);
 	memset(ref, 0xA5, ob);
@@ -432,9 +432,9 @@ END_TEST
 /* cvt_fill_fast writes exactly what cvt_fill_slot writes. */
 START_TEST(test_fill_fast)
 {
-	static const enum cfg_dtype outs[] = {
-		CFG_DTYPE_NONE, CFG_DTYPE_FP16, CFG_DTYPE_BF16,
-		CFG_DTYPE_FP32, CFG_DTYPE_FP64, CFG_DTYPE_INT32,
+	static const enum daqiri_dtype outs[] = {
+		DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_FP16, DAQIRI_DTYPE_BF16,
+		DAQIRI_DTYPE_FP32, DAQIRI_DTYPE_FP64, DAQIRI_DTYPE_INT32,
 	};
 	static const uint64_t lens[] = { 0, 2, 8, 62, 64, 66, 200, 4096, 9000 };
 	const char *names[8];
@@ -447,7 +447,7 @@ START_TEST(test_fill_fast)
 		for (th = 0; th < 2; th++) {
 			cvt_set_nt_threshold(th ? 0 : CVT_NT_THRESHOLD_DEFAULT);
 			for (o = 0; o < 6; o++)
-			for (f = 0; f < CFG_FILL_MAX; f++)
+			for (f = 0; f < DAQIRI_FILL_MAX; f++)
 			for (l = 0; l < 9; l++)
 			for (a = 0; a < 40; a += 2) {
 				uint8_t *dst = buf + GUARD + a;

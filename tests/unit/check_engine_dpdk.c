@@ -214,7 +214,7 @@ setup_cfg(const char *address, int nq, uint32_t nbufs, uint64_t buf_size,
 	if (nbufs) {
 		c.nregions = 1;
 		snprintf(c.regions[0].name, CFG_NAME_MAX, "frames");
-		c.regions[0].kind = CFG_MEM_HOST;
+		c.regions[0].kind = DAQIRI_MEM_HOST;
 		c.regions[0].num_bufs = nbufs;
 		c.regions[0].buf_size = buf_size;
 		ck_assert_int_eq(mem_regions_create(&c, regions, err,

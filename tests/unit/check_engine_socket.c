@@ -68,7 +68,7 @@ setup_cfg(int nq, uint32_t nbufs, uint64_t buf_size)
 	if (nbufs) {
 		c.nregions = 1;
 		snprintf(c.regions[0].name, CFG_NAME_MAX, "rx_buf");
-		c.regions[0].kind = CFG_MEM_HOST;
+		c.regions[0].kind = DAQIRI_MEM_HOST;
 		c.regions[0].num_bufs = nbufs;
 		c.regions[0].buf_size = buf_size;
 		ck_assert_int_eq(mem_region_create(&c.regions[0], &regions[0],
@@ -720,7 +720,7 @@ START_TEST(test_init_errors)
 	ifc->socket.local.port = 0;
 	memset(&regions[1], 0, sizeof(regions[1]));
 	snprintf(regions[1].name, CFG_NAME_MAX, "gpu");
-	regions[1].kind = CFG_MEM_DEVICE;
+	regions[1].kind = DAQIRI_MEM_DEVICE;
 	regions[1].nbufs = 8;
 	regions[1].buf_size = 1024;
 	regions[1].fd = -1;

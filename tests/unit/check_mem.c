@@ -19,7 +19,7 @@
 #include "mem.h"
 
 static struct cfg_region
-region(const char *name, enum cfg_mem_kind kind, uint32_t n, uint64_t sz)
+region(const char *name, enum daqiri_mem_kind kind, uint32_t n, uint64_t sz)
 {
 	struct cfg_region r;
 
@@ -33,7 +33,7 @@ region(const char *name, enum cfg_mem_kind kind, uint32_t n, uint64_t sz)
 
 START_TEST(test_host_region)
 {
-	struct cfg_region r = region("rx", CFG_MEM_HOST, 8, 1000);
+	struct cfg_region r = region("rx", DAQIRI_MEM_HOST, 8, 1000);
 	struct mem_region m;
 	char err[MEM_ERR_MAX] = "";
 	struct stat st;
@@ -42,7 +42,7 @@ START_TEST(test_host_region)
 
 	ck_assert_int_eq(mem_region_create(&r, &m, err, sizeof(err)), 0);
 	ck_assert_str_eq(m.name, "rx");
-	ck_assert_int_eq(m.kind, CFG_MEM_HOST);
+	ck_assert_int_eq(m.kind, DAQIRI_MEM_HOST);
 	ck_assert_uint_eq(m.nbufs, 8);
 	ck_assert_uint_eq(m.buf_size, 1000);
 	ck_assert_uint_eq(m.size, 8192);	/* 8000 rounded to pages */
@@ -71,7 +71,7 @@ END_TEST
 
 START_TEST(test_host_sealed)
 {
-	struct cfg_region r = region("rx", CFG_MEM_HOST, 4, 4096);
+	struct cfg_region r = region("rx", DAQIRI_MEM_HOST, 4, 4096);
 	struct mem_region m;
 	int seals;
 
@@ -91,7 +91,7 @@ END_TEST
  * is sealed, no new mapping can write it. */
 START_TEST(test_fd_sharing)
 {
-	struct cfg_region r = region("share", CFG_MEM_HOST, 3, 5000);
+	struct cfg_region r = region("share", DAQIRI_MEM_HOST, 3, 5000);
 	struct mem_region m;
 	uint8_t *other;
 
@@ -117,8 +117,8 @@ END_TEST
  */
 START_TEST(test_sealed_against_consumer_writes)
 {
-	static const enum cfg_mem_kind kinds[] = {
-		CFG_MEM_HOST, CFG_MEM_HUGE, CFG_MEM_HOST_PINNED,
+	static const enum daqiri_mem_kind kinds[] = {
+		DAQIRI_MEM_HOST, DAQIRI_MEM_HUGE, DAQIRI_MEM_HOST_PINNED,
 	};
 	struct cfg_region r = region("seal", kinds[_i], 2, 8192);
 	struct mem_region m;
@@ -217,7 +217,7 @@ END_TEST
  * writes. */
 START_TEST(test_readonly_reopen)
 {
-	struct cfg_region r = region("ro", CFG_MEM_HOST, 2, 4096);
+	struct cfg_region r = region("ro", DAQIRI_MEM_HOST, 2, 4096);
 	struct mem_region m;
 	char path[64];
 	uint8_t *ro;
@@ -248,12 +248,12 @@ END_TEST
  * either way a usable, shareable region. */
 START_TEST(test_huge_region)
 {
-	struct cfg_region r = region("huge", CFG_MEM_HUGE, 3, 100000);
+	struct cfg_region r = region("huge", DAQIRI_MEM_HUGE, 3, 100000);
 	struct mem_region m;
 	uint8_t *other;
 
 	ck_assert_int_eq(mem_region_create(&r, &m, NULL, 0), 0);
-	ck_assert_int_eq(m.kind, CFG_MEM_HUGE);
+	ck_assert_int_eq(m.kind, DAQIRI_MEM_HUGE);
 	ck_assert_int_ge(m.fd, 0);
 	ck_assert_uint_ge(m.size, 300000);
 	if (m.hugepages)
@@ -272,7 +272,7 @@ END_TEST
 
 START_TEST(test_host_pinned_fallback)
 {
-	struct cfg_region r = region("pin", CFG_MEM_HOST_PINNED, 2, 8192);
+	struct cfg_region r = region("pin", DAQIRI_MEM_HOST_PINNED, 2, 8192);
 	struct mem_region m;
 
 	ck_assert_int_eq(mem_region_create(&r, &m, NULL, 0), 0);
@@ -287,7 +287,7 @@ END_TEST
 
 START_TEST(test_device_region)
 {
-	struct cfg_region r = region("gpu_out", CFG_MEM_DEVICE, 4, 1 << 20);
+	struct cfg_region r = region("gpu_out", DAQIRI_MEM_DEVICE, 4, 1 << 20);
 	struct mem_region m;
 	char err[MEM_ERR_MAX] = "";
 	int rc;
@@ -325,13 +325,13 @@ END_TEST
 
 START_TEST(test_bad_sizes)
 {
-	struct cfg_region r = region("empty", CFG_MEM_HOST, 0, 4096);
+	struct cfg_region r = region("empty", DAQIRI_MEM_HOST, 0, 4096);
 	struct mem_region m;
 	char err[MEM_ERR_MAX] = "";
 
 	ck_assert_int_eq(mem_region_create(&r, &m, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "'empty'"));
-	r = region("big", CFG_MEM_HOST, 0xFFFFFFFFu, UINT64_MAX / 2);
+	r = region("big", DAQIRI_MEM_HOST, 0xFFFFFFFFu, UINT64_MAX / 2);
 	ck_assert_int_eq(mem_region_create(&r, &m, err, sizeof(err)),
 	    -EOVERFLOW);
 	ck_assert_ptr_nonnull(strstr(err, "'big'"));
@@ -369,15 +369,15 @@ START_TEST(test_regions_create)
 
 	memset(&c, 0, sizeof(c));
 	c.nregions = 3;
-	c.regions[0] = region("a", CFG_MEM_HOST, 2, 100);
-	c.regions[1] = region("b", CFG_MEM_HUGE, 2, 100);
-	c.regions[2] = region("c", CFG_MEM_HOST, 1, 10);
+	c.regions[0] = region("a", DAQIRI_MEM_HOST, 2, 100);
+	c.regions[1] = region("b", DAQIRI_MEM_HUGE, 2, 100);
+	c.regions[2] = region("c", DAQIRI_MEM_HOST, 1, 10);
 	ck_assert_int_eq(mem_regions_create(&c, m, err, sizeof(err)), 0);
 	ck_assert_str_eq(m[2].name, "c");
 	ck_assert_uint_eq(m[2].size, 4096);
 	mem_regions_destroy(m, 3);
 
-	c.regions[1] = region("dev", CFG_MEM_DEVICE, 2, 100);
+	c.regions[1] = region("dev", DAQIRI_MEM_DEVICE, 2, 100);
 	rc = mem_regions_create(&c, m, err, sizeof(err));
 	if (rc == 0) {			/* a GPU is there */
 		mem_regions_destroy(m, 3);

@@ -302,7 +302,7 @@ START_TEST(test_full_burst_copies_frames)
 	ck_assert_int_eq(p.npub, 1);
 	ck_assert_int_eq(p.errors, 0);
 	q = &p.pubs[0];
-	ck_assert_uint_eq(q->d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(q->d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(q->d.buf_index, 0);
 	ck_assert_uint_eq(q->d.seq, 0);
 	ck_assert_uint_eq(q->d.batch_id, 0);
@@ -389,7 +389,7 @@ START_TEST(test_multiword_bitmap)
 	ck_assert_uint_eq(bm[1], (1ull << 5) - 1);	/* slots 64..68 */
 	for (uint32_t i = 0; i < 69; i++)
 		check_slot(&p, q, i, &f[i]);
-	ck_assert_uint_eq(q->d.flags, DAQIRI_F_FLUSH | DAQIRI_F_HAS_GAPS);
+	ck_assert_uint_eq(q->d.flags, DAQIRI_TENSOR_FLUSH | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(q->d.packets_received, 69);
 	/* and a full one in the next buffer, whose sidecar starts dirty */
 	raw_burst(r, k, 70, T0 + 10);
@@ -397,7 +397,7 @@ START_TEST(test_multiword_bitmap)
 	q = &p.pubs[1];
 	bm = (const uint64_t *)(const void *)q->side;
 	ck_assert_uint_eq(q->d.buf_index, 1);
-	ck_assert_uint_eq(q->d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(q->d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(bm[0], UINT64_MAX);
 	ck_assert_uint_eq(bm[1], (1ull << 6) - 1);
 	for (uint32_t i = 0; i < 70; i++)
@@ -438,7 +438,7 @@ START_TEST(test_timeout_partial)
 	check_invariant(r);
 	ck_assert_int_eq(p.npub, 1);
 	q = &p.pubs[0];
-	ck_assert_uint_eq(q->d.flags, DAQIRI_F_TIMEOUT | DAQIRI_F_HAS_GAPS);
+	ck_assert_uint_eq(q->d.flags, DAQIRI_TENSOR_TIMEOUT | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(q->d.packets_received, 2);
 	ck_assert_uint_eq(q->d.packets_expected, 4);
 	ck_assert_uint_eq(q->d.first_rx_ns, T0);
@@ -491,14 +491,14 @@ START_TEST(test_no_timeout_flush)
 	ck_assert_int_eq(p.npub, 0);
 	raw_burst(r, k, 6, T0 + 10);	/* one full burst + 2 frames */
 	ck_assert_int_eq(p.npub, 1);
-	ck_assert_uint_eq(p.pubs[0].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(p.pubs[0].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(raw_next_deadline(r), UINT64_MAX);
 	raw_poll(r, T0 + 1000000000000000ull);	/* 11 days later */
 	ck_assert_int_eq(p.npub, 1);
 	raw_flush(r, T0 + 99);
 	ck_assert_int_eq(p.npub, 2);
 	q = &p.pubs[1];
-	ck_assert_uint_eq(q->d.flags, DAQIRI_F_FLUSH | DAQIRI_F_HAS_GAPS);
+	ck_assert_uint_eq(q->d.flags, DAQIRI_TENSOR_FLUSH | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(q->d.packets_received, 2);
 	ck_assert_uint_eq(q->d.seq, 1);
 	ck_assert_uint_eq(q->d.first_rx_ns, T0 + 4);
@@ -733,7 +733,7 @@ START_TEST(test_random_against_model)
 			ck_assert_uint_eq(q->d.packets_expected, ppb);
 			ck_assert_uint_ge(q->d.packets_received, 1);
 			ck_assert_uint_le(q->d.packets_received, ppb);
-			ck_assert_uint_eq(q->d.flags == DAQIRI_F_COMPLETE,
+			ck_assert_uint_eq(q->d.flags == DAQIRI_TENSOR_COMPLETE,
 			    q->d.packets_received == ppb);
 			for (uint32_t s = 0; s < ppb; s++) {
 				if (s >= q->d.packets_received) {

@@ -228,7 +228,7 @@ simple_cfg(uint32_t ppb, uint32_t seq_bits, uint32_t window,
 	r.seq.bit_width = seq_bits;
 	r.packets_per_batch = ppb;
 	r.window = window;
-	r.fill = CFG_FILL_ZERO;
+	r.fill = DAQIRI_FILL_ZERO;
 	r.timeout_us = timeout_us;
 	return r;
 }
@@ -419,8 +419,8 @@ START_TEST(test_geometry_reference_example)
 	struct harness *h = malloc(sizeof(*h));
 
 	r.has_data_types = true;
-	r.input_type = CFG_DTYPE_INT4;
-	r.output_type = CFG_DTYPE_FP32;
+	r.input_type = DAQIRI_DTYPE_INT4;
+	r.output_type = DAQIRI_DTYPE_FP32;
 	r.payload_byte_offset = 64;
 	r.payload_bytes = 2048 - 64;
 	r.slot_bytes = 0;	/* derived by the plan */
@@ -509,10 +509,10 @@ START_TEST(test_create_rejects_bad_configs)
 	BAD(r.method = CFG_METHOD_MAX);
 	BAD(r.method = CFG_METHOD_SEQ_BATCH_NUMBER; r.batch.bit_width = 0);
 	BAD(r.method = CFG_METHOD_SEQ_BATCH_NUMBER; r.batch.bit_width = 8);
-	BAD(r.has_data_types = true; r.input_type = CFG_DTYPE_INT16;
-	    r.output_type = CFG_DTYPE_FP32; r.payload_bytes = 3);
-	BAD(r.has_data_types = true; r.input_type = CFG_DTYPE_INT16;
-	    r.output_type = CFG_DTYPE_INT4; r.slot_bytes = 0);
+	BAD(r.has_data_types = true; r.input_type = DAQIRI_DTYPE_INT16;
+	    r.output_type = DAQIRI_DTYPE_FP32; r.payload_bytes = 3);
+	BAD(r.has_data_types = true; r.input_type = DAQIRI_DTYPE_INT16;
+	    r.output_type = DAQIRI_DTYPE_INT4; r.slot_bytes = 0);
 #undef BAD
 	r = simple_cfg(16, 32, 4, 0);
 	errno = 0;
@@ -576,7 +576,7 @@ START_TEST(test_plan_worked_example_batch_number)
 	ck_assert_uint_eq(slot_tag(&h->tp.log[0], 175), tag);
 	ck_assert_uint_eq(slot_tag(&h->tp.log[0], 174), 0);
 	ck_assert_uint_eq(h->tp.log[0].d.flags,
-	    DAQIRI_F_HAS_GAPS | DAQIRI_F_FLUSH);
+	    DAQIRI_TENSOR_HAS_GAPS | DAQIRI_TENSOR_FLUSH);
 	h_fini(h);
 	free(h);
 }
@@ -653,7 +653,7 @@ START_TEST(test_in_order_complete_batches)
 
 		ck_assert_uint_eq(p->d.seq, b);
 		ck_assert_uint_eq(p->d.batch_id, b);
-		ck_assert_uint_eq(p->d.flags, DAQIRI_F_COMPLETE);
+		ck_assert_uint_eq(p->d.flags, DAQIRI_TENSOR_COMPLETE);
 		ck_assert_uint_eq(p->d.packets_expected, 4);
 		ck_assert_uint_eq(p->d.packets_received, 4);
 		ck_assert_uint_eq(p->d.bytes, 16);
@@ -759,14 +759,14 @@ START_TEST(test_slide_evicts_in_order)
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	ck_assert_uint_eq(h->tp.log[0].d.batch_id, 0);
 	ck_assert_uint_eq(h->tp.log[0].d.flags,
-	    DAQIRI_F_EVICTED | DAQIRI_F_HAS_GAPS);
+	    DAQIRI_TENSOR_EVICTED | DAQIRI_TENSOR_HAS_GAPS);
 	h_send(h, 9, 9, 5);		/* batch 4: evicts 1, then 2 follows */
 	ck_assert_uint_eq(h->tp.nlog, 3);
 	ck_assert_uint_eq(h->tp.log[1].d.batch_id, 1);
 	ck_assert_uint_eq(h->tp.log[1].d.flags,
-	    DAQIRI_F_EVICTED | DAQIRI_F_HAS_GAPS);
+	    DAQIRI_TENSOR_EVICTED | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(h->tp.log[2].d.batch_id, 2);
-	ck_assert_uint_eq(h->tp.log[2].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[2].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(C(h)->batches_evicted, 2);
 	ck_assert_uint_eq(C(h)->batches_complete, 1);
 	ck_assert_uint_eq(C(h)->missing_slots, 2);
@@ -807,12 +807,12 @@ START_TEST(test_resync_on_restart)
 	ck_assert_uint_eq(h->tp.nlog, 2);
 	ck_assert_uint_eq(h->tp.log[1].d.batch_id, 101);
 	ck_assert_uint_eq(h->tp.log[1].d.flags,
-	    DAQIRI_F_RESYNC | DAQIRI_F_HAS_GAPS);
+	    DAQIRI_TENSOR_RESYNC | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(C(h)->batches_evicted, 1);
 	h_send(h, 1, 1, 4);
 	ck_assert_uint_eq(h->tp.nlog, 3);
 	ck_assert_uint_eq(h->tp.log[2].d.batch_id, 0);
-	ck_assert_uint_eq(h->tp.log[2].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[2].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(h->tp.log[2].d.seq, 2);
 	ck_assert_uint_eq(C(h)->placed, 5);
 	h_fini(h);
@@ -837,7 +837,7 @@ START_TEST(test_timeout_fixed_from_first_packet)
 	reorder_poll(h->p, 11000);
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	ck_assert_uint_eq(h->tp.log[0].d.flags,
-	    DAQIRI_F_TIMEOUT | DAQIRI_F_HAS_GAPS);
+	    DAQIRI_TENSOR_TIMEOUT | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(h->tp.log[0].d.packets_received, 2);
 	ck_assert_uint_eq(h->tp.log[0].d.first_rx_ns, 1000);
 	ck_assert_uint_eq(h->tp.log[0].d.last_rx_ns, 9000);
@@ -869,10 +869,10 @@ START_TEST(test_timeout_respects_order)
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	h_send(h, 3, 3, 13000);		/* batch 1 completes */
 	ck_assert_uint_eq(h->tp.nlog, 3);
-	ck_assert_uint_eq(h->tp.log[1].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[1].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(h->tp.log[2].d.batch_id, 2);
 	ck_assert_uint_eq(h->tp.log[2].d.flags,
-	    DAQIRI_F_TIMEOUT | DAQIRI_F_HAS_GAPS);
+	    DAQIRI_TENSOR_TIMEOUT | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(h->tp.log[2].d.publish_ns, 13000);
 	h_fini(h);
 	free(h);
@@ -899,14 +899,14 @@ START_TEST(test_burst_drains_expired_first)
 END_TEST
 
 static void
-fill_case(enum cfg_fill fill, uint32_t want_missing)
+fill_case(enum daqiri_fill fill, uint32_t want_missing)
 {
 	struct cfg_reorder r = simple_cfg(4, 16, 4, 0);
 	struct harness *h = malloc(sizeof(*h));
 
 	r.has_data_types = true;
-	r.input_type = CFG_DTYPE_INT16;
-	r.output_type = CFG_DTYPE_FP32;
+	r.input_type = DAQIRI_DTYPE_INT16;
+	r.output_type = DAQIRI_DTYPE_FP32;
 	r.endianness = CFG_ENDIAN_HOST;
 	r.slot_bytes = 8;
 	r.fill = fill;
@@ -938,20 +938,20 @@ fill_case(enum cfg_fill fill, uint32_t want_missing)
 
 START_TEST(test_fill_zero)
 {
-	fill_case(CFG_FILL_ZERO, 0);
+	fill_case(DAQIRI_FILL_ZERO, 0);
 }
 END_TEST
 
 START_TEST(test_fill_nan)
 {
-	fill_case(CFG_FILL_NAN, CVT_NAN_F32);
+	fill_case(DAQIRI_FILL_NAN, CVT_NAN_F32);
 }
 END_TEST
 
 START_TEST(test_fill_keep)
 {
 	/* keep leaves the buffer's previous bytes (here its first use) */
-	fill_case(CFG_FILL_KEEP, 0xC3C3C3C3u);
+	fill_case(DAQIRI_FILL_KEEP, 0xC3C3C3C3u);
 }
 END_TEST
 
@@ -1033,7 +1033,7 @@ START_TEST(test_flush_and_destroy_return_buffers)
 	ck_assert_uint_eq(h->tp.nlog, 3);
 	for (i = 0; i < 3; i++) {
 		ck_assert_uint_eq(h->tp.log[i].d.flags,
-		    DAQIRI_F_FLUSH | DAQIRI_F_HAS_GAPS);
+		    DAQIRI_TENSOR_FLUSH | DAQIRI_TENSOR_HAS_GAPS);
 		ck_assert_uint_eq(h->tp.log[i].d.batch_id, (uint64_t)i);
 		ck_assert_int_eq(h->tp.state[i], B_HELD);
 	}
@@ -1094,13 +1094,13 @@ START_TEST(test_batch_id_wrap)
 	ck_assert_uint_eq(C(h)->late, 0);
 	ck_assert_uint_eq(h->tp.nlog, n);
 	ck_assert_uint_eq(h->tp.log[0].d.flags,
-	    DAQIRI_F_EVICTED | DAQIRI_F_HAS_GAPS);
+	    DAQIRI_TENSOR_EVICTED | DAQIRI_TENSOR_HAS_GAPS);
 	for (k = 0; k < n; k++) {
 		ck_assert_uint_eq(h->tp.log[k].d.batch_id, k & 7);
 		ck_assert_uint_eq(h->tp.log[k].d.seq, k);
 		if (k > 0) {
 			ck_assert_uint_eq(h->tp.log[k].d.flags,
-			    DAQIRI_F_COMPLETE);
+			    DAQIRI_TENSOR_COMPLETE);
 			ck_assert_uint_eq(slot_tag(&h->tp.log[k], 0), k);
 			ck_assert_uint_eq(slot_tag(&h->tp.log[k], 1), k);
 		}
@@ -1210,7 +1210,7 @@ START_TEST(test_backend_commit_error_drops_batch)
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	ck_assert_uint_eq(h->tp.log[0].d.seq, 0);
 	ck_assert_uint_eq(h->tp.log[0].d.batch_id, 1);
-	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(C(h)->batches_complete, 1);
 	ck_assert_uint_eq(C(h)->placed, 6);
 	check_invariant(C(h));
@@ -1240,7 +1240,7 @@ START_TEST(test_backend_commit_error_fails_batches_of_burst)
 	ck_assert_uint_eq(C(h)->batches_backend_error, 2);
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	ck_assert_uint_eq(h->tp.log[0].d.batch_id, 0);
-	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(C(h)->placed, 2);
 	ck_assert_uint_eq(C(h)->backend_error_packets, 4);
 	h_fini(h);
@@ -1277,7 +1277,7 @@ START_TEST(test_backend_fill_and_finish_errors)
 	h_batch(h, 2, 300000);
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	ck_assert_uint_eq(h->tp.log[0].d.seq, 0);
-	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_TENSOR_COMPLETE);
 	check_invariant(C(h));
 	h_fini(h);
 	free(h);
@@ -1308,7 +1308,7 @@ START_TEST(test_no_buffer_batch_keeps_its_place)
 	reorder_flush(h->p, 6);
 	ck_assert_uint_eq(h->tp.nlog, 2);
 	ck_assert_uint_eq(h->tp.log[1].d.batch_id, 2);
-	ck_assert_uint_eq(h->tp.log[1].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[1].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(h->tp.log[1].d.seq, 1);
 	ck_assert_uint_eq(slot_tag(&h->tp.log[1], 0), 4);
 	h_fini(h);
@@ -1348,7 +1348,7 @@ START_TEST(test_regress_loss_does_not_shift_batches)
 			}
 		}
 		ck_assert_uint_eq(p->d.flags, b == 1 ?
-		    (DAQIRI_F_EVICTED | DAQIRI_F_HAS_GAPS) : DAQIRI_F_COMPLETE);
+		    (DAQIRI_TENSOR_EVICTED | DAQIRI_TENSOR_HAS_GAPS) : DAQIRI_TENSOR_COMPLETE);
 	}
 	ck_assert_uint_eq(C(h)->missing_slots, 1);
 	h_fini(h);
@@ -1372,7 +1372,7 @@ START_TEST(test_regress_duplicate_does_not_complete_batch)
 	reorder_poll(h->p, 5000);
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	ck_assert_uint_eq(h->tp.log[0].d.flags,
-	    DAQIRI_F_TIMEOUT | DAQIRI_F_HAS_GAPS);
+	    DAQIRI_TENSOR_TIMEOUT | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(h->tp.log[0].d.packets_received, 3);
 	ck_assert_uint_eq(slot_tag(&h->tp.log[0], 1), 1);
 	ck_assert_uint_eq(C(h)->duplicate, 1);
@@ -1432,7 +1432,7 @@ START_TEST(test_regress_full_pool_drops_and_recovers)
 	}
 	ck_assert_uint_ge(h->tp.nlog, 4);
 	ck_assert_uint_eq(h->tp.log[1].d.batch_id, 20);
-	ck_assert_uint_eq(h->tp.log[1].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[1].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(h->tp.log[1].d.seq, 1);
 	check_invariant(C(h));
 	h_fini(h);
@@ -1457,7 +1457,7 @@ START_TEST(test_regress_restarted_sender_is_followed)
 	ck_assert_uint_eq(h->tp.nlog, 6);
 	ck_assert_uint_eq(h->tp.log[3].d.batch_id, 0);
 	ck_assert_uint_eq(h->tp.log[5].d.batch_id, 2);
-	ck_assert_uint_eq(h->tp.log[5].d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(h->tp.log[5].d.flags, DAQIRI_TENSOR_COMPLETE);
 	h_fini(h);
 	free(h);
 }
@@ -1540,9 +1540,9 @@ struct model {
 	uint64_t S;
 	uint32_t W, ppb, in_bytes, slot_bytes;
 	uint64_t timeout_ns;
-	enum cfg_dtype in, out;
+	enum daqiri_dtype in, out;
 	enum cfg_endian en;
-	enum cfg_fill fill;
+	enum daqiri_fill fill;
 	const struct cfg_reorder *cfg;
 	/* state */
 	bool started;
@@ -1609,11 +1609,11 @@ m_publish(struct model *m, int i, uint32_t cause, uint64_t now)
 	p = &m->pubs[m->npubs++];
 	memset(p, 0, sizeof(*p));
 	if (b.received == m->ppb) {
-		p->d.flags = DAQIRI_F_COMPLETE;
+		p->d.flags = DAQIRI_TENSOR_COMPLETE;
 		m->c.batches_complete++;
 	} else {
-		p->d.flags = DAQIRI_F_HAS_GAPS | cause;
-		if (cause == DAQIRI_F_TIMEOUT)
+		p->d.flags = DAQIRI_TENSOR_HAS_GAPS | cause;
+		if (cause == DAQIRI_TENSOR_TIMEOUT)
 			m->c.batches_timeout++;
 		else
 			m->c.batches_evicted++;
@@ -1649,7 +1649,7 @@ m_drain(struct model *m, uint64_t now)
 		if (!m->open[i].nobuf && m->open[i].received == m->ppb)
 			m_publish(m, i, 0, now);
 		else if (m->open[i].deadline <= now)
-			m_publish(m, i, DAQIRI_F_TIMEOUT, now);
+			m_publish(m, i, DAQIRI_TENSOR_TIMEOUT, now);
 		else
 			break;
 	}
@@ -1701,7 +1701,7 @@ m_packet(struct model *m, const uint8_t *f, uint32_t len, uint64_t rx,
 	}
 	if (d < 0) {
 		m->c.resync++;
-		m_publish_all(m, DAQIRI_F_RESYNC, now);
+		m_publish_all(m, DAQIRI_TENSOR_RESYNC, now);
 		m->base = b;
 	} else if (d >= (int64_t)m->W) {
 		/* slide by k: b becomes the window's newest id; open batches
@@ -1710,7 +1710,7 @@ m_packet(struct model *m, const uint8_t *f, uint32_t len, uint64_t rx,
 
 		while ((i = m_oldest(m)) >= 0 &&
 		    m_sdiff(m, m->open[i].id, orig) < (int64_t)k)
-			m_publish(m, i, DAQIRI_F_EVICTED, now);
+			m_publish(m, i, DAQIRI_TENSOR_EVICTED, now);
 		m->base = (orig + k) % m->S;
 	}
 	for (i = 0; i < m->nopen; i++)
@@ -1780,13 +1780,13 @@ struct pstream {
 static void
 random_config(struct pstream *ps, struct rng *g)
 {
-	static const enum cfg_dtype ins[] = {
-		CFG_DTYPE_NONE, CFG_DTYPE_INT4, CFG_DTYPE_INT8,
-		CFG_DTYPE_INT16, CFG_DTYPE_INT32,
+	static const enum daqiri_dtype ins[] = {
+		DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_INT8,
+		DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_INT32,
 	};
-	static const enum cfg_dtype outs[] = {
-		CFG_DTYPE_FP16, CFG_DTYPE_BF16, CFG_DTYPE_FP32,
-		CFG_DTYPE_FP64, CFG_DTYPE_INT32,
+	static const enum daqiri_dtype outs[] = {
+		DAQIRI_DTYPE_FP16, DAQIRI_DTYPE_BF16, DAQIRI_DTYPE_FP32,
+		DAQIRI_DTYPE_FP64, DAQIRI_DTYPE_INT32,
 	};
 	static const uint32_t timeouts[] = { 0, 1, 3, 10, 50 };
 	struct cfg_reorder *r = &ps->cfg;
@@ -1820,19 +1820,19 @@ random_config(struct pstream *ps, struct rng *g)
 	r->has_data_types = false;
 	r->input_type = ins[rndn(g, 5)];
 	elems = 1 + rndn(g, 12);
-	if (r->input_type == CFG_DTYPE_NONE) {
+	if (r->input_type == DAQIRI_DTYPE_RAW) {
 		r->payload_bytes = elems;
-		r->output_type = CFG_DTYPE_NONE;
+		r->output_type = DAQIRI_DTYPE_RAW;
 		r->slot_bytes = elems;
 	} else {
 		r->has_data_types = true;
 		r->output_type = outs[rndn(g, 5)];
 		r->endianness = rndn(g, 2);
-		if (r->input_type == CFG_DTYPE_INT4)
+		if (r->input_type == DAQIRI_DTYPE_INT4)
 			elems += elems & 1;
-		r->payload_bytes = r->input_type == CFG_DTYPE_INT4 ? elems / 2 :
-		    r->input_type == CFG_DTYPE_INT8 ? elems :
-		    r->input_type == CFG_DTYPE_INT16 ? elems * 2 : elems * 4;
+		r->payload_bytes = r->input_type == DAQIRI_DTYPE_INT4 ? elems / 2 :
+		    r->input_type == DAQIRI_DTYPE_INT8 ? elems :
+		    r->input_type == DAQIRI_DTYPE_INT16 ? elems * 2 : elems * 4;
 		r->slot_bytes = (uint64_t)elems * cvt_out_size(r->output_type);
 	}
 	r->window = 1 + rndn(g, 6);
@@ -2078,8 +2078,8 @@ run_stream(uint64_t seed)
 	m->in_bytes = ps.cfg.payload_bytes;
 	m->slot_bytes = (uint32_t)ps.cfg.slot_bytes;
 	m->timeout_ns = (uint64_t)ps.cfg.timeout_us * 1000;
-	m->in = ps.cfg.has_data_types ? ps.cfg.input_type : CFG_DTYPE_NONE;
-	m->out = ps.cfg.has_data_types ? ps.cfg.output_type : CFG_DTYPE_NONE;
+	m->in = ps.cfg.has_data_types ? ps.cfg.input_type : DAQIRI_DTYPE_RAW;
+	m->out = ps.cfg.has_data_types ? ps.cfg.output_type : DAQIRI_DTYPE_RAW;
 	m->en = ps.cfg.endianness;
 	m->fill = ps.cfg.fill;
 	m->nbufs = ps.nbufs;
@@ -2159,7 +2159,7 @@ run_stream(uint64_t seed)
 		now += rndn(&g, 1000);
 		reorder_flush(p, now);
 		m_drain(m, now);
-		m_publish_all(m, DAQIRI_F_FLUSH, now);
+		m_publish_all(m, DAQIRI_TENSOR_FLUSH, now);
 		compare(&tp, m, p, seed, "after flush");
 	}
 	reorder_destroy(p);

@@ -75,8 +75,8 @@ rnd(uint64_t *s)
 #define T_SEQ_BITS	16
 
 static struct cfg_reorder
-tcfg(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
-     enum cfg_fill fill, uint32_t in_bytes, uint32_t ppb)
+tcfg(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
+     enum daqiri_fill fill, uint32_t in_bytes, uint32_t ppb)
 {
 	struct cfg_reorder r;
 
@@ -90,9 +90,9 @@ tcfg(enum cfg_dtype in, enum cfg_dtype out, enum cfg_endian en,
 	r.seq.bit_offset = 32;
 	r.seq.bit_width = T_SEQ_BITS;
 	r.packets_per_batch = ppb;
-	r.has_data_types = in != CFG_DTYPE_NONE;
+	r.has_data_types = in != DAQIRI_DTYPE_RAW;
 	r.input_type = in;
-	r.output_type = r.has_data_types ? out : CFG_DTYPE_NONE;
+	r.output_type = r.has_data_types ? out : DAQIRI_DTYPE_RAW;
 	r.endianness = en;
 	r.window = 4;
 	r.fill = fill;
@@ -164,8 +164,8 @@ probe_gpu(char *why, size_t len)
 /* No device: the backend, the plan and the helpers all say so. */
 START_TEST(test_no_device)
 {
-	struct cfg_reorder r = tcfg(CFG_DTYPE_INT4, CFG_DTYPE_FP16,
-	    CFG_ENDIAN_HOST, CFG_FILL_ZERO, 1024, 16);
+	struct cfg_reorder r = tcfg(DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP16,
+	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 1024, 16);
 	struct reorder_owner o = { NULL, t_get, t_put, t_publish };
 	struct reorder_plan *p;
 	char why[REORDER_CUDA_ERR_MAX] = "";
@@ -217,12 +217,12 @@ END_TEST
 
 /* ---- with a device ---- */
 
-static const enum cfg_dtype ins[] = {
-	CFG_DTYPE_INT4, CFG_DTYPE_INT8, CFG_DTYPE_INT16, CFG_DTYPE_INT32,
+static const enum daqiri_dtype ins[] = {
+	DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_INT32,
 };
-static const enum cfg_dtype outs[] = {
-	CFG_DTYPE_FP16, CFG_DTYPE_BF16, CFG_DTYPE_FP32, CFG_DTYPE_FP64,
-	CFG_DTYPE_INT32,
+static const enum daqiri_dtype outs[] = {
+	DAQIRI_DTYPE_FP16, DAQIRI_DTYPE_BF16, DAQIRI_DTYPE_FP32, DAQIRI_DTYPE_FP64,
+	DAQIRI_DTYPE_INT32,
 };
 #define NINS	4
 #define NOUTS	5
@@ -253,9 +253,9 @@ START_TEST(test_kernel_vs_scalar)
 	for (en = 0; en < CFG_ENDIAN_MAX; en++)
 	for (si = 0; si < NKV_SIZES; si++)
 	for (fi = 0; fi < 2; fi++) {
-		enum cfg_dtype in = ii < 0 ? CFG_DTYPE_NONE : ins[ii];
-		enum cfg_dtype out = ii < 0 ? CFG_DTYPE_NONE : outs[oi];
-		enum cfg_fill fill = fi ? CFG_FILL_NAN : CFG_FILL_ZERO;
+		enum daqiri_dtype in = ii < 0 ? DAQIRI_DTYPE_RAW : ins[ii];
+		enum daqiri_dtype out = ii < 0 ? DAQIRI_DTYPE_RAW : outs[oi];
+		enum daqiri_fill fill = fi ? DAQIRI_FILL_NAN : DAQIRI_FILL_ZERO;
 		uint32_t nb = kv_sizes[si], n, j, k;
 		uint64_t sb, ipitch, opitch, isz, osz;
 		struct gpu_job jobs[KV_SLOTS], *djobs;
@@ -266,7 +266,7 @@ START_TEST(test_kernel_vs_scalar)
 		n = cvt_in_elems(in, nb);
 		if (n == 0)
 			continue;
-		sb = in == CFG_DTYPE_NONE ? nb :
+		sb = in == DAQIRI_DTYPE_RAW ? nb :
 		    (uint64_t)n * cvt_out_size(out);
 		ipitch = (nb + 47) & ~15ull;	/* a multiple of 16 */
 		opitch = (sb + 47) & ~15ull;
@@ -435,31 +435,31 @@ o_publish(void *ctx, const struct daqiri_desc *d, const struct reorder_buf *b)
 }
 
 struct pcase {
-	enum cfg_dtype in, out;
+	enum daqiri_dtype in, out;
 	enum cfg_endian en;
-	enum cfg_fill fill;
+	enum daqiri_fill fill;
 	uint32_t in_bytes;
 	enum pmem mem;
 };
 
 static const struct pcase pcases[] = {
-	{ CFG_DTYPE_INT4, CFG_DTYPE_FP16, CFG_ENDIAN_HOST, CFG_FILL_ZERO, 1000,
+	{ DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP16, CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 1000,
 	  PMEM_PINNED },
-	{ CFG_DTYPE_INT4, CFG_DTYPE_FP32, CFG_ENDIAN_HOST, CFG_FILL_NAN, 1000,
+	{ DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP32, CFG_ENDIAN_HOST, DAQIRI_FILL_NAN, 1000,
 	  PMEM_HOST },
-	{ CFG_DTYPE_INT8, CFG_DTYPE_BF16, CFG_ENDIAN_HOST, CFG_FILL_KEEP, 1000,
+	{ DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_BF16, CFG_ENDIAN_HOST, DAQIRI_FILL_KEEP, 1000,
 	  PMEM_DEVICE },
-	{ CFG_DTYPE_INT16, CFG_DTYPE_FP32, CFG_ENDIAN_NETWORK, CFG_FILL_NAN,
+	{ DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_FP32, CFG_ENDIAN_NETWORK, DAQIRI_FILL_NAN,
 	  1000, PMEM_HOST },
-	{ CFG_DTYPE_INT32, CFG_DTYPE_INT32, CFG_ENDIAN_NETWORK, CFG_FILL_ZERO,
+	{ DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_INT32, CFG_ENDIAN_NETWORK, DAQIRI_FILL_ZERO,
 	  1000, PMEM_PINNED },
-	{ CFG_DTYPE_INT32, CFG_DTYPE_FP64, CFG_ENDIAN_HOST, CFG_FILL_NAN, 1000,
+	{ DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_FP64, CFG_ENDIAN_HOST, DAQIRI_FILL_NAN, 1000,
 	  PMEM_DEVICE },
-	{ CFG_DTYPE_NONE, CFG_DTYPE_NONE, CFG_ENDIAN_HOST, CFG_FILL_ZERO, 1001,
+	{ DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_RAW, CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 1001,
 	  PMEM_HOST },
-	{ CFG_DTYPE_INT16, CFG_DTYPE_FP16, CFG_ENDIAN_HOST, CFG_FILL_ZERO, 1002,
+	{ DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_FP16, CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 1002,
 	  PMEM_PINNED },
-	{ CFG_DTYPE_INT4, CFG_DTYPE_BF16, CFG_ENDIAN_HOST, CFG_FILL_NAN, 999,
+	{ DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_BF16, CFG_ENDIAN_HOST, DAQIRI_FILL_NAN, 999,
 	  PMEM_DEVICE },
 };
 #define NPCASES ((int)(sizeof(pcases) / sizeof(pcases[0])))
@@ -652,7 +652,7 @@ START_TEST(test_plan_vs_cpu)
 		ck_assert_uint_eq(st.staged, st.jobs);
 	else
 		ck_assert_uint_eq(st.direct, st.jobs);
-	if (c->fill != CFG_FILL_KEEP)
+	if (c->fill != DAQIRI_FILL_KEEP)
 		ck_assert_uint_eq(st.fills,
 		    reorder_counters(pg)->missing_slots);
 
@@ -680,8 +680,8 @@ END_TEST
  * parts (the plan's bounce buffer: plain host memory, staged). */
 START_TEST(test_pinned_tensor_and_split)
 {
-	struct cfg_reorder r = tcfg(CFG_DTYPE_INT8, CFG_DTYPE_FP32,
-	    CFG_ENDIAN_HOST, CFG_FILL_NAN, 64, P_PPB);
+	struct cfg_reorder r = tcfg(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP32,
+	    CFG_ENDIAN_HOST, DAQIRI_FILL_NAN, 64, P_PPB);
 	struct towner o;
 	struct reorder_owner ow = { &o, o_get, o_put, o_publish };
 	struct reorder_plan *p;
@@ -718,11 +718,11 @@ START_TEST(test_pinned_tensor_and_split)
 		pk[i].payload_len = 54;
 		pk[i].rx_ns = 1;
 		if (i != 5)
-			cvt_slot_scalar(CFG_DTYPE_INT8, CFG_DTYPE_FP32,
+			cvt_slot_scalar(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP32,
 			    CFG_ENDIAN_HOST, frames[i] + T_HDR, 64,
 			    want + i * 256);
 		else
-			cvt_fill_slot(CFG_DTYPE_FP32, CFG_FILL_NAN,
+			cvt_fill_slot(DAQIRI_DTYPE_FP32, DAQIRI_FILL_NAN,
 			    want + i * 256, 256);
 	}
 	/* all but slot 5, then flush: a partial tensor, NaN in slot 5 */
@@ -767,12 +767,12 @@ END_TEST
 /* Conversions the backend refuses, with a message. */
 START_TEST(test_unsupported)
 {
-	struct cfg_reorder r = tcfg(CFG_DTYPE_INT8, CFG_DTYPE_INT16,
-	    CFG_ENDIAN_HOST, CFG_FILL_ZERO, 64, P_PPB);
+	struct cfg_reorder r = tcfg(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16,
+	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, P_PPB);
 	struct reorder_owner o = { NULL, t_get, t_put, t_publish };
 
-	ck_assert_int_eq(gpu_place_jobs(CFG_DTYPE_INT8, CFG_DTYPE_INT16,
-	    CFG_ENDIAN_HOST, CFG_FILL_ZERO, 64, 128, NULL, 0, NULL), -EINVAL);
+	ck_assert_int_eq(gpu_place_jobs(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16,
+	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, 128, NULL, 0, NULL), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(reorder_cuda_last_error(), "convert"));
 	/* the plan may refuse it first (int16 output); either way no plan */
 	ck_assert_ptr_null(reorder_create(&r, &o, &reorder_backend_cuda));

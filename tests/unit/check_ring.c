@@ -49,7 +49,7 @@ mkdesc(uint64_t seq)
 	d.seq = seq;
 	d.buf_index = (uint32_t)(seq % NBUFS);
 	d.batch_id = seq * 3;
-	d.flags = DAQIRI_F_COMPLETE;
+	d.flags = DAQIRI_TENSOR_COMPLETE;
 	d.packets_expected = d.packets_received = 7;
 	d.bytes = seq + 100;
 	d.publish_ns = seq ^ 0x5555;

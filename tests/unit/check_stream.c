@@ -60,7 +60,7 @@ fix_init(struct fix *f, uint32_t nbufs, uint32_t timeout_us)
 	memset(f, 0, sizeof(*f));
 	f->nbufs = nbufs;
 	snprintf(f->cr.name, sizeof(f->cr.name), "tensors");
-	f->cr.kind = CFG_MEM_HOST;
+	f->cr.kind = DAQIRI_MEM_HOST;
 	f->cr.num_bufs = nbufs;
 	f->cr.buf_size = PPB * PAYLOAD;
 	rc = mem_region_create(&f->cr, &f->region, err, sizeof(err));
@@ -78,7 +78,7 @@ fix_init(struct fix *f, uint32_t nbufs, uint32_t timeout_us)
 	f->r.seq.bit_width = 32;
 	f->r.packets_per_batch = PPB;
 	f->r.window = WINDOW;
-	f->r.fill = CFG_FILL_ZERO;
+	f->r.fill = DAQIRI_FILL_ZERO;
 	f->r.timeout_us = timeout_us;
 
 	f->ifc = calloc(1, sizeof(*f->ifc));
@@ -394,7 +394,7 @@ START_TEST(test_broadcast_delivers_all)
 		feed(&f, b, ALL, T0 + b * 1000);
 		stream_service(f.s, T0 + b * 1000 + 500);
 		ck_assert_int_eq(pop(&c, &d), 1);
-		ck_assert_uint_eq(d.flags, DAQIRI_F_COMPLETE);
+		ck_assert_uint_eq(d.flags, DAQIRI_TENSOR_COMPLETE);
 		ck_assert_uint_eq(d.seq, b);
 		ck_assert_uint_eq(d.first_rx_ns, T0 + b * 1000);
 		ck_assert_uint_eq(d.last_rx_ns, T0 + b * 1000 + PPB - 1);
@@ -420,9 +420,9 @@ START_TEST(test_broadcast_delivers_all)
 	ck_assert_int_eq(pop(&c, &d), 0);
 	stream_flush(f.s, T0 + 21000);
 	ck_assert_int_eq(pop(&c, &d), 1);
-	ck_assert(d.flags & DAQIRI_F_HAS_GAPS);
-	ck_assert(d.flags & DAQIRI_F_FLUSH);
-	ck_assert(!(d.flags & DAQIRI_F_COMPLETE));
+	ck_assert(d.flags & DAQIRI_TENSOR_HAS_GAPS);
+	ck_assert(d.flags & DAQIRI_TENSOR_FLUSH);
+	ck_assert(!(d.flags & DAQIRI_TENSOR_COMPLETE));
 	ck_assert_uint_eq(d.seq, 11);
 	check_tensor(&c, &d, 11, 0xB7);
 	release(&c, d.buf_index);
@@ -1137,7 +1137,7 @@ START_TEST(test_sidecar_is_a_copy)
 	memset(side, 0xFF, c.bitmaps_len);
 	feed(&f, 0, 0xF0, T0 + 300);		/* the other four */
 	ck_assert_int_eq(pop(&c, &d), 1);
-	ck_assert_uint_eq(d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(d.packets_received, PPB);
 	check_tensor(&c, &d, 0, ALL);		/* the bitmap copied at publish */
 	counters(&f, &rc, &sc);
@@ -1442,7 +1442,7 @@ START_TEST(test_raw_stream)
 	stream_burst(s, k, 5, T0 + 10);
 	ck_assert_int_eq(daqiri_comp_pop(&ring, &d), 1);
 	idx = d.buf_index;
-	ck_assert_uint_eq(d.flags, DAQIRI_F_COMPLETE);
+	ck_assert_uint_eq(d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(d.packets_received, 4);
 	ck_assert_uint_eq(d.seq, 0);
 	ck_assert_uint_eq(d.first_rx_ns, T0);

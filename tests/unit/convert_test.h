@@ -20,9 +20,9 @@
 		    __FILE__, __LINE__, #a, a_, #b, b_);		\
 } while (0)
 
-static const enum cfg_dtype out_types[NOUT] = {
-	CFG_DTYPE_FP16, CFG_DTYPE_BF16, CFG_DTYPE_FP32, CFG_DTYPE_FP64,
-	CFG_DTYPE_INT32,
+static const enum daqiri_dtype out_types[NOUT] = {
+	DAQIRI_DTYPE_FP16, DAQIRI_DTYPE_BF16, DAQIRI_DTYPE_FP32, DAQIRI_DTYPE_FP64,
+	DAQIRI_DTYPE_INT32,
 };
 static const char *const out_names[NOUT] = {
 	"fp16", "bf16", "fp32", "fp64", "int32",
