@@ -4,26 +4,23 @@
  * window and bitmaps; this file queues every payload of a burst into a
  * pinned job table and converts them all into their slots with one kernel
  * launch, using the convert.h arithmetic, fills missing slots on the device
- * and records one interprocess event per finished tensor.
+ * and records one interprocess event per finished tensor. Called on the
+ * plan's thread (an RX worker; init on the main thread). Device memory,
+ * ranges and events are gpu.cu's.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <atomic>
 #include <mutex>
 
 #include <cuda_runtime.h>
 
-#include "reorder_cuda.h"
+#include "reorder_cuda.h"	/* first: it lets C++ read _Static_assert */
 #include "convert.h"
+#include "gpu.h"
 
-static_assert(sizeof(cudaIpcMemHandle_t) == GPU_IPC_HANDLE_BYTES,
-	      "IPC memory handle size");
-static_assert(sizeof(cudaIpcEventHandle_t) == GPU_IPC_HANDLE_BYTES,
-	      "IPC event handle size");
 static_assert(sizeof(struct gpu_job) == 16, "job layout");
 
 /* Kernel geometry: threads per block, most blocks per job. */
@@ -41,78 +38,12 @@ static_assert(sizeof(struct gpu_job) == 16, "job layout");
 /* Staged payloads start on this boundary (vector loads). */
 #define RC_STAGE_ALIGN		16u
 
-/* What a pointer is to the GPU. */
-enum rc_kind {
-	RC_KIND_UNKNOWN,		/* not asked yet (caches only) */
-	RC_KIND_HOST,			/* plain host memory: stage it */
-	RC_KIND_DEVICE,			/* device-readable (device, managed) */
-	RC_KIND_PINNED,			/* registered host memory, via alias */
-	RC_KIND_BAD,			/* neither: cannot be used */
-};
-
-/* ------------------------------------------------------------------ */
-/* errors */
-
-static thread_local char rc_err[REORDER_CUDA_ERR_MAX];
-
-static void rc_seterr(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static void
-rc_seterr(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(rc_err, sizeof(rc_err), fmt, ap);
-	va_end(ap);
-}
-
-/* Set the message for CUDA error e in `what` and return -errno for it. */
-static int
-rc_cuda_fail(const char *what, cudaError_t e)
-{
-	rc_seterr("%s: %s (error %d)", what, cudaGetErrorString(e), (int)e);
-	(void)cudaGetLastError();	/* clear a non-sticky error */
-	switch (e) {
-	case cudaErrorMemoryAllocation:
-		return -ENOMEM;
-	case cudaErrorInsufficientDriver:
-	case cudaErrorNoDevice:
-	case cudaErrorInvalidDevice:
-		return -ENODEV;
-	case cudaErrorInvalidValue:
-		return -EINVAL;
-	default:
-		return -EIO;
-	}
-}
-
-extern "C" const char *
-reorder_cuda_last_error(void)
-{
-	return rc_err;
-}
-
-extern "C" int
-gpu_available(char *why, size_t len)
-{
-	cudaError_t e;
-	int n = 0;
-
-	if ((e = cudaGetDeviceCount(&n)) != cudaSuccess) {
-		rc_seterr("no CUDA device: %s (error %d)",
-		    cudaGetErrorString(e), (int)e);
-		(void)cudaGetLastError();
-	} else if (n <= 0) {
-		rc_seterr("no CUDA device: none found");
-	} else {
-		return 1;
-	}
-	if (why != NULL && len > 0)
-		snprintf(why, len, "%s", rc_err);
-	return 0;
-}
+/*
+ * What a payload or tensor pointer is to the GPU (gpu.h): HOST is staged
+ * (payloads) or written on the CPU (tensors), DEVICE and PINNED are used in
+ * place through their device alias, BAD cannot be used, UNKNOWN marks an
+ * empty cache entry.
+ */
 
 /* ------------------------------------------------------------------ */
 /* the kernel */
@@ -408,23 +339,23 @@ rc_check(enum daqiri_dtype in, enum daqiri_dtype out, uint32_t in_bytes,
 	 uint64_t slot_bytes)
 {
 	if (rc_pick(in, out) == nullptr) {
-		rc_seterr("gpu reorder cannot convert %d to %d (outputs: fp16, "
+		gpu_set_error("gpu reorder cannot convert %d to %d (outputs: fp16, "
 		    "bf16, fp32, fp64, int32)", (int)in, (int)out);
 		return -EINVAL;
 	}
 	if (in_bytes == 0 || cvt_in_elems(in, in_bytes) == 0) {
-		rc_seterr("gpu reorder: %u payload bytes are no whole number "
+		gpu_set_error("gpu reorder: %u payload bytes are no whole number "
 		    "of input elements", in_bytes);
 		return -EINVAL;
 	}
 	if (in != DAQIRI_DTYPE_RAW && slot_bytes !=
 	    (uint64_t)cvt_in_elems(in, in_bytes) * cvt_out_size(out)) {
-		rc_seterr("gpu reorder: slot of %llu bytes does not match %u "
+		gpu_set_error("gpu reorder: slot of %llu bytes does not match %u "
 		    "payload bytes", (unsigned long long)slot_bytes, in_bytes);
 		return -EINVAL;
 	}
 	if (in == DAQIRI_DTYPE_RAW && slot_bytes < in_bytes) {
-		rc_seterr("gpu reorder: slot of %llu bytes is shorter than %u "
+		gpu_set_error("gpu reorder: slot of %llu bytes is shorter than %u "
 		    "payload bytes", (unsigned long long)slot_bytes, in_bytes);
 		return -EINVAL;
 	}
@@ -446,7 +377,7 @@ rc_launch(rc_kernel_fn fn, const struct rc_kparams *base, unsigned gx,
 		e = cudaLaunchKernel((const void *)fn, dim3(gx, n),
 		    dim3(RC_BLOCK), args, 0, stream);
 		if (e != cudaSuccess)
-			return rc_cuda_fail("gpu reorder: kernel launch", e);
+			return gpu_cuda_error("gpu reorder: kernel launch", e);
 		jobs_dev += n;
 		njobs -= n;
 	}
@@ -477,285 +408,6 @@ gpu_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
 }
 
 /* ------------------------------------------------------------------ */
-/* ranges and events, daemon-wide */
-
-struct rc_range {
-	std::atomic<int> live;
-	uintptr_t base;
-	size_t len;
-	intptr_t delta;			/* device alias - host address */
-	enum rc_kind kind;
-	int owner;			/* RC_OWN_* */
-};
-
-enum { RC_OWN_DECLARED, RC_OWN_ALLOC, RC_OWN_REGISTER };
-
-struct rc_event {
-	const void *buf;
-	cudaEvent_t ev;
-};
-
-static std::mutex rc_mu;		/* writers of the tables below */
-static struct rc_range rc_ranges[GPU_MAX_RANGES];
-static std::atomic<int> rc_nranges;
-static struct rc_event rc_events[GPU_MAX_EVENTS];
-static int rc_nevents;
-
-/* Lock-free lookup: the range holding [p, p + len), or NULL. */
-static const struct rc_range *
-rc_range_find(uintptr_t p, size_t len)
-{
-	int i, n = rc_nranges.load(std::memory_order_acquire);
-
-	for (i = 0; i < n; i++) {
-		const struct rc_range *r = &rc_ranges[i];
-
-		if (r->live.load(std::memory_order_acquire) && p >= r->base &&
-		    p - r->base <= r->len && len <= r->len - (p - r->base))
-			return r;
-	}
-	return nullptr;
-}
-
-static int
-rc_range_add(const void *p, size_t len, enum rc_kind kind, intptr_t delta,
-	     int owner)
-{
-	std::lock_guard<std::mutex> lk(rc_mu);
-	int i, n = rc_nranges.load(std::memory_order_relaxed);
-
-	for (i = 0; i < n; i++)
-		if (!rc_ranges[i].live.load(std::memory_order_relaxed))
-			break;
-	if (i == GPU_MAX_RANGES) {
-		rc_seterr("gpu: more than %d CUDA memory ranges",
-		    GPU_MAX_RANGES);
-		return -ENOSPC;
-	}
-	rc_ranges[i].base = (uintptr_t)p;
-	rc_ranges[i].len = len;
-	rc_ranges[i].delta = delta;
-	rc_ranges[i].kind = kind;
-	rc_ranges[i].owner = owner;
-	rc_ranges[i].live.store(1, std::memory_order_release);
-	if (i == n)
-		rc_nranges.store(n + 1, std::memory_order_release);
-	return 0;
-}
-
-/* Drop the range starting at p and destroy the events of buffers inside
- * it; returns its owner, or -1 when there was none. Caller holds rc_mu. */
-static int
-rc_range_del_locked(const void *p)
-{
-	int i, j, owner, n = rc_nranges.load(std::memory_order_relaxed);
-	struct rc_range *r;
-
-	for (i = 0; i < n; i++) {
-		r = &rc_ranges[i];
-		if (!r->live.load(std::memory_order_relaxed) ||
-		    r->base != (uintptr_t)p)
-			continue;
-		r->live.store(0, std::memory_order_release);
-		owner = r->owner;
-		for (j = 0; j < rc_nevents; ) {
-			uintptr_t b = (uintptr_t)rc_events[j].buf;
-
-			if (b >= r->base && b - r->base < r->len) {
-				(void)cudaEventDestroy(rc_events[j].ev);
-				rc_events[j] = rc_events[--rc_nevents];
-			} else {
-				j++;
-			}
-		}
-		return owner;
-	}
-	return -1;
-}
-
-/* Ask CUDA what p is. */
-static enum rc_kind
-rc_classify(const void *p, intptr_t *delta)
-{
-	cudaPointerAttributes a;
-
-	*delta = 0;
-	memset(&a, 0, sizeof(a));
-	if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-		(void)cudaGetLastError();
-		return RC_KIND_HOST;	/* older runtimes: unregistered */
-	}
-	switch (a.type) {
-	case cudaMemoryTypeDevice:
-	case cudaMemoryTypeManaged:
-		return RC_KIND_DEVICE;
-	case cudaMemoryTypeHost:
-		if (a.devicePointer == nullptr)
-			return RC_KIND_HOST;
-		*delta = (intptr_t)a.devicePointer - (intptr_t)p;
-		return RC_KIND_PINNED;
-	default:
-		return RC_KIND_HOST;
-	}
-}
-
-extern "C" int
-gpu_range_add(const void *p, size_t len)
-{
-	intptr_t delta;
-	enum rc_kind k;
-
-	if (p == nullptr || len == 0)
-		return -EINVAL;
-	k = rc_classify(p, &delta);
-	if (k != RC_KIND_DEVICE && k != RC_KIND_PINNED) {
-		rc_seterr("gpu: %p is not CUDA memory", p);
-		return -EINVAL;
-	}
-	return rc_range_add(p, len, k, delta, RC_OWN_DECLARED);
-}
-
-extern "C" void
-gpu_range_del(const void *p)
-{
-	std::lock_guard<std::mutex> lk(rc_mu);
-
-	if (p != nullptr)
-		(void)rc_range_del_locked(p);
-}
-
-extern "C" int
-gpu_alloc(int ordinal, size_t bytes, void **out)
-{
-	cudaError_t e;
-	void *p = nullptr;
-	int rc;
-
-	*out = nullptr;
-	if (!gpu_available(nullptr, 0))
-		return -ENODEV;
-	if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
-		return rc_cuda_fail("gpu: cudaSetDevice", e);
-	if ((e = cudaMalloc(&p, bytes)) != cudaSuccess)
-		return rc_cuda_fail("gpu: cudaMalloc", e);
-	if ((rc = rc_range_add(p, bytes, RC_KIND_DEVICE, 0,
-	    RC_OWN_ALLOC)) != 0) {
-		(void)cudaFree(p);
-		return rc;
-	}
-	*out = p;
-	return 0;
-}
-
-extern "C" void
-gpu_free(void *p)
-{
-	if (p == nullptr)
-		return;
-	{
-		std::lock_guard<std::mutex> lk(rc_mu);
-
-		(void)rc_range_del_locked(p);
-	}
-	(void)cudaFree(p);
-}
-
-extern "C" int
-gpu_host_register(void *p, size_t len)
-{
-	cudaError_t e;
-	void *d = nullptr;
-	int rc;
-
-	if (!gpu_available(nullptr, 0))
-		return -ENODEV;
-	if ((e = cudaHostRegister(p, len, cudaHostRegisterPortable |
-	    cudaHostRegisterMapped)) != cudaSuccess)
-		return rc_cuda_fail("gpu: cudaHostRegister", e);
-	if ((e = cudaHostGetDevicePointer(&d, p, 0)) != cudaSuccess) {
-		rc = rc_cuda_fail("gpu: cudaHostGetDevicePointer", e);
-		(void)cudaHostUnregister(p);
-		return rc;
-	}
-	if ((rc = rc_range_add(p, len, RC_KIND_PINNED,
-	    (intptr_t)d - (intptr_t)p, RC_OWN_REGISTER)) != 0) {
-		(void)cudaHostUnregister(p);
-		return rc;
-	}
-	return 0;
-}
-
-extern "C" void
-gpu_host_unregister(void *p)
-{
-	if (p == nullptr)
-		return;
-	{
-		std::lock_guard<std::mutex> lk(rc_mu);
-
-		(void)rc_range_del_locked(p);
-	}
-	(void)cudaHostUnregister(p);
-}
-
-extern "C" int
-gpu_ipc_handle(void *p, void *handle_out)
-{
-	cudaIpcMemHandle_t h;
-	cudaError_t e;
-
-	if ((e = cudaIpcGetMemHandle(&h, p)) != cudaSuccess)
-		return rc_cuda_fail("gpu: cudaIpcGetMemHandle", e);
-	memcpy(handle_out, &h, sizeof(h));
-	return 0;
-}
-
-/* The interprocess event of tensor buffer buf, made on first use. */
-static int
-rc_event_get(const void *buf, cudaEvent_t *out)
-{
-	std::lock_guard<std::mutex> lk(rc_mu);
-	cudaEvent_t ev;
-	cudaError_t e;
-	int i;
-
-	for (i = 0; i < rc_nevents; i++)
-		if (rc_events[i].buf == buf) {
-			*out = rc_events[i].ev;
-			return 0;
-		}
-	if (rc_nevents == GPU_MAX_EVENTS) {
-		rc_seterr("gpu: more than %d tensor buffer events",
-		    GPU_MAX_EVENTS);
-		return -ENOSPC;
-	}
-	if ((e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming |
-	    cudaEventInterprocess)) != cudaSuccess)
-		return rc_cuda_fail("gpu: cudaEventCreateWithFlags", e);
-	rc_events[rc_nevents].buf = buf;
-	rc_events[rc_nevents].ev = ev;
-	rc_nevents++;
-	*out = ev;
-	return 0;
-}
-
-extern "C" int
-gpu_event_ipc_handle(const void *buf, void *handle_out)
-{
-	cudaIpcEventHandle_t h;
-	cudaEvent_t ev;
-	cudaError_t e;
-	int rc;
-
-	if ((rc = rc_event_get(buf, &ev)) != 0)
-		return rc;
-	if ((e = cudaIpcGetEventHandle(&h, ev)) != cudaSuccess)
-		return rc_cuda_fail("gpu: cudaIpcGetEventHandle", e);
-	memcpy(handle_out, &h, sizeof(h));
-	return 0;
-}
-
-/* ------------------------------------------------------------------ */
 /* the backend */
 
 struct rc_table {
@@ -773,13 +425,13 @@ struct rc_table {
 struct rc_page {
 	uintptr_t page;
 	intptr_t delta;
-	enum rc_kind kind;
+	enum gpu_ptr_kind kind;
 };
 
 struct rc_bufent {
 	const void *data;
 	uint8_t *alias;			/* device address of data, or NULL */
-	enum rc_kind kind;
+	enum gpu_ptr_kind kind;
 	cudaEvent_t ev;			/* NULL until finish() needed it */
 };
 
@@ -806,6 +458,7 @@ struct rc_state {
 	struct rc_page pages[RC_PAGE_CACHE];
 };
 
+static std::mutex rc_plans_mu;		/* guards rc_plans */
 static struct {
 	const struct reorder_plan *plan;
 	struct rc_state *s;
@@ -814,45 +467,42 @@ static struct {
 static void
 rc_fail(struct rc_state *s, const char *what, cudaError_t e)
 {
-	(void)rc_cuda_fail(what, e);
+	(void)gpu_cuda_error(what, e);
 	s->failed = true;
 	s->st.errors++;
 }
 
 /* Kind and device alias of [p, p + len): declared ranges first, then the
  * page cache (one cudaPointerGetAttributes per new page). */
-static enum rc_kind
+static enum gpu_ptr_kind
 rc_lookup(struct rc_state *s, const void *p, size_t len, intptr_t *delta)
 {
-	const struct rc_range *r;
 	uintptr_t a = (uintptr_t)p, pg[2];
-	enum rc_kind k[2];
+	enum gpu_ptr_kind k[2], rk;
 	intptr_t d[2];
 	int i;
 
-	if ((r = rc_range_find(a, len)) != nullptr) {
-		*delta = r->delta;
-		return r->kind;
-	}
+	if (gpu_range_find(p, len, &rk, delta))
+		return rk;
 	pg[0] = a >> RC_PAGE_SHIFT;
 	pg[1] = (a + (len ? len - 1 : 0)) >> RC_PAGE_SHIFT;
 	for (i = 0; i < 2; i++) {
 		struct rc_page *c = &s->pages[pg[i] % RC_PAGE_CACHE];
 
-		if (c->kind == RC_KIND_UNKNOWN || c->page != pg[i]) {
+		if (c->kind == GPU_PTR_UNKNOWN || c->page != pg[i]) {
 			c->page = pg[i];
-			c->kind = rc_classify((const void *)(i == 0 ? a :
+			c->kind = gpu_ptr_classify((const void *)(i == 0 ? a :
 			    a + len - 1), &c->delta);
 		}
 		k[i] = c->kind;
 		d[i] = c->delta;
 	}
 	*delta = d[0];
-	if (k[0] == k[1] && (k[0] != RC_KIND_PINNED || d[0] == d[1]))
+	if (k[0] == k[1] && (k[0] != GPU_PTR_PINNED || d[0] == d[1]))
 		return k[0];
-	if (k[0] != RC_KIND_DEVICE && k[1] != RC_KIND_DEVICE)
-		return RC_KIND_HOST;	/* host on both ends: stage it */
-	return RC_KIND_BAD;
+	if (k[0] != GPU_PTR_DEVICE && k[1] != GPU_PTR_DEVICE)
+		return GPU_PTR_HOST;	/* host on both ends: stage it */
+	return GPU_PTR_BAD;
 }
 
 /* The cache entry of tensor buffer b (its kind and device alias). */
@@ -865,8 +515,8 @@ rc_buf(struct rc_state *s, const struct reorder_buf *b)
 	if (e->data != b->data) {
 		e->data = b->data;
 		e->kind = rc_lookup(s, b->data, s->tensor_bytes, &delta);
-		e->alias = (e->kind == RC_KIND_DEVICE ||
-		    e->kind == RC_KIND_PINNED) ?
+		e->alias = (e->kind == GPU_PTR_DEVICE ||
+		    e->kind == GPU_PTR_PINNED) ?
 		    (uint8_t *)b->data + delta : nullptr;
 		e->ev = nullptr;
 	}
@@ -959,13 +609,13 @@ rc_place(void *state, const struct reorder_buf *buf, uint32_t slot,
 	struct rc_table *t;
 	const uint8_t *src;
 	intptr_t delta;
-	enum rc_kind k;
+	enum gpu_ptr_kind k;
 	uint32_t sb;
 
-	if (b->kind == RC_KIND_HOST) {
+	if (b->kind == GPU_PTR_HOST) {
 		/* a plain host tensor: the CPU writes it, if it can read in */
 		k = rc_lookup(s, in, s->in_bytes, &delta);
-		if (k != RC_KIND_HOST && k != RC_KIND_PINNED) {
+		if (k != GPU_PTR_HOST && k != GPU_PTR_PINNED) {
 			s->st.lost++;
 			return;
 		}
@@ -979,18 +629,18 @@ rc_place(void *state, const struct reorder_buf *buf, uint32_t slot,
 		return;
 	}
 	k = rc_lookup(s, in, s->in_bytes, &delta);
-	if (k == RC_KIND_BAD) {
+	if (k == GPU_PTR_BAD) {
 		s->st.lost++;
 		return;
 	}
-	sb = k == RC_KIND_HOST ? (s->in_bytes + RC_STAGE_ALIGN - 1) &
+	sb = k == GPU_PTR_HOST ? (s->in_bytes + RC_STAGE_ALIGN - 1) &
 	    ~(RC_STAGE_ALIGN - 1) : 0;
 	t = rc_room(s, sb);
 	if (s->failed) {
 		s->st.lost++;
 		return;
 	}
-	if (k == RC_KIND_HOST) {
+	if (k == GPU_PTR_HOST) {
 		memcpy(t->stage + t->staged, in, s->in_bytes);
 		src = t->stage_dev + t->staged;
 		t->staged += sb;
@@ -1039,7 +689,7 @@ rc_fill_slots(void *state, const struct reorder_buf *buf)
 		while (miss) {
 			slot = 64 * w + (uint32_t)__builtin_ctzll(miss);
 			miss &= miss - 1;
-			if (b->kind == RC_KIND_HOST) {
+			if (b->kind == GPU_PTR_HOST) {
 				cvt_fill_slot(s->out, s->fill,
 				    (uint8_t *)buf->data +
 				    (uint64_t)slot * s->slot_bytes,
@@ -1074,22 +724,27 @@ rc_finish(void *state, const struct reorder_buf *buf)
 
 	if (rc_flush(s) != 0)
 		return -EIO;
-	if (b->kind == RC_KIND_HOST)
+	if (b->kind == GPU_PTR_HOST)
 		return 0;
 	if (b->alias == nullptr || s->failed)
 		return -EIO;
 	(void)cudaSetDevice(s->dev);	/* the event is made on it */
-	if (b->ev == nullptr && rc_event_get(buf->data, &b->ev) != 0) {
-		s->failed = true;
-		s->st.errors++;
-		return -EIO;
+	if (b->ev == nullptr) {
+		void *ev;
+
+		if (gpu_event_get(buf->data, &ev) != 0) {
+			s->failed = true;
+			s->st.errors++;
+			return -EIO;
+		}
+		b->ev = (cudaEvent_t)ev;
 	}
 	if ((e = cudaEventRecord(b->ev, s->stream)) != cudaSuccess) {
 		rc_fail(s, "gpu reorder: cudaEventRecord", e);
 		return -EIO;
 	}
 	/* a consumer reads registered host memory with the CPU */
-	if (b->kind == RC_KIND_PINNED &&
+	if (b->kind == GPU_PTR_PINNED &&
 	    (e = cudaEventSynchronize(b->ev)) != cudaSuccess) {
 		rc_fail(s, "gpu reorder: kernel", e);
 		return -EIO;
@@ -1124,7 +779,7 @@ rc_fini(void *state)
 		(void)cudaStreamDestroy(s->stream);
 	(void)cudaGetLastError();
 	{
-		std::lock_guard<std::mutex> lk(rc_mu);
+		std::lock_guard<std::mutex> lk(rc_plans_mu);
 
 		for (i = 0; i < RC_MAX_PLANS; i++)
 			if (rc_plans[i].s == s)
@@ -1152,7 +807,7 @@ rc_init(struct reorder_plan *p, void **state)
 	g = reorder_geom(p);
 	r = reorder_config(p);
 	if ((s = (struct rc_state *)calloc(1, sizeof(*s))) == nullptr) {
-		rc_seterr("gpu reorder: out of memory");
+		gpu_set_error("gpu reorder: out of memory");
 		return -ENOMEM;
 	}
 	s->plan = p;
@@ -1167,7 +822,7 @@ rc_init(struct reorder_plan *p, void **state)
 	if ((rc = rc_check(s->in, s->out, s->in_bytes, s->slot_bytes)) != 0)
 		goto fail;
 	if (s->in_bytes > REORDER_CUDA_STAGE_BYTES) {
-		rc_seterr("gpu reorder: payloads of %u bytes exceed the %u "
+		gpu_set_error("gpu reorder: payloads of %u bytes exceed the %u "
 		    "staging bytes", s->in_bytes, REORDER_CUDA_STAGE_BYTES);
 		rc = -EINVAL;
 		goto fail;
@@ -1184,7 +839,7 @@ rc_init(struct reorder_plan *p, void **state)
 	    (e = cudaSetDevice(s->dev)) != cudaSuccess ||
 	    (e = cudaStreamCreateWithFlags(&s->stream,
 	    cudaStreamNonBlocking)) != cudaSuccess) {
-		rc = rc_cuda_fail("gpu reorder: stream", e);
+		rc = gpu_cuda_error("gpu reorder: stream", e);
 		goto fail;
 	}
 	for (i = 0; i < REORDER_CUDA_NTABLES; i++) {
@@ -1200,13 +855,13 @@ rc_init(struct reorder_plan *p, void **state)
 		    cudaSuccess ||
 		    (e = cudaEventCreateWithFlags(&t->done,
 		    cudaEventDisableTiming)) != cudaSuccess) {
-			rc = rc_cuda_fail("gpu reorder: job tables", e);
+			rc = gpu_cuda_error("gpu reorder: job tables", e);
 			goto fail;
 		}
 		t->stage_dev = (uint8_t *)dv;
 	}
 	{
-		std::lock_guard<std::mutex> lk(rc_mu);
+		std::lock_guard<std::mutex> lk(rc_plans_mu);
 
 		for (i = 0; i < RC_MAX_PLANS; i++)
 			if (rc_plans[i].s == nullptr) {
@@ -1215,7 +870,7 @@ rc_init(struct reorder_plan *p, void **state)
 				break;
 			}
 	}
-	rc_err[0] = '\0';
+	gpu_clear_error();
 	*state = s;
 	return 0;
 fail:
@@ -1227,7 +882,7 @@ extern "C" void
 reorder_cuda_stats(const struct reorder_plan *p,
 		   struct reorder_cuda_stats *out)
 {
-	std::lock_guard<std::mutex> lk(rc_mu);
+	std::lock_guard<std::mutex> lk(rc_plans_mu);
 	int i;
 
 	memset(out, 0, sizeof(*out));

@@ -30,9 +30,9 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "gpu.h"
 #include "log.h"
 #include "raw.h"
-#include "reorder_cuda.h"
 #include "ring.h"
 #include "seqlock.h"
 #include "stream.h"

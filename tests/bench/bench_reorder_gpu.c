@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "convert.h"
+#include "gpu.h"
 #include "reorder.h"
 #include "reorder_cuda.h"
 

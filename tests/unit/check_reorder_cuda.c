@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "convert.h"
+#include "gpu.h"
 #include "reorder.h"
 #include "reorder_cuda.h"
 
