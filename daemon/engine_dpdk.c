@@ -1079,7 +1079,7 @@ dpdk_rxq(struct engine *e, int qi)
 
 /* One rte_eth_rx_burst: frames into f[], their mbufs onto the held ring. */
 static unsigned
-dpdk_poll(struct dpdk_rxq *q, struct engine_frame *f, unsigned max)
+dpdk_poll(struct dpdk_rxq *q, struct rx_frame *f, unsigned max)
 {
 	uint16_t n = rte_eth_rx_burst(q->port, q->qid, q->burst,
 	    (uint16_t)max);
@@ -1163,7 +1163,7 @@ dpdk_nap(struct dpdk_rxq *q, int64_t left)
  * nap; at rates that fill them within 500 us (~2 Mpps) use busy_poll.
  */
 static int
-dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
+dpdk_rx_burst(struct engine_rxq *rq, struct rx_frame *f, unsigned max,
 	      int64_t timeout_ns)
 {
 	struct dpdk_rxq *q = (struct dpdk_rxq *)rq;
@@ -1354,7 +1354,7 @@ dpdk_rxq(struct engine *e, int qi)
 }
 
 static int
-dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
+dpdk_rx_burst(struct engine_rxq *rq, struct rx_frame *f, unsigned max,
 	      int64_t timeout_ns)
 {
 	return -ENOTSUP;

@@ -32,7 +32,7 @@ _Static_assert(sizeof(struct worker_counters) % sizeof(uint64_t) == 0,
 struct wstream {
 	struct stream *s;
 	unsigned n;
-	struct reorder_pkt pkts[ENGINE_MAX_BURST];
+	struct rx_frame frames[ENGINE_MAX_BURST];	/* this burst's share */
 };
 
 /* A new flow table and its routes, handed to the worker; the old pair
@@ -70,7 +70,7 @@ struct worker {
 	struct worker_counters ctr;
 	struct flow_stats fstats;
 	uint64_t last_snap_ns;
-	struct engine_frame frames[ENGINE_MAX_BURST];
+	struct rx_frame frames[ENGINE_MAX_BURST];
 
 	struct seqlock snap_lock;
 	struct worker_counters snap;
@@ -110,7 +110,7 @@ static void
 route(struct worker *w, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
-		const struct engine_frame *f = &w->frames[i];
+		const struct rx_frame *f = &w->frames[i];
 		const uint8_t *h = f->hdr_len != 0 ? f->hdr : f->payload;
 		uint32_t hl = f->hdr_len != 0 ? f->hdr_len : f->payload_len;
 		int r = flow_route(w->flows, &w->fstats, h, hl);
@@ -124,7 +124,7 @@ route(struct worker *w, unsigned n)
 		if (k >= 0) {
 			struct wstream *ws = &w->ws[k];
 
-			memcpy(&ws->pkts[ws->n++], f, sizeof(*f));
+			ws->frames[ws->n++] = *f;
 		} else if (k == ROUTE_MISROUTED)
 			w->ctr.misrouted++;
 		else
@@ -204,7 +204,7 @@ worker_main(void *arg)
 
 				if (ws->n == 0)
 					continue;
-				stream_burst(ws->s, ws->pkts, ws->n, now);
+				stream_burst(ws->s, ws->frames, ws->n, now);
 				ws->n = 0;
 			}
 			w->eng->ops->release(w->q, (unsigned)n);

@@ -190,7 +190,7 @@ bench_plan(const struct variant *v, int pinned)
 	struct cfg_reorder r;
 	struct bowner o;
 	struct reorder_owner ow = { &o, b_get, b_put, b_publish };
-	struct reorder_pkt *pk;
+	struct rx_frame *pk;
 	struct reorder_plan *p;
 	struct reorder_cuda_stats st;
 	uint8_t *frames;

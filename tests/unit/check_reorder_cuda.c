@@ -528,7 +528,7 @@ run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
 	   uint8_t (*hdr)[T_HDR], uint8_t *pay, uint32_t pitch, uint64_t seed,
 	   int poison, enum pmem mem)
 {
-	struct reorder_pkt b[P_MAX_BURST];
+	struct rx_frame b[P_MAX_BURST];
 	uint64_t now = 1000000, s = seed;
 	uint32_t i = 0, k, m;
 
@@ -686,7 +686,7 @@ START_TEST(test_pinned_tensor_and_split)
 	struct towner o;
 	struct reorder_owner ow = { &o, o_get, o_put, o_publish };
 	struct reorder_plan *p;
-	struct reorder_pkt pk[P_PPB];
+	struct rx_frame pk[P_PPB];
 	struct reorder_cuda_stats st;
 	uint8_t frames[P_PPB][T_HDR + 64];
 	uint8_t want[P_PPB * 64 * 4];
