@@ -25,9 +25,16 @@
 _Static_assert(sizeof(struct worker_counters) % sizeof(uint64_t) == 0,
     "struct worker_counters is made of uint64_t only (seqlock copies)");
 
-#define ROUTE_NO_STREAM		(-1)
-#define ROUTE_MISROUTED		(-2)
-#define ROUTE_RAW		(-3)	/* the queue's raw stream */
+/*
+ * Where route() sends a frame: an index into w->ws (>= 0), or one of these
+ * reasons it goes nowhere, each counted. Not to be confused with what
+ * flow_route() returns (a flow rule index or FLOW_ROUTE_*), which route()
+ * maps to a ws index through rule_stream[] and default_ws.
+ */
+enum ws_route {
+	WS_ROUTE_NO_STREAM = -1,	/* for a raw stream when there is none */
+	WS_ROUTE_MISROUTED = -2,	/* a stream another queue's worker owns */
+};
 
 struct wstream {
 	struct stream *s;
@@ -49,14 +56,15 @@ struct worker {
 	struct engine *eng;
 	struct engine_rxq *q;
 	struct flow_table *flows;	/* the worker's own copy */
-	int *rule_stream;		/* per flow rule: ws index or ROUTE_* */
+	int *rule_stream;		/* per flow rule: ws index or WS_ROUTE_* */
 	const struct cfg_reorder *scfg[WORKER_MAX_STREAMS];
 	int nscfg;
 	int local[WORKER_MAX_STREAMS];	/* stream index -> ws index or -1 */
 	/* Flow table changes (main -> worker -> main). */
 	_Atomic(struct flow_change *) pending;
 	_Atomic(struct flow_change *) retired;
-	int default_route;		/* for FLOW_ROUTE_DEFAULT */
+	int default_ws;			/* for FLOW_ROUTE_DEFAULT: ws index or
+					 * WS_ROUTE_NO_STREAM */
 	int nws;
 	struct wstream *ws;		/* reorder streams, then the raw one */
 	int wake_fd;
@@ -113,19 +121,19 @@ route(struct worker *w, unsigned n)
 		const struct rx_frame *f = &w->frames[i];
 		const uint8_t *h = f->hdr_len != 0 ? f->hdr : f->payload;
 		uint32_t hl = f->hdr_len != 0 ? f->hdr_len : f->payload_len;
-		int r = flow_route(w->flows, &w->fstats, h, hl);
-		int k;
+		int rule = flow_route(w->flows, &w->fstats, h, hl);
+		int to;
 
 		w->ctr.rx_bytes += (uint64_t)f->hdr_len + f->payload_len;
-		if (r == FLOW_ROUTE_DROP)
+		if (rule == FLOW_ROUTE_DROP)
 			continue;
-		k = r == FLOW_ROUTE_DEFAULT ? w->default_route :
-		    w->rule_stream[r];
-		if (k >= 0) {
-			struct wstream *ws = &w->ws[k];
+		to = rule == FLOW_ROUTE_DEFAULT ? w->default_ws :
+		    w->rule_stream[rule];
+		if (to >= 0) {
+			struct wstream *ws = &w->ws[to];
 
 			ws->frames[ws->n++] = *f;
-		} else if (k == ROUTE_MISROUTED)
+		} else if (to == WS_ROUTE_MISROUTED)
 			w->ctr.misrouted++;
 		else
 			w->ctr.no_stream++;
@@ -276,8 +284,8 @@ make_routes(const struct worker *w, const struct flow_table *t)
 	for (uint32_t i = 0; i < t->nrules; i++) {
 		int j = stream_of_flow(w->scfg, w->nscfg, t->rules[i].id);
 
-		rs[i] = j < 0 ? w->default_route :
-		    w->local[j] >= 0 ? w->local[j] : ROUTE_MISROUTED;
+		rs[i] = j < 0 ? w->default_ws :
+		    w->local[j] >= 0 ? w->local[j] : WS_ROUTE_MISROUTED;
 	}
 	return rs;
 }
@@ -398,10 +406,10 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	/* Frames no reorder config takes go to the raw stream of the queue
 	 * that received them (the socket engine spreads datagrams over its
 	 * queues by hash, not by flow). */
-	w->default_route = ROUTE_NO_STREAM;
+	w->default_ws = WS_ROUTE_NO_STREAM;
 	if (raw != NULL) {
 		w->ws[w->nws].s = raw;
-		w->default_route = w->nws++;
+		w->default_ws = w->nws++;
 	}
 	w->rule_stream = make_routes(w, w->flows);
 	if (w->rule_stream == NULL) {
