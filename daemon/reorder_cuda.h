@@ -66,7 +66,7 @@ extern "C" {
 
 /* One placement: payload src (device-readable) into the slot at dst
  * (device-writable); src NULL = fill the slot per the plan's fill. */
-struct gpu_job {
+struct reorder_cuda_job {
 	const uint8_t *src;
 	uint8_t *dst;
 };
@@ -112,9 +112,11 @@ void reorder_cuda_stats(const struct reorder_plan *p,
  * fp16, bf16, fp32, fp64, int32; NONE copies), -EIO on a launch error.
  * The backend's own path; exported for tests and the benchmark.
  */
-int gpu_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
-		   enum daqiri_fill fill, uint32_t in_bytes, uint64_t slot_bytes,
-		   const struct gpu_job *jobs_dev, uint32_t njobs, void *stream);
+int reorder_cuda_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out,
+			    enum cfg_endian en, enum daqiri_fill fill,
+			    uint32_t in_bytes, uint64_t slot_bytes,
+			    const struct reorder_cuda_job *jobs_dev,
+			    uint32_t njobs, void *stream);
 
 #else /* !DAQIRI_HAVE_CUDA */
 

@@ -32,8 +32,8 @@ _Static_assert(sizeof(struct worker_counters) % sizeof(uint64_t) == 0,
  * maps to a ws index through rule_stream[] and default_ws.
  */
 enum ws_route {
-	WS_ROUTE_NO_STREAM = -1,	/* for a raw stream when there is none */
-	WS_ROUTE_MISROUTED = -2,	/* a stream another queue's worker owns */
+	WS_ROUTE_NO_STREAM = -1,	/* no raw stream to take it */
+	WS_ROUTE_MISROUTED = -2,	/* another queue's worker owns it */
 };
 
 struct wstream {
@@ -56,7 +56,8 @@ struct worker {
 	struct engine *eng;
 	struct engine_rxq *q;
 	struct flow_table *flows;	/* the worker's own copy */
-	int *rule_stream;		/* per flow rule: ws index or WS_ROUTE_* */
+	int *rule_stream;		/* per flow rule: ws index or
+					 * WS_ROUTE_* */
 	const struct cfg_reorder *scfg[WORKER_MAX_STREAMS];
 	int nscfg;
 	int local[WORKER_MAX_STREAMS];	/* stream index -> ws index or -1 */

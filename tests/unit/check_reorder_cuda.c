@@ -259,7 +259,7 @@ START_TEST(test_kernel_vs_scalar)
 		enum daqiri_fill fill = fi ? DAQIRI_FILL_NAN : DAQIRI_FILL_ZERO;
 		uint32_t nb = kv_sizes[si], n, j, k;
 		uint64_t sb, ipitch, opitch, isz, osz;
-		struct gpu_job jobs[KV_SLOTS], *djobs;
+		struct reorder_cuda_job jobs[KV_SLOTS], *djobs;
 		uint8_t *hin, *hout, *want, *din, *dout;
 
 		if (ii < 0 && oi > 0)
@@ -301,8 +301,9 @@ START_TEST(test_kernel_vs_scalar)
 		}
 		CK_CUDA(cudaMemcpy(djobs, jobs, sizeof(jobs),
 		    cudaMemcpyHostToDevice));
-		ck_assert_int_eq(gpu_place_jobs(in, out, (enum cfg_endian)en,
-		    fill, nb, sb, djobs, KV_SLOTS, NULL), 0);
+		ck_assert_int_eq(reorder_cuda_place_jobs(in, out,
+		    (enum cfg_endian)en, fill, nb, sb, djobs, KV_SLOTS, NULL),
+		    0);
 		CK_CUDA(cudaDeviceSynchronize());
 		CK_CUDA(cudaMemcpy(hout, dout, osz, cudaMemcpyDeviceToHost));
 		for (k = 0; k < osz; k++)
@@ -772,8 +773,9 @@ START_TEST(test_unsupported)
 	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, P_PPB);
 	struct reorder_owner o = { NULL, t_get, t_put, t_publish };
 
-	ck_assert_int_eq(gpu_place_jobs(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16,
-	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, 128, NULL, 0, NULL), -EINVAL);
+	ck_assert_int_eq(reorder_cuda_place_jobs(DAQIRI_DTYPE_INT8,
+	    DAQIRI_DTYPE_INT16, CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, 128,
+	    NULL, 0, NULL), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(reorder_cuda_last_error(), "convert"));
 	/* the plan may refuse it first (int16 output); either way no plan */
 	ck_assert_ptr_null(reorder_create(&r, &o, &reorder_backend_cuda));
