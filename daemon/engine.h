@@ -13,7 +13,7 @@
 
 #include "config.h"
 #include "mem.h"
-#include "reorder.h"
+#include "rx_frame.h"
 
 /* Ethernet (14) + IPv4 without options (20) + UDP (8): the synthetic
  * header of the socket engine, and where datagrams start in its buffers. */
@@ -24,35 +24,6 @@
 #define ENGINE_MAX_BURST	1024
 /* Longest error text init() writes (including the NUL). */
 #define ENGINE_ERR_MAX		256
-
-/*
- * One received frame: the concatenation hdr[0..hdr_len) ++
- * payload[0..payload_len) (a contiguous frame may put everything in hdr
- * with payload_len 0). Same layout and names as struct reorder_pkt, so an
- * array of frames is passed to reorder_burst() as it is. Valid until the
- * frame is released.
- */
-struct engine_frame {
-	const uint8_t *hdr;
-	const uint8_t *payload;
-	uint32_t hdr_len;
-	uint32_t payload_len;
-	uint64_t rx_ns;			/* CLOCK_MONOTONIC; see rx_burst() */
-};
-
-_Static_assert(sizeof(struct engine_frame) == sizeof(struct reorder_pkt),
-	       "engine_frame and reorder_pkt differ in size");
-_Static_assert(offsetof(struct engine_frame, hdr) ==
-	       offsetof(struct reorder_pkt, hdr) &&
-	       offsetof(struct engine_frame, payload) ==
-	       offsetof(struct reorder_pkt, payload) &&
-	       offsetof(struct engine_frame, hdr_len) ==
-	       offsetof(struct reorder_pkt, hdr_len) &&
-	       offsetof(struct engine_frame, payload_len) ==
-	       offsetof(struct reorder_pkt, payload_len) &&
-	       offsetof(struct engine_frame, rx_ns) ==
-	       offsetof(struct reorder_pkt, rx_ns),
-	       "engine_frame and reorder_pkt differ in layout");
 
 /* Counters of one rx queue since init; monotonic. */
 struct engine_stats {
@@ -146,7 +117,7 @@ struct engine_ops {
 	 * call (CLOCK_MONOTONIC, after the call returned): frames of one read
 	 * share it. At most two system calls per burst, none per frame.
 	 */
-	int (*rx_burst)(struct engine_rxq *q, struct engine_frame *f,
+	int (*rx_burst)(struct engine_rxq *q, struct rx_frame *f,
 			unsigned max, int64_t timeout_ns);
 
 	/*

@@ -334,7 +334,7 @@ dpdk_eal_args(const struct cfg *c, char *err, size_t errlen)
 	static const char *const lvl_opts[] = { "--log-level", NULL };
 	char cores[CFG_PATH_MAX];
 	bool no_huge = dpdk_user_has(c, nohuge_opts);
-	int argc = 0, npci = 0, rc = 0;
+	int argc = 0, npci = 0, full = 0;	/* full: argv ran out */
 
 	if (no_huge && dpdk_user_has(c, inmem_opts)) {
 		errbuf(err, errlen, "dpdk_args: --no-huge cannot be combined "
@@ -349,33 +349,33 @@ dpdk_eal_args(const struct cfg *c, char *err, size_t errlen)
 		    "\"--no-shconf\" to cfg.dpdk_args");
 		return -ENOMEM;
 	}
-	rc |= dpdk_add_arg(&argc, "daqirid");
+	full |= dpdk_add_arg(&argc, "daqirid");
 	if (!dpdk_user_has(c, lcore_opts)) {
 		dpdk_core_list(c, cores, sizeof(cores));
-		rc |= dpdk_add_arg(&argc, "-l");
-		rc |= dpdk_add_arg(&argc, "%s", cores);
+		full |= dpdk_add_arg(&argc, "-l");
+		full |= dpdk_add_arg(&argc, "%s", cores);
 	}
 	if (!dpdk_user_has(c, dev_opts)) {
 		/* Probe only the devices we were given: never take over a NIC
 		 * the config does not name. */
 		for (int i = 0; i < c->ninterfaces; i++)
 			if (dpdk_is_pci(c->interfaces[i].address)) {
-				rc |= dpdk_add_arg(&argc, "-a");
-				rc |= dpdk_add_arg(&argc, "%s",
+				full |= dpdk_add_arg(&argc, "-a");
+				full |= dpdk_add_arg(&argc, "%s",
 				    c->interfaces[i].address);
 				npci++;
 			}
 		if (npci == 0)
-			rc |= dpdk_add_arg(&argc, "--no-pci");
+			full |= dpdk_add_arg(&argc, "--no-pci");
 	}
 	if (!dpdk_user_has(c, tele_opts))
-		rc |= dpdk_add_arg(&argc, "--no-telemetry");
+		full |= dpdk_add_arg(&argc, "--no-telemetry");
 	if (!dpdk_user_has(c, lvl_opts))
-		rc |= dpdk_add_arg(&argc, "--log-level=%d",
+		full |= dpdk_add_arg(&argc, "--log-level=%d",
 		    dpdk_log_level(c->log_level));
 	for (int i = 0; i < c->ndpdk_args; i++)
-		rc |= dpdk_add_arg(&argc, "%s", c->dpdk_args[i]);
-	if (rc != 0) {
+		full |= dpdk_add_arg(&argc, "%s", c->dpdk_args[i]);
+	if (full != 0) {
 		errbuf(err, errlen, "dpdk_args: more than %d EAL arguments",
 		    DPDK_MAX_ARGS);
 		return -E2BIG;
@@ -1079,7 +1079,7 @@ dpdk_rxq(struct engine *e, int qi)
 
 /* One rte_eth_rx_burst: frames into f[], their mbufs onto the held ring. */
 static unsigned
-dpdk_poll(struct dpdk_rxq *q, struct engine_frame *f, unsigned max)
+dpdk_poll(struct dpdk_rxq *q, struct rx_frame *f, unsigned max)
 {
 	uint16_t n = rte_eth_rx_burst(q->port, q->qid, q->burst,
 	    (uint16_t)max);
@@ -1163,7 +1163,7 @@ dpdk_nap(struct dpdk_rxq *q, int64_t left)
  * nap; at rates that fill them within 500 us (~2 Mpps) use busy_poll.
  */
 static int
-dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
+dpdk_rx_burst(struct engine_rxq *rq, struct rx_frame *f, unsigned max,
 	      int64_t timeout_ns)
 {
 	struct dpdk_rxq *q = (struct dpdk_rxq *)rq;
@@ -1354,7 +1354,7 @@ dpdk_rxq(struct engine *e, int qi)
 }
 
 static int
-dpdk_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
+dpdk_rx_burst(struct engine_rxq *rq, struct rx_frame *f, unsigned max,
 	      int64_t timeout_ns)
 {
 	return -ENOTSUP;

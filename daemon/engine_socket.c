@@ -302,7 +302,7 @@ sock_read(struct sock_rxq *q, unsigned max)
 
 /* Hand out up to max frames of the last read. */
 static unsigned
-sock_emit(struct sock_rxq *q, struct engine_frame *f, unsigned max)
+sock_emit(struct sock_rxq *q, struct rx_frame *f, unsigned max)
 {
 	unsigned n = 0;
 
@@ -369,7 +369,7 @@ sock_woken(const struct sock_rxq *q)
 }
 
 static int
-sock_rx_burst(struct engine_rxq *rq, struct engine_frame *f, unsigned max,
+sock_rx_burst(struct engine_rxq *rq, struct rx_frame *f, unsigned max,
 	      int64_t timeout_ns)
 {
 	struct sock_rxq *q = (struct sock_rxq *)rq;

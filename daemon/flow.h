@@ -4,6 +4,8 @@
  * classifier that picks, for an Ethernet frame, the first flow (in table
  * order) whose match fields all hold. Every engine without hardware flow
  * steering uses it (the socket engine always, DPDK when rte_flow fails).
+ * Tables are built and edited on the main thread; an RX worker classifies
+ * with its own copy.
  */
 #ifndef DAQIRI_FLOW_H
 #define DAQIRI_FLOW_H
@@ -15,6 +17,8 @@
 
 /* flow_classify(): no flow matched. */
 #define FLOW_UNMATCHED		(-1)
+/* flow_route() returns a rule index (>= 0) or one of these two; the worker
+ * maps them to its own streams (worker.c, WS_ROUTE_*). */
 /* flow_route(): the frame is dropped (no match, flow_isolation on). */
 #define FLOW_ROUTE_DROP		(-1)
 /* flow_route(): no match, isolation off: the frame goes to the raw stream

@@ -2,7 +2,9 @@
 /*
  * Memory regions: host and huge regions as sealed memfds (so a consumer can
  * be given a read-only reopen of the fd), host_pinned as a memfd registered
- * with CUDA when a GPU is there, device regions through cudaMalloc.
+ * with CUDA when a GPU is there, device regions through cudaMalloc (both
+ * through gpu.h). Regions are made and destroyed on the main thread and
+ * only read afterwards.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +16,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "log.h"
 #include "mem.h"
-#include "reorder_cuda.h"
 
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB		0x0004U
@@ -185,18 +187,18 @@ fail:
 #ifdef DAQIRI_HAVE_CUDA
 #define MEM_NO_DEVICE	"no CUDA device: "
 
-/* reorder_cuda's last error without its "no CUDA device: " prefix. */
+/* gpu_last_error() without its "no CUDA device: " prefix. */
 static const char *
 mem_gpu_why(void)
 {
-	const char *why = reorder_cuda_last_error();
+	const char *why = gpu_last_error();
 
 	if (strncmp(why, MEM_NO_DEVICE, strlen(MEM_NO_DEVICE)) == 0)
 		why += strlen(MEM_NO_DEVICE);
 	return why;
 }
 
-/* Through reorder_cuda's helpers, so the CUDA backend knows the range and
+/* Through gpu.h, which declares the range, so the CUDA reorder backend
  * reads payloads there in place. */
 static int
 mem_create_device(struct mem_region *m, char *err, size_t errlen)
@@ -213,7 +215,7 @@ mem_create_device(struct mem_region *m, char *err, size_t errlen)
 	if ((rc = gpu_alloc(m->affinity, m->size, &p)) < 0) {
 		errbuf(err, errlen, "memory region '%s': %llu bytes on GPU %d: "
 		    "%s", m->name, (unsigned long long)m->size, m->affinity,
-		    reorder_cuda_last_error());
+		    gpu_last_error());
 		m->size = 0;
 		return rc;
 	}
@@ -233,7 +235,7 @@ mem_pin(struct mem_region *m)
 	}
 	if (gpu_host_register(m->base, m->size) < 0) {
 		log_warnx("memory region '%s': %s: using plain host memory",
-		    m->name, reorder_cuda_last_error());
+		    m->name, gpu_last_error());
 		return;
 	}
 	m->pinned = true;

@@ -89,11 +89,11 @@ publish(struct raw_plan *p, uint32_t flag, uint64_t now_ns)
 }
 
 void
-raw_burst(struct raw_plan *p, const struct reorder_pkt *pkts, unsigned n,
+raw_burst(struct raw_plan *p, const struct rx_frame *pkts, unsigned n,
 	  uint64_t now_ns)
 {
 	for (unsigned i = 0; i < n; i++) {
-		const struct reorder_pkt *f = &pkts[i];
+		const struct rx_frame *f = &pkts[i];
 		uint64_t len = (uint64_t)f->hdr_len + f->payload_len;
 		uint32_t *lens;
 		uint8_t *dst;

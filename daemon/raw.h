@@ -41,7 +41,7 @@ struct raw_plan *raw_create(uint32_t ppb, uint64_t slot_bytes,
 			    uint32_t timeout_us,
 			    const struct reorder_owner *owner);
 void raw_destroy(struct raw_plan *p);
-void raw_burst(struct raw_plan *p, const struct reorder_pkt *pkts,
+void raw_burst(struct raw_plan *p, const struct rx_frame *pkts,
 	       unsigned n, uint64_t now_ns);
 void raw_poll(struct raw_plan *p, uint64_t now_ns);
 uint64_t raw_next_deadline(const struct raw_plan *p);

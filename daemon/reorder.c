@@ -150,7 +150,7 @@ ilog2_exact(uint64_t v)
 }
 
 bool
-reorder_field(const struct reorder_pkt *pkt, uint32_t bit_offset,
+reorder_field(const struct rx_frame *pkt, uint32_t bit_offset,
 	      uint32_t bit_width, uint32_t *out)
 {
 	uint64_t total, end, acc = 0;
@@ -361,7 +361,7 @@ publish_all(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 /* The payload of a packet, contiguous (through the bounce buffer when the
  * frame's two parts split it). The caller checked the length. */
 static const uint8_t *
-payload_of(struct reorder_plan *p, const struct reorder_pkt *pkt)
+payload_of(struct reorder_plan *p, const struct rx_frame *pkt)
 {
 	uint32_t off = p->cfg.payload_byte_offset, n = p->g.in_bytes, h;
 
@@ -376,7 +376,7 @@ payload_of(struct reorder_plan *p, const struct reorder_pkt *pkt)
 }
 
 static void
-one_packet(struct reorder_plan *p, const struct reorder_pkt *pkt,
+one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	   uint64_t now_ns)
 {
 	uint64_t total, b, pos;
@@ -455,7 +455,7 @@ one_packet(struct reorder_plan *p, const struct reorder_pkt *pkt,
 }
 
 void
-reorder_burst(struct reorder_plan *p, const struct reorder_pkt *pkts,
+reorder_burst(struct reorder_plan *p, const struct rx_frame *pkts,
 	      unsigned n, uint64_t now_ns)
 {
 	unsigned i;

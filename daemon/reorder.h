@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "rx_frame.h"
 #include "../proto/desc.h"
 
 /* Per-plan counters. Invariant after every call:
@@ -46,20 +47,6 @@ struct reorder_counters {
 /* A backend failing burst after burst logs at most this often. */
 #define REORDER_ERROR_LOG_NS	1000000000ull
 extern const char *const reorder_counter_names[REORDER_NCOUNTERS];
-
-/*
- * One received frame. The frame is the concatenation hdr[0..hdr_len) ++
- * payload[0..payload_len); bit and byte offsets of the config address
- * that concatenation (header-data split gives two parts, a contiguous
- * frame puts everything in hdr with payload_len 0, or the reverse).
- */
-struct reorder_pkt {
-	const uint8_t *hdr;
-	const uint8_t *payload;
-	uint32_t hdr_len;
-	uint32_t payload_len;
-	uint64_t rx_ns;			/* arrival time, CLOCK_MONOTONIC */
-};
 
 /* A tensor buffer lent to the plan by its owner (the stream). */
 struct reorder_buf {
@@ -140,7 +127,7 @@ void reorder_destroy(struct reorder_plan *p);
 
 /* Feed one burst. Publishes whatever the burst finishes. Never blocks,
  * allocates or makes a syscall. */
-void reorder_burst(struct reorder_plan *p, const struct reorder_pkt *pkts,
+void reorder_burst(struct reorder_plan *p, const struct rx_frame *pkts,
 		   unsigned n, uint64_t now_ns);
 
 /* Publish every open batch whose deadline is <= now_ns (TIMEOUT), in batch
@@ -161,7 +148,7 @@ const struct cfg_reorder *reorder_config(const struct reorder_plan *p);
 
 /* Read the big-endian bit field at bit_offset/bit_width of a frame split
  * in two parts; returns false when the frame is too short. */
-bool reorder_field(const struct reorder_pkt *pkt, uint32_t bit_offset,
+bool reorder_field(const struct rx_frame *pkt, uint32_t bit_offset,
 		   uint32_t bit_width, uint32_t *out);
 
 #endif

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The CUDA reorder backend (reorder_cuda.cu) and the few CUDA host helpers
- * the daemon needs for device regions. In a build without CUDA the helpers
- * are inline stand-ins that report "built without CUDA", so callers need
- * no #ifdef; the backend itself then does not exist (reorder_cuda_backend()
- * returns NULL).
+ * The CUDA reorder backend (reorder_cuda.cu): the placement kernel and the
+ * reorder_backend that drives it, called on the thread of the plan (an RX
+ * worker). Device management (allocations, ranges, events, errors) is
+ * gpu.h's. In a build without CUDA the backend does not exist
+ * (reorder_cuda_backend() returns NULL).
  *
  * Memory the backend touches (the choice, documented once):
  *  - Tensor buffers (reorder_buf.data) must be device memory (cudaMalloc)
@@ -35,10 +35,10 @@
 #ifndef DAQIRI_REORDER_CUDA_H
 #define DAQIRI_REORDER_CUDA_H
 
-#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
+
+#include "gpu.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,18 +61,12 @@ extern "C" {
 #define REORDER_CUDA_NTABLES		4
 /* Pinned staging bytes per job table, for payloads not device-readable. */
 #define REORDER_CUDA_STAGE_BYTES	(4u << 20)
-/* Ranges gpu_range_add() can hold (regions of the whole daemon). */
-#define GPU_MAX_RANGES			64
-/* Tensor buffers with an interprocess event, daemon-wide. */
-#define GPU_MAX_EVENTS			4096
-/* Size of a cudaIpcMemHandle_t / cudaIpcEventHandle_t. */
-#define GPU_IPC_HANDLE_BYTES		64
 /* Longest message reorder_cuda_last_error() returns, NUL included. */
-#define REORDER_CUDA_ERR_MAX		256
+#define REORDER_CUDA_ERR_MAX	GPU_ERR_MAX
 
 /* One placement: payload src (device-readable) into the slot at dst
  * (device-writable); src NULL = fill the slot per the plan's fill. */
-struct gpu_job {
+struct reorder_cuda_job {
 	const uint8_t *src;
 	uint8_t *dst;
 };
@@ -104,61 +98,10 @@ reorder_cuda_backend(void)
 	return &reorder_backend_cuda;
 }
 
-/*
- * The last error of this thread's reorder_cuda / gpu_* calls, e.g. "no
- * CUDA device: CUDA driver version is insufficient for CUDA runtime
- * version (error 35)"; "" when none. Thread-local; valid until the next
- * call on the thread.
- */
-const char *reorder_cuda_last_error(void);
-
 /* Counters of the plan p runs with the CUDA backend (zeros otherwise).
  * Call it on the plan's thread (the counters are not atomic). */
 void reorder_cuda_stats(const struct reorder_plan *p,
 			struct reorder_cuda_stats *out);
-
-/* 1 when a CUDA device can be used; else 0 and the reason in why (the
- * same text as reorder_cuda_last_error()). why may be NULL. */
-int gpu_available(char *why, size_t len);
-
-/* cudaMalloc bytes on GPU ordinal (left the current device) and declare
- * the range. 0, or -ENODEV / -ENOMEM with reorder_cuda_last_error(). */
-int gpu_alloc(int ordinal, size_t bytes, void **out);
-
-/* cudaFree a gpu_alloc() pointer, drop its range and the events of the
- * buffers inside it. NULL-safe. */
-void gpu_free(void *p);
-
-/* cudaHostRegister (portable, mapped) len bytes at p and declare the
- * range. 0 or a negative errno. */
-int gpu_host_register(void *p, size_t len);
-
-/* Undo gpu_host_register(). NULL-safe. */
-void gpu_host_unregister(void *p);
-
-/*
- * Declare [p, p + len) as CUDA memory allocated elsewhere (device memory
- * or registered host memory; its kind is asked once). The backend then
- * reads payloads there in place without asking per page. 0, -ENOSPC when
- * GPU_MAX_RANGES are declared, -EINVAL when p is not CUDA memory.
- */
-int gpu_range_add(const void *p, size_t len);
-
-/* Forget the range starting at p (before freeing it). */
-void gpu_range_del(const void *p);
-
-/* The cudaIpcMemHandle_t of device allocation p, GPU_IPC_HANDLE_BYTES
- * into handle_out. 0 or a negative errno. */
-int gpu_ipc_handle(void *p, void *handle_out);
-
-/*
- * The cudaIpcEventHandle_t of the interprocess event of the tensor buffer
- * that starts at buf (the event finish() records for it; created on the
- * first call for that buffer, on the current device), GPU_IPC_HANDLE_BYTES
- * into handle_out. Call it when the buffer is made, so the data path
- * never creates one. 0 or a negative errno.
- */
-int gpu_event_ipc_handle(const void *buf, void *handle_out);
 
 /*
  * Launch the placement kernel over njobs jobs (jobs_dev: device-readable
@@ -169,13 +112,15 @@ int gpu_event_ipc_handle(const void *buf, void *handle_out);
  * fp16, bf16, fp32, fp64, int32; NONE copies), -EIO on a launch error.
  * The backend's own path; exported for tests and the benchmark.
  */
-int gpu_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out, enum cfg_endian en,
-		   enum daqiri_fill fill, uint32_t in_bytes, uint64_t slot_bytes,
-		   const struct gpu_job *jobs_dev, uint32_t njobs, void *stream);
+int reorder_cuda_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out,
+			    enum cfg_endian en, enum daqiri_fill fill,
+			    uint32_t in_bytes, uint64_t slot_bytes,
+			    const struct reorder_cuda_job *jobs_dev,
+			    uint32_t njobs, void *stream);
 
 #else /* !DAQIRI_HAVE_CUDA */
 
-#define REORDER_CUDA_NO_BUILD	"this daqirid was built without CUDA"
+#define REORDER_CUDA_NO_BUILD	GPU_NO_BUILD
 
 static inline const struct reorder_backend *
 reorder_cuda_backend(void)
@@ -183,80 +128,18 @@ reorder_cuda_backend(void)
 	return NULL;
 }
 
+#endif /* DAQIRI_HAVE_CUDA */
+
+/*
+ * The last error of this thread's reorder_cuda and gpu_* calls: one text,
+ * kept by gpu.cu (gpu_last_error()); "this daqirid was built without CUDA"
+ * in a build without CUDA.
+ */
 static inline const char *
 reorder_cuda_last_error(void)
 {
-	return REORDER_CUDA_NO_BUILD;
+	return gpu_last_error();
 }
-
-static inline int
-gpu_available(char *why, size_t len)
-{
-	if (why != NULL && len > 0)
-		snprintf(why, len, "%s", REORDER_CUDA_NO_BUILD);
-	return 0;
-}
-
-static inline int
-gpu_alloc(int ordinal, size_t bytes, void **out)
-{
-	(void)ordinal;
-	(void)bytes;
-	*out = NULL;
-	return -ENOSYS;
-}
-
-static inline void
-gpu_free(void *p)
-{
-	(void)p;
-}
-
-static inline int
-gpu_host_register(void *p, size_t len)
-{
-	(void)p;
-	(void)len;
-	return -ENOSYS;
-}
-
-static inline void
-gpu_host_unregister(void *p)
-{
-	(void)p;
-}
-
-static inline int
-gpu_range_add(const void *p, size_t len)
-{
-	(void)p;
-	(void)len;
-	return -ENOSYS;
-}
-
-static inline void
-gpu_range_del(const void *p)
-{
-	(void)p;
-}
-
-static inline int
-gpu_ipc_handle(void *p, void *handle_out)
-{
-	(void)p;
-	(void)handle_out;
-	return -ENOSYS;
-}
-
-static inline int
-gpu_event_ipc_handle(const void *buf, void *handle_out)
-{
-	(void)buf;
-	(void)handle_out;
-	return -ENOSYS;
-}
-
-#endif /* DAQIRI_HAVE_CUDA */
 
 #ifdef __cplusplus
 }

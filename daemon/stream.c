@@ -30,9 +30,9 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "gpu.h"
 #include "log.h"
 #include "raw.h"
-#include "reorder_cuda.h"
 #include "ring.h"
 #include "seqlock.h"
 #include "stream.h"
@@ -582,7 +582,7 @@ snapshot(struct stream *s)
 }
 
 void
-stream_burst(struct stream *s, const struct reorder_pkt *pkts, unsigned n,
+stream_burst(struct stream *s, const struct rx_frame *pkts, unsigned n,
 	     uint64_t now_ns)
 {
 	s->now_ns = now_ns;

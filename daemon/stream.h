@@ -107,7 +107,7 @@ int stream_nsubs(const struct stream *s);
 struct reorder_plan *stream_plan(struct stream *s);
 
 /* Worker side. Feed one burst of packets belonging to this stream. */
-void stream_burst(struct stream *s, const struct reorder_pkt *pkts,
+void stream_burst(struct stream *s, const struct rx_frame *pkts,
 		  unsigned n, uint64_t now_ns);
 /* Worker side, once per loop: deadlines, releases, commands. */
 void stream_service(struct stream *s, uint64_t now_ns);

@@ -25,14 +25,21 @@
 _Static_assert(sizeof(struct worker_counters) % sizeof(uint64_t) == 0,
     "struct worker_counters is made of uint64_t only (seqlock copies)");
 
-#define ROUTE_NO_STREAM		(-1)
-#define ROUTE_MISROUTED		(-2)
-#define ROUTE_RAW		(-3)	/* the queue's raw stream */
+/*
+ * Where route() sends a frame: an index into w->ws (>= 0), or one of these
+ * reasons it goes nowhere, each counted. Not to be confused with what
+ * flow_route() returns (a flow rule index or FLOW_ROUTE_*), which route()
+ * maps to a ws index through rule_stream[] and default_ws.
+ */
+enum ws_route {
+	WS_ROUTE_NO_STREAM = -1,	/* no raw stream to take it */
+	WS_ROUTE_MISROUTED = -2,	/* another queue's worker owns it */
+};
 
 struct wstream {
 	struct stream *s;
 	unsigned n;
-	struct reorder_pkt pkts[ENGINE_MAX_BURST];
+	struct rx_frame frames[ENGINE_MAX_BURST];	/* this burst's share */
 };
 
 /* A new flow table and its routes, handed to the worker; the old pair
@@ -49,14 +56,16 @@ struct worker {
 	struct engine *eng;
 	struct engine_rxq *q;
 	struct flow_table *flows;	/* the worker's own copy */
-	int *rule_stream;		/* per flow rule: ws index or ROUTE_* */
+	int *rule_stream;		/* per flow rule: ws index or
+					 * WS_ROUTE_* */
 	const struct cfg_reorder *scfg[WORKER_MAX_STREAMS];
 	int nscfg;
 	int local[WORKER_MAX_STREAMS];	/* stream index -> ws index or -1 */
 	/* Flow table changes (main -> worker -> main). */
 	_Atomic(struct flow_change *) pending;
 	_Atomic(struct flow_change *) retired;
-	int default_route;		/* for FLOW_ROUTE_DEFAULT */
+	int default_ws;			/* for FLOW_ROUTE_DEFAULT: ws index or
+					 * WS_ROUTE_NO_STREAM */
 	int nws;
 	struct wstream *ws;		/* reorder streams, then the raw one */
 	int wake_fd;
@@ -70,7 +79,7 @@ struct worker {
 	struct worker_counters ctr;
 	struct flow_stats fstats;
 	uint64_t last_snap_ns;
-	struct engine_frame frames[ENGINE_MAX_BURST];
+	struct rx_frame frames[ENGINE_MAX_BURST];
 
 	struct seqlock snap_lock;
 	struct worker_counters snap;
@@ -110,22 +119,22 @@ static void
 route(struct worker *w, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
-		const struct engine_frame *f = &w->frames[i];
+		const struct rx_frame *f = &w->frames[i];
 		const uint8_t *h = f->hdr_len != 0 ? f->hdr : f->payload;
 		uint32_t hl = f->hdr_len != 0 ? f->hdr_len : f->payload_len;
-		int r = flow_route(w->flows, &w->fstats, h, hl);
-		int k;
+		int rule = flow_route(w->flows, &w->fstats, h, hl);
+		int to;
 
 		w->ctr.rx_bytes += (uint64_t)f->hdr_len + f->payload_len;
-		if (r == FLOW_ROUTE_DROP)
+		if (rule == FLOW_ROUTE_DROP)
 			continue;
-		k = r == FLOW_ROUTE_DEFAULT ? w->default_route :
-		    w->rule_stream[r];
-		if (k >= 0) {
-			struct wstream *ws = &w->ws[k];
+		to = rule == FLOW_ROUTE_DEFAULT ? w->default_ws :
+		    w->rule_stream[rule];
+		if (to >= 0) {
+			struct wstream *ws = &w->ws[to];
 
-			memcpy(&ws->pkts[ws->n++], f, sizeof(*f));
-		} else if (k == ROUTE_MISROUTED)
+			ws->frames[ws->n++] = *f;
+		} else if (to == WS_ROUTE_MISROUTED)
 			w->ctr.misrouted++;
 		else
 			w->ctr.no_stream++;
@@ -204,7 +213,7 @@ worker_main(void *arg)
 
 				if (ws->n == 0)
 					continue;
-				stream_burst(ws->s, ws->pkts, ws->n, now);
+				stream_burst(ws->s, ws->frames, ws->n, now);
 				ws->n = 0;
 			}
 			w->eng->ops->release(w->q, (unsigned)n);
@@ -276,8 +285,8 @@ make_routes(const struct worker *w, const struct flow_table *t)
 	for (uint32_t i = 0; i < t->nrules; i++) {
 		int j = stream_of_flow(w->scfg, w->nscfg, t->rules[i].id);
 
-		rs[i] = j < 0 ? w->default_route :
-		    w->local[j] >= 0 ? w->local[j] : ROUTE_MISROUTED;
+		rs[i] = j < 0 ? w->default_ws :
+		    w->local[j] >= 0 ? w->local[j] : WS_ROUTE_MISROUTED;
 	}
 	return rs;
 }
@@ -398,10 +407,10 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	/* Frames no reorder config takes go to the raw stream of the queue
 	 * that received them (the socket engine spreads datagrams over its
 	 * queues by hash, not by flow). */
-	w->default_route = ROUTE_NO_STREAM;
+	w->default_ws = WS_ROUTE_NO_STREAM;
 	if (raw != NULL) {
 		w->ws[w->nws].s = raw;
-		w->default_route = w->nws++;
+		w->default_ws = w->nws++;
 	}
 	w->rule_stream = make_routes(w, w->flows);
 	if (w->rule_stream == NULL) {

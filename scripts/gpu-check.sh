@@ -253,10 +253,12 @@ direct_build() {
 	fi
 	$NVCC -O2 -std=c++17 $GPU_ARCH -Xcompiler -fPIC -DDAQIRI_HAVE_CUDA=1 \
 	    -Iproto -Idaemon -c daemon/reorder_cuda.cu -o "$D/reorder_cuda.o" &&
+	$NVCC -O2 -std=c++17 $GPU_ARCH -Xcompiler -fPIC -DDAQIRI_HAVE_CUDA=1 \
+	    -Iproto -Idaemon -c daemon/gpu.cu -o "$D/gpu.o" &&
 	$CC $CF -c daemon/reorder.c -o "$D/reorder.o" &&
 	$CC $CF -c daemon/convert_cpu.c -o "$D/convert_cpu.o" &&
 	$CC $CF -c daemon/log.c -o "$D/log.o" || return 1
-	OBJS="$D/reorder_cuda.o $D/reorder.o $D/convert_cpu.o $D/log.o"
+	OBJS="$D/reorder_cuda.o $D/gpu.o $D/reorder.o $D/convert_cpu.o $D/log.o"
 	$CC $CF $CKF tests/unit/check_reorder_cuda.c $OBJS \
 	    -o "$D/check_reorder_cuda" $CKL $LIBS &&
 	$CC $CF $CKF tests/unit/check_convert.c \

@@ -201,7 +201,7 @@ memcpy_gbps(struct pool *pl, const uint8_t *src, uint64_t bytes)
 /* Feed the packets through a fresh plan; returns seconds. */
 static double
 run_plan(const struct variant *v, struct pool *pl, const uint32_t *seq,
-	 uint32_t count, uint8_t *hdrs, struct reorder_pkt *pkts,
+	 uint32_t count, uint8_t *hdrs, struct rx_frame *pkts,
 	 const uint8_t *payloads, uint64_t *placed_out)
 {
 	struct cfg_reorder r = bench_cfg(v);
@@ -220,7 +220,7 @@ run_plan(const struct variant *v, struct pool *pl, const uint32_t *seq,
 		h[1] = (uint8_t)(seq[i] >> 16);
 		h[2] = (uint8_t)(seq[i] >> 8);
 		h[3] = (uint8_t)seq[i];
-		pkts[i] = (struct reorder_pkt){ .hdr = h, .hdr_len = B_HDR,
+		pkts[i] = (struct rx_frame){ .hdr = h, .hdr_len = B_HDR,
 		    .payload = payloads + (uint64_t)(i % B_NPAYLOADS) *
 		    B_PAYLOAD, .payload_len = B_PAYLOAD, .rx_ns = i };
 	}
@@ -272,7 +272,7 @@ main(void)
 	uint64_t max_tensor = 0, seed = 0x9E3779B97F4A7C15ull, k, placed;
 	struct pool pl;
 	uint8_t *payloads, *hdrs, *src;
-	struct reorder_pkt *pkts;
+	struct rx_frame *pkts;
 	struct meas m;
 	int v, o, run;
 

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "convert.h"
+#include "gpu.h"
 #include "reorder.h"
 #include "reorder_cuda.h"
 
@@ -85,9 +86,10 @@ now_s(void)
 /* Kernel output bandwidth against cudaMemcpy of the same bytes. */
 static void
 bench_kernel(const struct variant *v, uint8_t *frames, uint8_t *scratch,
-	     uint8_t *tensor, struct gpu_job *djobs, const uint32_t *perm)
+	     uint8_t *tensor, struct reorder_cuda_job *djobs,
+	     const uint32_t *perm)
 {
-	struct gpu_job jobs[B_PKTS];
+	struct reorder_cuda_job jobs[B_PKTS];
 	uint64_t sb = slot_bytes(v), bytes = sb * B_PKTS;
 	cudaEvent_t t0, t1;
 	float ms_k, ms_c;
@@ -103,8 +105,9 @@ bench_kernel(const struct variant *v, uint8_t *frames, uint8_t *scratch,
 	CK(cudaEventCreate(&t0));
 	CK(cudaEventCreate(&t1));
 	for (i = 0; i < B_WARMUP; i++)
-		if (gpu_place_jobs(v->in, v->out, v->en, DAQIRI_FILL_ZERO,
-		    B_PAYLOAD, sb, djobs, B_PKTS, NULL) != 0) {
+		if (reorder_cuda_place_jobs(v->in, v->out, v->en,
+		    DAQIRI_FILL_ZERO, B_PAYLOAD, sb, djobs, B_PKTS,
+		    NULL) != 0) {
 			fprintf(stderr, "bench gpu: %s\n",
 			    reorder_cuda_last_error());
 			exit(1);
@@ -112,8 +115,8 @@ bench_kernel(const struct variant *v, uint8_t *frames, uint8_t *scratch,
 	CK(cudaDeviceSynchronize());
 	CK(cudaEventRecord(t0, NULL));
 	for (i = 0; i < B_ITERS; i++)
-		(void)gpu_place_jobs(v->in, v->out, v->en, DAQIRI_FILL_ZERO,
-		    B_PAYLOAD, sb, djobs, B_PKTS, NULL);
+		(void)reorder_cuda_place_jobs(v->in, v->out, v->en,
+		    DAQIRI_FILL_ZERO, B_PAYLOAD, sb, djobs, B_PKTS, NULL);
 	CK(cudaEventRecord(t1, NULL));
 	CK(cudaEventSynchronize(t1));
 	CK(cudaGetLastError());
@@ -189,7 +192,7 @@ bench_plan(const struct variant *v, int pinned)
 	struct cfg_reorder r;
 	struct bowner o;
 	struct reorder_owner ow = { &o, b_get, b_put, b_publish };
-	struct reorder_pkt *pk;
+	struct rx_frame *pk;
 	struct reorder_plan *p;
 	struct reorder_cuda_stats st;
 	uint8_t *frames;
@@ -289,7 +292,7 @@ main(void)
 {
 	char why[REORDER_CUDA_ERR_MAX];
 	uint8_t *frames, *scratch, *tensor, *h;
-	struct gpu_job *djobs;
+	struct reorder_cuda_job *djobs;
 	uint32_t perm[B_PKTS], i, j, t;
 	uint64_t s = 1, maxout = 0, k;
 	struct cudaDeviceProp prop;
@@ -309,7 +312,8 @@ main(void)
 	CK(cudaMalloc((void **)&frames, (uint64_t)B_FRAME * B_PKTS));
 	CK(cudaMalloc((void **)&scratch, maxout));
 	CK(cudaMalloc((void **)&tensor, maxout));
-	CK(cudaMalloc((void **)&djobs, sizeof(struct gpu_job) * B_PKTS));
+	CK(cudaMalloc((void **)&djobs,
+	    sizeof(struct reorder_cuda_job) * B_PKTS));
 	h = malloc((uint64_t)B_FRAME * B_PKTS);
 	if (h == NULL)
 		return 1;

@@ -34,7 +34,7 @@ static struct cfg c;
 static struct mem_region regions[2];
 static struct engine *eng;
 static const struct engine_ops *ops;
-static struct engine_frame fr[MAXF];
+static struct rx_frame fr[MAXF];
 static char dir[] = "/tmp/check_engine_dpdk.XXXXXX";
 static bool have_dir;
 
@@ -250,7 +250,7 @@ init_ok(const struct engine_opts *o)
 
 /* Frame f against the capture's frame i, through hdr ++ payload. */
 static void
-check_frame(const struct engine_frame *f, const struct capture *x,
+check_frame(const struct rx_frame *f, const struct capture *x,
 	    uint32_t i)
 {
 	uint32_t len = f->hdr_len + f->payload_len;

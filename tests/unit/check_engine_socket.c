@@ -34,7 +34,7 @@ static struct cfg c;
 static struct mem_region regions[2];
 static struct engine *eng;
 static const struct engine_ops *ops;
-static struct engine_frame fr[MAXF];
+static struct rx_frame fr[MAXF];
 
 /* One interface "lo" on 127.0.0.1:0 with nq queues; nbufs x buf_size
  * host region shared by them (nbufs 0 = no region). */
@@ -158,7 +158,7 @@ be32(const uint8_t *p)
 
 /* The synthetic header says what a real one would. */
 static void
-check_hdr(const struct engine_frame *f, uint32_t src, uint16_t sport,
+check_hdr(const struct rx_frame *f, uint32_t src, uint16_t sport,
 	  uint32_t dst, uint16_t dport)
 {
 	const uint8_t *h = f->hdr, *ip = h + 14, *udp = h + 34;
@@ -183,7 +183,7 @@ check_hdr(const struct engine_frame *f, uint32_t src, uint16_t sport,
 }
 
 static void
-check_payload(const struct engine_frame *f, uint32_t len, uint32_t k)
+check_payload(const struct rx_frame *f, uint32_t len, uint32_t k)
 {
 	uint8_t b[65536];
 
@@ -565,7 +565,7 @@ END_TEST
 START_TEST(test_release_and_nobufs)
 {
 	struct engine_opts o = { .no_gro = true };
-	struct engine_frame keep[8];
+	struct rx_frame keep[8];
 	struct engine_rxq *q;
 	uint16_t port;
 	uint32_t k;

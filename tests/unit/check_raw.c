@@ -216,10 +216,10 @@ frame_make(struct frame *f, uint32_t k, uint32_t len)
 		f->b[i] = (uint8_t)((k * 31u + i * 7u + 1u) & 0xFF);
 }
 
-static struct reorder_pkt
+static struct rx_frame
 pkt_of(const struct frame *f, uint32_t hl, uint64_t rx_ns)
 {
-	struct reorder_pkt k = {
+	struct rx_frame k = {
 		.hdr = f->b, .hdr_len = hl,
 		.payload = f->b + hl, .payload_len = f->len - hl,
 		.rx_ns = rx_ns,
@@ -283,7 +283,7 @@ START_TEST(test_full_burst_copies_frames)
 	struct pool p;
 	struct raw_plan *r;
 	struct frame f[4];
-	struct reorder_pkt k[4];
+	struct rx_frame k[4];
 	const uint32_t lens[4] = { 64, 1, 33, 20 };
 	const uint32_t hls[4] = { 14, 1, 0, 20 };	/* split points */
 	const struct pub *q;
@@ -327,7 +327,7 @@ END_TEST
 
 /*
  * A contiguous frame may come all in hdr with payload NULL / 0, or all in
- * payload with hdr NULL / 0 (reorder.h, struct reorder_pkt; the reorder
+ * payload with hdr NULL / 0 (rx_frame.h, struct rx_frame; the reorder
  * plan takes both). UBSan (make asan) catches a memcpy from the NULL part
  * even with length 0, which raw.c once did.
  */
@@ -336,7 +336,7 @@ START_TEST(test_null_part)
 	struct pool p;
 	struct raw_plan *r;
 	struct frame f[2];
-	struct reorder_pkt k[2];
+	struct rx_frame k[2];
 
 	pool_init(&p, 1, 2, 32);
 	r = plan_new(&p, 0);
@@ -369,7 +369,7 @@ START_TEST(test_multiword_bitmap)
 	struct pool p;
 	struct raw_plan *r;
 	static struct frame f[70];
-	struct reorder_pkt k[70];
+	struct rx_frame k[70];
 	const struct pub *q;
 	const uint64_t *bm;
 
@@ -415,7 +415,7 @@ START_TEST(test_timeout_partial)
 	struct pool p;
 	struct raw_plan *r;
 	struct frame f[3];
-	struct reorder_pkt k[3];
+	struct rx_frame k[3];
 	uint64_t dl = T0 + 100 * 1000;
 	const struct pub *q;
 
@@ -478,7 +478,7 @@ START_TEST(test_no_timeout_flush)
 	struct pool p;
 	struct raw_plan *r;
 	struct frame f[6];
-	struct reorder_pkt k[6];
+	struct rx_frame k[6];
 	const struct pub *q;
 
 	pool_init(&p, 2, 4, 32);
@@ -525,7 +525,7 @@ START_TEST(test_oversize)
 	struct pool p;
 	struct raw_plan *r;
 	struct frame f[4];
-	struct reorder_pkt k[4];
+	struct rx_frame k[4];
 	const struct raw_counters *c;
 
 	pool_init(&p, 2, 2, 16);
@@ -566,7 +566,7 @@ START_TEST(test_no_buffer_recovers)
 	struct pool p;
 	struct raw_plan *r;
 	struct frame f[8];
-	struct reorder_pkt k[8];
+	struct rx_frame k[8];
 	const struct raw_counters *c;
 
 	pool_init(&p, 1, 2, 16);
@@ -611,7 +611,7 @@ START_TEST(test_destroy_puts_open)
 	struct pool p;
 	struct raw_plan *r;
 	struct frame f;
-	struct reorder_pkt k;
+	struct rx_frame k;
 
 	pool_init(&p, 3, 4, 16);
 	r = plan_new(&p, 50);
@@ -669,7 +669,7 @@ START_TEST(test_random_against_model)
 		uint32_t op = (uint32_t)(RND() % 16);
 
 		if (op < 10) {
-			struct reorder_pkt k[16];
+			struct rx_frame k[16];
 			unsigned n = 0, want = 1 + (unsigned)(RND() % 16);
 			int model_free = pool_count(&p, B_FREE);
 

@@ -238,7 +238,7 @@ struct harness {
 	struct cfg_reorder cfg;
 	struct reorder_plan *p;
 	uint8_t frames[256][FRAME_MAX];
-	struct reorder_pkt pkts[256];
+	struct rx_frame pkts[256];
 };
 
 static void
@@ -267,7 +267,7 @@ h_fini(struct harness *h)
 }
 
 /* Frame i of the simple layout: seq and a 4-byte payload tag. */
-static struct reorder_pkt *
+static struct rx_frame *
 h_frame(struct harness *h, int i, uint32_t seq, uint32_t tag, uint64_t rx)
 {
 	uint8_t *f = h->frames[i];
@@ -275,7 +275,7 @@ h_frame(struct harness *h, int i, uint32_t seq, uint32_t tag, uint64_t rx)
 	memset(f, 0, FRAME_MAX);
 	put_bits(f, 0, h->cfg.seq.bit_width, seq);
 	memcpy(f + 4, &tag, 4);
-	h->pkts[i] = (struct reorder_pkt){ .hdr = f, .hdr_len = 8,
+	h->pkts[i] = (struct rx_frame){ .hdr = f, .hdr_len = 8,
 	    .rx_ns = rx };
 	return &h->pkts[i];
 }
@@ -316,7 +316,7 @@ slot_tag(const struct pub *p, uint32_t s)
 START_TEST(test_field_worked_example_1)
 {
 	uint8_t f[32] = { 0 };
-	struct reorder_pkt pk = { .hdr = f, .hdr_len = sizeof(f) };
+	struct rx_frame pk = { .hdr = f, .hdr_len = sizeof(f) };
 	uint32_t v;
 
 	f[16] = 0xAB;
@@ -333,7 +333,7 @@ END_TEST
 START_TEST(test_field_worked_example_2)
 {
 	uint8_t f[80] = { 0 };
-	struct reorder_pkt pk = { .hdr = f, .hdr_len = sizeof(f) };
+	struct rx_frame pk = { .hdr = f, .hdr_len = sizeof(f) };
 	uint32_t v;
 
 	f[64] = 0x00;
@@ -371,7 +371,7 @@ START_TEST(test_field_all_widths_offsets)
 {
 	uint8_t f[16], h[16], pl[16];
 	uint32_t off, w, v, seed = 99, k, split;
-	struct reorder_pkt pk;
+	struct rx_frame pk;
 
 	for (k = 0; k < 16; k++) {
 		seed = seed * 1103515245u + 12345u;
@@ -382,7 +382,7 @@ START_TEST(test_field_all_widths_offsets)
 		memset(pl, 0xEE, sizeof(pl));
 		memcpy(h, f, split);
 		memcpy(pl, f + split, 12 - split);
-		pk = (struct reorder_pkt){ .hdr = h, .hdr_len = split,
+		pk = (struct rx_frame){ .hdr = h, .hdr_len = split,
 		    .payload = pl, .payload_len = 12 - split };
 		for (w = 1; w <= 32; w++) {
 			for (off = 0; off < 72; off++) {
@@ -404,7 +404,7 @@ START_TEST(test_field_all_widths_offsets)
 		ck_assert(!reorder_field(&pk, 95, 2, &v));
 		ck_assert(reorder_field(&pk, 95, 1, &v));
 	}
-	pk = (struct reorder_pkt){ .hdr = NULL, .hdr_len = 0 };
+	pk = (struct rx_frame){ .hdr = NULL, .hdr_len = 0 };
 	ck_assert(!reorder_field(&pk, 0, 1, &v));
 }
 END_TEST
@@ -548,7 +548,7 @@ START_TEST(test_plan_worked_example_batch_number)
 {
 	struct cfg_reorder r = simple_cfg(256, 10, 2, 1000);
 	struct harness *h = malloc(sizeof(*h));
-	struct reorder_pkt *pk;
+	struct rx_frame *pk;
 	uint8_t *f;
 	uint32_t tag = 0xDEADBEEF;
 
@@ -565,7 +565,7 @@ START_TEST(test_plan_worked_example_batch_number)
 	f[18] = 0xC0;
 	memcpy(f + 20, &tag, 4);
 	pk = &h->pkts[0];
-	*pk = (struct reorder_pkt){ .hdr = f, .hdr_len = 24, .rx_ns = 5 };
+	*pk = (struct rx_frame){ .hdr = f, .hdr_len = 24, .rx_ns = 5 };
 	reorder_burst(h->p, pk, 1, 5);
 	ck_assert_uint_eq(C(h)->placed, 1);
 	reorder_flush(h->p, 10);
@@ -605,7 +605,7 @@ START_TEST(test_plan_worked_example_packets_per_batch)
 			memset(f + 64, 0xFF, 4);
 		}
 		memcpy(f + 68, &tag, 4);
-		h->pkts[i] = (struct reorder_pkt){ .hdr = f, .hdr_len = 72 };
+		h->pkts[i] = (struct rx_frame){ .hdr = f, .hdr_len = 72 };
 		reorder_burst(h->p, &h->pkts[i], 1, 0);
 		reorder_flush(h->p, 0);
 		tag++;
@@ -623,7 +623,7 @@ START_TEST(test_plan_worked_example_packets_per_batch)
 	f = h->frames[0];
 	memset(f, 0, FRAME_MAX);
 	memset(f + 64, 0xFF, 4);
-	h->pkts[0] = (struct reorder_pkt){ .hdr = f, .hdr_len = 72 };
+	h->pkts[0] = (struct rx_frame){ .hdr = f, .hdr_len = 72 };
 	reorder_burst(h->p, h->pkts, 1, 0);
 	reorder_flush(h->p, 0);
 	ck_assert_uint_eq(h->tp.nlog, 1);
@@ -959,7 +959,7 @@ START_TEST(test_malformed)
 {
 	struct cfg_reorder r = simple_cfg(2, 16, 2, 0);
 	struct harness *h = malloc(sizeof(*h));
-	struct reorder_pkt *pk;
+	struct rx_frame *pk;
 
 	h_init(h, &r, 2);
 	pk = h_frame(h, 0, 0, 0, 1);
@@ -1003,7 +1003,7 @@ START_TEST(test_split_frames)
 		memset(pp[s], 0xEE, 8);
 		memcpy(hp[s], f, s);
 		memcpy(pp[s], f + s, 8 - s);
-		h->pkts[s] = (struct reorder_pkt){ .hdr = hp[s], .hdr_len = s,
+		h->pkts[s] = (struct rx_frame){ .hdr = hp[s], .hdr_len = s,
 		    .payload = pp[s], .payload_len = 8 - s, .rx_ns = 1 };
 	}
 	/* s = 0: all in payload; hdr_len 8 is exercised elsewhere */
@@ -1079,13 +1079,13 @@ START_TEST(test_batch_id_wrap)
 		put_bits(f, 0, 4, (b0 * 2) & 15);
 		put_bits(f, 8, 3, b0 & 7);
 		memcpy(f + 4, &b0, 4);
-		h->pkts[0] = (struct reorder_pkt){ .hdr = f, .hdr_len = 8 };
+		h->pkts[0] = (struct rx_frame){ .hdr = f, .hdr_len = 8 };
 		f = h->frames[1];
 		memset(f, 0, FRAME_MAX);
 		put_bits(f, 0, 4, (b1 * 2 + 1) & 15);
 		put_bits(f, 8, 3, b1 & 7);
 		memcpy(f + 4, &b1, 4);
-		h->pkts[1] = (struct reorder_pkt){ .hdr = f, .hdr_len = 8 };
+		h->pkts[1] = (struct rx_frame){ .hdr = f, .hdr_len = 8 };
 		reorder_burst(h->p, h->pkts, k + 1 < n ? 2 : 1, k);
 	}
 	/* batch 0 never gets slot 1 and is evicted when batch 4 opens; every
@@ -2036,7 +2036,7 @@ run_stream(uint64_t seed)
 	struct model *m = calloc(1, sizeof(*m));
 	struct reorder_owner o;
 	struct reorder_plan *p;
-	struct reorder_pkt pk[8];
+	struct rx_frame pk[8];
 	uint8_t hp[8][FRAME_MAX], pp[8][FRAME_MAX];
 	uint64_t now = 0;
 	int i, n, k, split;
@@ -2100,7 +2100,7 @@ run_stream(uint64_t seed)
 			memset(pp[k], 0xEE, FRAME_MAX);
 			memcpy(hp[k], fr->f, (size_t)split);
 			memcpy(pp[k], fr->f + split, fr->len - (size_t)split);
-			pk[k] = (struct reorder_pkt){ .hdr = hp[k],
+			pk[k] = (struct rx_frame){ .hdr = hp[k],
 			    .hdr_len = (uint32_t)split, .payload = pp[k],
 			    .payload_len = fr->len - (uint32_t)split,
 			    .rx_ns = fr->rx };

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "convert.h"
+#include "gpu.h"
 #include "reorder.h"
 #include "reorder_cuda.h"
 
@@ -258,7 +259,7 @@ START_TEST(test_kernel_vs_scalar)
 		enum daqiri_fill fill = fi ? DAQIRI_FILL_NAN : DAQIRI_FILL_ZERO;
 		uint32_t nb = kv_sizes[si], n, j, k;
 		uint64_t sb, ipitch, opitch, isz, osz;
-		struct gpu_job jobs[KV_SLOTS], *djobs;
+		struct reorder_cuda_job jobs[KV_SLOTS], *djobs;
 		uint8_t *hin, *hout, *want, *din, *dout;
 
 		if (ii < 0 && oi > 0)
@@ -300,8 +301,9 @@ START_TEST(test_kernel_vs_scalar)
 		}
 		CK_CUDA(cudaMemcpy(djobs, jobs, sizeof(jobs),
 		    cudaMemcpyHostToDevice));
-		ck_assert_int_eq(gpu_place_jobs(in, out, (enum cfg_endian)en,
-		    fill, nb, sb, djobs, KV_SLOTS, NULL), 0);
+		ck_assert_int_eq(reorder_cuda_place_jobs(in, out,
+		    (enum cfg_endian)en, fill, nb, sb, djobs, KV_SLOTS, NULL),
+		    0);
 		CK_CUDA(cudaDeviceSynchronize());
 		CK_CUDA(cudaMemcpy(hout, dout, osz, cudaMemcpyDeviceToHost));
 		for (k = 0; k < osz; k++)
@@ -527,7 +529,7 @@ run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
 	   uint8_t (*hdr)[T_HDR], uint8_t *pay, uint32_t pitch, uint64_t seed,
 	   int poison, enum pmem mem)
 {
-	struct reorder_pkt b[P_MAX_BURST];
+	struct rx_frame b[P_MAX_BURST];
 	uint64_t now = 1000000, s = seed;
 	uint32_t i = 0, k, m;
 
@@ -685,7 +687,7 @@ START_TEST(test_pinned_tensor_and_split)
 	struct towner o;
 	struct reorder_owner ow = { &o, o_get, o_put, o_publish };
 	struct reorder_plan *p;
-	struct reorder_pkt pk[P_PPB];
+	struct rx_frame pk[P_PPB];
 	struct reorder_cuda_stats st;
 	uint8_t frames[P_PPB][T_HDR + 64];
 	uint8_t want[P_PPB * 64 * 4];
@@ -771,8 +773,9 @@ START_TEST(test_unsupported)
 	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, P_PPB);
 	struct reorder_owner o = { NULL, t_get, t_put, t_publish };
 
-	ck_assert_int_eq(gpu_place_jobs(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16,
-	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, 128, NULL, 0, NULL), -EINVAL);
+	ck_assert_int_eq(reorder_cuda_place_jobs(DAQIRI_DTYPE_INT8,
+	    DAQIRI_DTYPE_INT16, CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, 128,
+	    NULL, 0, NULL), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(reorder_cuda_last_error(), "convert"));
 	/* the plan may refuse it first (int16 output); either way no plan */
 	ck_assert_ptr_null(reorder_create(&r, &o, &reorder_backend_cuda));

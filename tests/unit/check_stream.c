@@ -123,7 +123,7 @@ static void
 feed(struct fix *f, uint32_t b, uint32_t mask, uint64_t rx_ns)
 {
 	static uint8_t fr[PPB][FRAME];
-	struct reorder_pkt k[PPB];
+	struct rx_frame k[PPB];
 	unsigned n = 0;
 
 	for (uint32_t s = 0; s < PPB; s++) {
@@ -1384,7 +1384,7 @@ START_TEST(test_raw_stream)
 	struct daqiri_desc d;
 	struct reorder_counters rc;
 	struct stream_counters sc;
-	struct reorder_pkt k[5];
+	struct rx_frame k[5];
 	uint8_t fr[5][80];
 	const uint32_t lens[5] = { 64, 1, 40, 90, 17 };	/* 90: oversize */
 	const uint8_t *t, *bm;

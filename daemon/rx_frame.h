@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The one descriptor of a received frame, from the engine that received it
+ * through the worker's routing to the stream, the reorder stage (CPU and
+ * CUDA) and the raw path. Filled on an RX worker thread by rx_burst() and
+ * read there; nothing else crosses threads.
+ */
+#ifndef DAQIRI_RX_FRAME_H
+#define DAQIRI_RX_FRAME_H
+
+#include <stdint.h>
+
+/*
+ * One received frame: the concatenation hdr[0..hdr_len) ++
+ * payload[0..payload_len). Header-data split gives two parts; a
+ * contiguous frame puts everything in hdr with payload_len 0 (or the
+ * reverse). Bit and byte offsets of the config address that
+ * concatenation. The bytes belong to the engine and are valid until the
+ * frame is released (engine_ops.release()).
+ */
+struct rx_frame {
+	const uint8_t *hdr;
+	const uint8_t *payload;
+	uint32_t hdr_len;
+	uint32_t payload_len;
+	uint64_t rx_ns;			/* arrival, CLOCK_MONOTONIC; see
+					 * engine_ops.rx_burst() */
+};
+
+#endif
