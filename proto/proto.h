@@ -285,9 +285,9 @@ cJSON *daqiri_event_new(enum daqiri_event_kind kind, uint32_t sub_id,
 
 /* Add the fields of a request to obj (made by daqiri_msg_new). Return 0
  * or -ENOMEM / -EINVAL. */
-int daqiri_sub_req_encode(const struct daqiri_sub_req *r, cJSON *obj);
+int daqiri_sub_req_encode(const struct daqiri_sub_req *req, cJSON *obj);
 int daqiri_flow_req_encode(enum daqiri_msg_type t,
-			   const struct daqiri_flow_req *r, cJSON *obj);
+			   const struct daqiri_flow_req *req, cJSON *obj);
 
 /*
  * Check a daqiri_sub_info for consistency (every rule in the struct's

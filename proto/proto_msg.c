@@ -287,7 +287,7 @@ static int
 decode_flow(enum daqiri_msg_type t, const cJSON *o, struct daqiri_flow_req *f,
 	    struct daqiri_err *err)
 {
-	const cJSON *q, *m, *e;
+	const cJSON *q, *match, *e;
 	uint64_t n;
 
 	if (get_str(o, "interface", t != DAQIRI_MSG_FLOW_LIST, sizeof(f->iface),
@@ -332,22 +332,24 @@ decode_flow(enum daqiri_msg_type t, const cJSON *o, struct daqiri_flow_req *f,
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "field \"queue\" must be a queue id or a list of them");
 	}
-	m = cJSON_GetObjectItemCaseSensitive(o, "match");
-	if (m == NULL)
+	match = cJSON_GetObjectItemCaseSensitive(o, "match");
+	if (match == NULL)
 		return 0;
-	if (!cJSON_IsObject(m))
+	if (!cJSON_IsObject(match))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "field \"match\" must be an object");
-	if (check_keys(m, keys_match, "\"match\"", err) < 0)
+	if (check_keys(match, keys_match, "\"match\"", err) < 0)
 		return -1;
-	if (get_port_range(m, "udp_src", &f->has_udp_src, &f->udp_src_lo,
+	if (get_port_range(match, "udp_src", &f->has_udp_src, &f->udp_src_lo,
 	    &f->udp_src_hi, err) < 0 ||
-	    get_port_range(m, "udp_dst", &f->has_udp_dst, &f->udp_dst_lo,
+	    get_port_range(match, "udp_dst", &f->has_udp_dst, &f->udp_dst_lo,
 	    &f->udp_dst_hi, err) < 0 ||
-	    get_ipv4(m, "ipv4_src", &f->has_ipv4_src, &f->ipv4_src, err) < 0 ||
-	    get_ipv4(m, "ipv4_dst", &f->has_ipv4_dst, &f->ipv4_dst, err) < 0)
+	    get_ipv4(match, "ipv4_src", &f->has_ipv4_src, &f->ipv4_src,
+	    err) < 0 ||
+	    get_ipv4(match, "ipv4_dst", &f->has_ipv4_dst, &f->ipv4_dst,
+	    err) < 0)
 		return -1;
-	switch (get_uint(m, "ipv4_len", false, 0, 65535, &n, err)) {
+	switch (get_uint(match, "ipv4_len", false, 0, 65535, &n, err)) {
 	case -1:
 		return -1;
 	case 1:
@@ -362,7 +364,7 @@ static int
 decode_reply(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 {
 	const cJSON *e, *msg;
-	int re, st;
+	int re, st, code;
 
 	/* "re" is absent when the request's type could not be read. */
 	re = DAQIRI_MSG_MAX;
@@ -401,9 +403,9 @@ decode_reply(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 	if (!cJSON_IsObject(e))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "failed reply without an \"error\" object");
-	if (get_enum(e, "code", true, daqiri_status_parse, &re, err) < 0)
+	if (get_enum(e, "code", true, daqiri_status_parse, &code, err) < 0)
 		return -1;
-	if (re != st)
+	if (code != st)
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "\"error.code\" differs from \"status\"");
 	msg = cJSON_GetObjectItemCaseSensitive(e, "message");
@@ -767,20 +769,20 @@ daqiri_event_new(enum daqiri_event_kind kind, uint32_t sub_id,
 }
 
 int
-daqiri_sub_req_encode(const struct daqiri_sub_req *r, cJSON *obj)
+daqiri_sub_req_encode(const struct daqiri_sub_req *req, cJSON *obj)
 {
-	const char *mode = daqiri_sub_mode_name(r->mode);
+	const char *mode = daqiri_sub_mode_name(req->mode);
 
 	if (mode == NULL)
 		return -EINVAL;
-	if (cJSON_AddStringToObject(obj, "stream", r->stream) == NULL ||
+	if (cJSON_AddStringToObject(obj, "stream", req->stream) == NULL ||
 	    cJSON_AddStringToObject(obj, "mode", mode) == NULL ||
-	    (r->mode == DAQIRI_SUB_SHARED &&
-	    cJSON_AddStringToObject(obj, "group", r->group) == NULL) ||
-	    (r->depth != 0 &&
-	    cJSON_AddNumberToObject(obj, "depth", r->depth) == NULL) ||
-	    (r->max_held != 0 &&
-	    cJSON_AddNumberToObject(obj, "max_held", r->max_held) == NULL))
+	    (req->mode == DAQIRI_SUB_SHARED &&
+	    cJSON_AddStringToObject(obj, "group", req->group) == NULL) ||
+	    (req->depth != 0 &&
+	    cJSON_AddNumberToObject(obj, "depth", req->depth) == NULL) ||
+	    (req->max_held != 0 &&
+	    cJSON_AddNumberToObject(obj, "max_held", req->max_held) == NULL))
 		return -ENOMEM;
 	return 0;
 }
@@ -807,55 +809,58 @@ add_ipv4(cJSON *m, const char *key, uint32_t a)
 }
 
 int
-daqiri_flow_req_encode(enum daqiri_msg_type t, const struct daqiri_flow_req *r,
-		       cJSON *obj)
+daqiri_flow_req_encode(enum daqiri_msg_type t,
+		       const struct daqiri_flow_req *req, cJSON *obj)
 {
-	cJSON *q, *m;
+	cJSON *q, *match;
 	int i;
 
 	if (t != DAQIRI_MSG_FLOW_LIST && t != DAQIRI_MSG_FLOW_ADD &&
 	    t != DAQIRI_MSG_FLOW_DEL)
 		return -EINVAL;
-	if (r->iface[0] != '\0' &&
-	    cJSON_AddStringToObject(obj, "interface", r->iface) == NULL)
+	if (req->iface[0] != '\0' &&
+	    cJSON_AddStringToObject(obj, "interface", req->iface) == NULL)
 		return -ENOMEM;
 	if (t == DAQIRI_MSG_FLOW_LIST)
 		return 0;
-	if (cJSON_AddNumberToObject(obj, "flow_id", r->id) == NULL)
+	if (cJSON_AddNumberToObject(obj, "flow_id", req->id) == NULL)
 		return -ENOMEM;
 	if (t == DAQIRI_MSG_FLOW_DEL)
 		return 0;
-	if (r->nqueues < 1 || r->nqueues > DAQIRI_FLOW_MAX_QUEUES)
+	if (req->nqueues < 1 || req->nqueues > DAQIRI_FLOW_MAX_QUEUES)
 		return -EINVAL;
-	if (r->name[0] != '\0' &&
-	    cJSON_AddStringToObject(obj, "name", r->name) == NULL)
+	if (req->name[0] != '\0' &&
+	    cJSON_AddStringToObject(obj, "name", req->name) == NULL)
 		return -ENOMEM;
-	if (r->nqueues == 1) {
-		if (cJSON_AddNumberToObject(obj, "queue", r->queues[0]) == NULL)
+	if (req->nqueues == 1) {
+		if (cJSON_AddNumberToObject(obj, "queue",
+		    req->queues[0]) == NULL)
 			return -ENOMEM;
 	} else {
 		q = cJSON_AddArrayToObject(obj, "queue");
 		if (q == NULL)
 			return -ENOMEM;
-		for (i = 0; i < r->nqueues; i++)
+		for (i = 0; i < req->nqueues; i++)
 			if (!cJSON_AddItemToArray(q,
-			    cJSON_CreateNumber(r->queues[i])))
+			    cJSON_CreateNumber(req->queues[i])))
 				return -ENOMEM;
 	}
-	if (!(r->has_udp_src || r->has_udp_dst || r->has_ipv4_src ||
-	    r->has_ipv4_dst || r->has_ipv4_len))
+	if (!(req->has_udp_src || req->has_udp_dst || req->has_ipv4_src ||
+	    req->has_ipv4_dst || req->has_ipv4_len))
 		return 0;
-	m = cJSON_AddObjectToObject(obj, "match");
-	if (m == NULL)
+	match = cJSON_AddObjectToObject(obj, "match");
+	if (match == NULL)
 		return -ENOMEM;
-	if ((r->has_udp_src &&
-	    add_port_range(m, "udp_src", r->udp_src_lo, r->udp_src_hi) < 0) ||
-	    (r->has_udp_dst &&
-	    add_port_range(m, "udp_dst", r->udp_dst_lo, r->udp_dst_hi) < 0) ||
-	    (r->has_ipv4_src && add_ipv4(m, "ipv4_src", r->ipv4_src) < 0) ||
-	    (r->has_ipv4_dst && add_ipv4(m, "ipv4_dst", r->ipv4_dst) < 0) ||
-	    (r->has_ipv4_len &&
-	    cJSON_AddNumberToObject(m, "ipv4_len", r->ipv4_len) == NULL))
+	if ((req->has_udp_src && add_port_range(match, "udp_src",
+	    req->udp_src_lo, req->udp_src_hi) < 0) ||
+	    (req->has_udp_dst && add_port_range(match, "udp_dst",
+	    req->udp_dst_lo, req->udp_dst_hi) < 0) ||
+	    (req->has_ipv4_src &&
+	    add_ipv4(match, "ipv4_src", req->ipv4_src) < 0) ||
+	    (req->has_ipv4_dst &&
+	    add_ipv4(match, "ipv4_dst", req->ipv4_dst) < 0) ||
+	    (req->has_ipv4_len &&
+	    cJSON_AddNumberToObject(match, "ipv4_len", req->ipv4_len) == NULL))
 		return -ENOMEM;
 	return 0;
 }

@@ -268,9 +268,9 @@ daqiri_msg_is_mutating(enum daqiri_msg_type t)
 }
 
 enum daqiri_status
-daqiri_status_from_errno(int e)
+daqiri_status_from_errno(int neg_errno)
 {
-	switch (-e) {
+	switch (-neg_errno) {
 	case 0:
 		return DAQIRI_ST_OK;
 	case EINVAL:

@@ -74,7 +74,7 @@ members_text(const cJSON *o, bool envelope_only, bool skip_arrays)
 {
 	cJSON *x = cJSON_CreateObject(), *c;
 	const cJSON *m;
-	char *s, *r;
+	char *s, *inner;
 	size_t n;
 
 	if (x == NULL)
@@ -95,14 +95,14 @@ members_text(const cJSON *o, bool envelope_only, bool skip_arrays)
 	if (s == NULL)
 		return NULL;
 	n = strlen(s);
-	r = malloc(n);
-	if (r != NULL) {
+	inner = malloc(n);
+	if (inner != NULL) {
 		/* strip "{" and "}" */
-		memcpy(r, s + 1, n - 2);
-		r[n - 2] = '\0';
+		memcpy(inner, s + 1, n - 2);
+		inner[n - 2] = '\0';
 	}
 	cJSON_free(s);
-	return r;
+	return inner;
 }
 
 /* One top-level array of the reply, its key printed and its elements. */
