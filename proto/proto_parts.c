@@ -84,11 +84,12 @@ members_text(const cJSON *o, bool envelope_only, bool skip_arrays)
 		    (envelope_only && !is_envelope(m->string)))
 			continue;
 		c = cJSON_Duplicate(m, true);
-		if (c == NULL) {
+		/* (adding copies the name: it can fail too) */
+		if (c == NULL || !cJSON_AddItemToObject(x, m->string, c)) {
+			cJSON_Delete(c);
 			cJSON_Delete(x);
 			return NULL;
 		}
-		cJSON_AddItemToObject(x, m->string, c);
 	}
 	s = cJSON_PrintUnformatted(x);
 	cJSON_Delete(x);
