@@ -350,13 +350,15 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 	}
 	daqiri_msg_free(&m);
 	s->held = calloc(s->info.nbufs, 1);
-	if (s->held == NULL)
-		r = -ENOMEM;
 	s->d = d;
 	s->next = d->subs;
 	d->subs = s;
-	if (r == 0)
-		r = sub_receive_fds(d, s);
+	/* The fd series follows the reply whatever happens here: take it
+	 * off the socket even when we cannot use it, or the unsubscribe
+	 * below and every later request would read it as their reply. */
+	r = sub_receive_fds(d, s);
+	if (r == 0 && s->held == NULL)
+		r = -ENOMEM;
 #ifdef DAQIRI_HAVE_CUDA
 	if (r == 0 && (o.flags & DAQIRI_SUB_CUDA_REGISTER) &&
 	    s->info.mem_kind == DAQIRI_MEM_HOST_PINNED) {
