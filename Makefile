@@ -86,7 +86,7 @@ PROTO_SRC := $(wildcard proto/*.c)
 DAEMON_MAIN := daemon/daqirid.c
 DAEMON_SRC := $(filter-out $(DAEMON_MAIN),$(wildcard daemon/*.c))
 DAEMON_CU := $(if $(filter 1,$(HAVE_CUDA)),$(wildcard daemon/*.cu))
-CLIENT_LIB_SRC := client/client.c
+CLIENT_LIB_SRC := client/client_conn.c client/client_sub.c
 CLIENT_TOOLS := daqirictl daqiri-consume
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -217,7 +217,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 FUZZ_SECONDS ?= 60
 # Each target names the sources it exercises: FUZZ_SRC_<target>.
-FUZZ_SRC_fuzz_config := daemon/config.c $(BUILD)/obj/default_config.c
+FUZZ_SRC_fuzz_config := daemon/config.c proto/proto_names.c $(BUILD)/obj/default_config.c
 FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
 .SECONDARY:
 .SECONDEXPANSION:

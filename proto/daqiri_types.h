@@ -70,7 +70,8 @@ enum daqiri_tensor_flag {
 	DAQIRI_TENSOR_FLUSH = 1u << 5,		/* published at stream stop */
 };
 
-/* Static names (wire names; "?" for a value out of range). */
+/* Static names (wire names; NULL for a value out of range). Defined in
+ * proto/proto_names.c. */
 const char *daqiri_dtype_name(enum daqiri_dtype t);
 const char *daqiri_mem_kind_name(enum daqiri_mem_kind k);
 const char *daqiri_fill_name(enum daqiri_fill f);

@@ -4,7 +4,10 @@
  * version, status codes, the validating decoder, the encoders and the fd
  * passing helpers (AF_UNIX SOCK_SEQPACKET, one JSON object per message,
  * at most one fd by SCM_RIGHTS). The catalogue is proto/PROTOCOL.md.
- * Depends on libc and cJSON only (it is fuzzed alone).
+ * Implemented in proto_names.c (name tables, status codes), proto_msg.c
+ * (decoder, encoders, subscribe metadata), proto_parts.c (replies in
+ * parts) and proto_wire.c (send, receive, fds). Depends on libc and cJSON
+ * only (it is fuzzed alone).
  */
 #ifndef DAQIRI_PROTO_H
 #define DAQIRI_PROTO_H
@@ -216,6 +219,8 @@ struct daqiri_msg {
 	} u;
 };
 
+/* ---- proto_names.c */
+
 /* Name tables (NULL for out-of-range values) and reverse lookups (-1 when
  * unknown). */
 const char *daqiri_msg_type_name(enum daqiri_msg_type t);
@@ -223,7 +228,8 @@ int daqiri_msg_type_parse(const char *name);
 const char *daqiri_status_name(enum daqiri_status s);
 int daqiri_status_parse(const char *name);
 const char *daqiri_fd_kind_name(enum daqiri_fd_kind k);
-/* The names of the shared enums (daqiri_types.h) are defined in proto.c. */
+/* The names of the shared enums (daqiri_types.h) are defined in
+ * proto_names.c. */
 
 /* Whether a request type changes daemon state (needs root or the admin
  * group): flow_add, flow_del. */
@@ -237,6 +243,8 @@ int daqiri_status_to_errno(enum daqiri_status s);
 /* Fill err (printf format); returns -1 for "return daqiri_err_set(...)". */
 int daqiri_err_set(struct daqiri_err *err, enum daqiri_status s,
 		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- proto_msg.c */
 
 /*
  * Decode and validate one received message, in the fixed order: size
@@ -277,9 +285,9 @@ cJSON *daqiri_event_new(enum daqiri_event_kind kind, uint32_t sub_id,
 
 /* Add the fields of a request to obj (made by daqiri_msg_new). Return 0
  * or -ENOMEM / -EINVAL. */
-int daqiri_sub_req_encode(const struct daqiri_sub_req *r, cJSON *obj);
+int daqiri_sub_req_encode(const struct daqiri_sub_req *req, cJSON *obj);
 int daqiri_flow_req_encode(enum daqiri_msg_type t,
-			   const struct daqiri_flow_req *r, cJSON *obj);
+			   const struct daqiri_flow_req *req, cJSON *obj);
 
 /*
  * Check a daqiri_sub_info for consistency (every rule in the struct's
@@ -295,6 +303,13 @@ int daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *reply);
 /* Read and check the metadata of a subscribe reply: 0 or -1 with *err. */
 int daqiri_sub_info_decode(const cJSON *reply, struct daqiri_sub_info *s,
 			   struct daqiri_err *err);
+
+/* Print obj compactly into buf (NUL-terminated). Returns the length
+ * without the NUL, or -EMSGSIZE when it does not fit in cap or in
+ * DAQIRI_MSG_SIZE_MAX, -ENOMEM. */
+int daqiri_msg_print(const cJSON *obj, char *buf, size_t cap);
+
+/* ---- proto_parts.c */
 
 /*
  * Replies of any size. daqiri_reply_split prints reply (a complete,
@@ -333,10 +348,7 @@ void daqiri_parts_free(struct daqiri_part *p, int n);
 int daqiri_reply_merge(cJSON **acc, struct daqiri_msg *m, size_t total,
 		       struct daqiri_err *err);
 
-/* Print obj compactly into buf (NUL-terminated). Returns the length
- * without the NUL, or -EMSGSIZE when it does not fit in cap or in
- * DAQIRI_MSG_SIZE_MAX, -ENOMEM. */
-int daqiri_msg_print(const cJSON *obj, char *buf, size_t cap);
+/* ---- proto_wire.c */
 
 /*
  * Send one message with at most one fd (fd < 0: none). Non-blocking when

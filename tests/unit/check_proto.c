@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Tests of the control protocol (proto/proto.c) and the control server
+ * Tests of the control protocol (proto/proto_*.c) and the control server
  * (daemon/control.c): every message type, every malformed shape, fd
  * passing, and the server with stub callbacks over a real socket.
  */

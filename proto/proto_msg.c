@@ -1,333 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The control protocol (proto.h): name tables, the validating decoder,
- * the encoders, the subscription metadata and fd passing over
- * SOCK_SEQPACKET. Every value that comes off the wire is checked here,
- * before any handler sees it.
+ * The message codecs (proto.h): the validating decoder of every message,
+ * the encoders, and the subscribe reply's metadata (check, encode,
+ * decode). Every value that comes off the wire is checked here, before
+ * any handler sees it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "proto.h"
+#include "proto_internal.h"
 #include "ring.h"
 
 /* Integers travel as JSON numbers (doubles): exact up to 2^53. */
 #define PROTO_JSON_INT_MAX	9007199254740992.0
-#define PROTO_RECV_MAX_FDS	8	/* fds received at once, to close them */
-
-static const char *const msg_type_names[] = {
-	[DAQIRI_MSG_HELLO] = "hello",
-	[DAQIRI_MSG_STREAMS] = "streams",
-	[DAQIRI_MSG_SUBSCRIBE] = "subscribe",
-	[DAQIRI_MSG_UNSUBSCRIBE] = "unsubscribe",
-	[DAQIRI_MSG_STATUS] = "status",
-	[DAQIRI_MSG_STATS] = "stats",
-	[DAQIRI_MSG_CONSUMERS] = "consumers",
-	[DAQIRI_MSG_FLOW_LIST] = "flow_list",
-	[DAQIRI_MSG_FLOW_ADD] = "flow_add",
-	[DAQIRI_MSG_FLOW_DEL] = "flow_del",
-	[DAQIRI_MSG_REPLY] = "reply",
-	[DAQIRI_MSG_SUB_FD] = "sub_fd",
-	[DAQIRI_MSG_EVENT] = "event",
-};
-_Static_assert(sizeof(msg_type_names) / sizeof(msg_type_names[0]) ==
-    DAQIRI_MSG_MAX, "message type name table");
-
-static const char *const status_names[] = {
-	[DAQIRI_ST_OK] = "ok",
-	[DAQIRI_ST_BAD_REQUEST] = "bad_request",
-	[DAQIRI_ST_TOO_BIG] = "too_big",
-	[DAQIRI_ST_BAD_JSON] = "bad_json",
-	[DAQIRI_ST_UNKNOWN_TYPE] = "unknown_type",
-	[DAQIRI_ST_VERSION_MISMATCH] = "version_mismatch",
-	[DAQIRI_ST_NO_HELLO] = "no_hello",
-	[DAQIRI_ST_BAD_FIELD] = "bad_field",
-	[DAQIRI_ST_OUT_OF_RANGE] = "out_of_range",
-	[DAQIRI_ST_PERMISSION_DENIED] = "permission_denied",
-	[DAQIRI_ST_NO_SUCH_STREAM] = "no_such_stream",
-	[DAQIRI_ST_NO_SUCH_SUBSCRIPTION] = "no_such_subscription",
-	[DAQIRI_ST_NO_SUCH_INTERFACE] = "no_such_interface",
-	[DAQIRI_ST_NO_SUCH_FLOW] = "no_such_flow",
-	[DAQIRI_ST_EXISTS] = "exists",
-	[DAQIRI_ST_TOO_MANY_CONSUMERS] = "too_many_consumers",
-	[DAQIRI_ST_NO_RESOURCES] = "no_resources",
-	[DAQIRI_ST_BUSY] = "busy",
-	[DAQIRI_ST_NOT_SUPPORTED] = "not_supported",
-	[DAQIRI_ST_INTERNAL] = "internal",
-};
-_Static_assert(sizeof(status_names) / sizeof(status_names[0]) ==
-    DAQIRI_ST_MAX, "status name table");
-
-static const char *const fd_kind_names[] = {
-	[DAQIRI_FD_TENSOR] = "tensor",
-	[DAQIRI_FD_IPC] = "ipc",
-	[DAQIRI_FD_BITMAP] = "bitmap",
-	[DAQIRI_FD_RING] = "ring",
-	[DAQIRI_FD_WAKE] = "wake",
-};
-_Static_assert(sizeof(fd_kind_names) / sizeof(fd_kind_names[0]) ==
-    DAQIRI_FD_MAX, "fd kind name table");
-
-static const char *const event_names[] = {
-	[DAQIRI_EV_SUB_CLOSED] = "sub_closed",
-};
-_Static_assert(sizeof(event_names) / sizeof(event_names[0]) == DAQIRI_EV_MAX,
-    "event name table");
-
-static const char *const dtype_names[] = {
-	[DAQIRI_DTYPE_RAW] = "raw",
-	[DAQIRI_DTYPE_INT4] = "int4",
-	[DAQIRI_DTYPE_INT8] = "int8",
-	[DAQIRI_DTYPE_INT16] = "int16",
-	[DAQIRI_DTYPE_INT32] = "int32",
-	[DAQIRI_DTYPE_FP16] = "fp16",
-	[DAQIRI_DTYPE_BF16] = "bf16",
-	[DAQIRI_DTYPE_FP32] = "fp32",
-	[DAQIRI_DTYPE_FP64] = "fp64",
-};
-_Static_assert(sizeof(dtype_names) / sizeof(dtype_names[0]) ==
-    DAQIRI_DTYPE_MAX, "dtype name table");
-
-static const uint32_t dtype_sizes[] = {
-	[DAQIRI_DTYPE_RAW] = 1, [DAQIRI_DTYPE_INT4] = 0,
-	[DAQIRI_DTYPE_INT8] = 1, [DAQIRI_DTYPE_INT16] = 2,
-	[DAQIRI_DTYPE_INT32] = 4, [DAQIRI_DTYPE_FP16] = 2,
-	[DAQIRI_DTYPE_BF16] = 2, [DAQIRI_DTYPE_FP32] = 4,
-	[DAQIRI_DTYPE_FP64] = 8,
-};
-_Static_assert(sizeof(dtype_sizes) / sizeof(dtype_sizes[0]) ==
-    DAQIRI_DTYPE_MAX, "dtype size table");
-
-static const char *const mem_kind_names[] = {
-	[DAQIRI_MEM_HUGE] = "huge",
-	[DAQIRI_MEM_DEVICE] = "device",
-	[DAQIRI_MEM_HOST_PINNED] = "host_pinned",
-	[DAQIRI_MEM_HOST] = "host",
-};
-_Static_assert(sizeof(mem_kind_names) / sizeof(mem_kind_names[0]) ==
-    DAQIRI_MEM_MAX, "memory kind name table");
-
-static const char *const fill_names[] = {
-	[DAQIRI_FILL_ZERO] = "zero",
-	[DAQIRI_FILL_NAN] = "nan",
-	[DAQIRI_FILL_KEEP] = "keep",
-};
-_Static_assert(sizeof(fill_names) / sizeof(fill_names[0]) == DAQIRI_FILL_MAX,
-    "fill name table");
-
-static const char *const sub_mode_names[] = {
-	[DAQIRI_SUB_BROADCAST] = "broadcast",
-	[DAQIRI_SUB_SHARED] = "shared",
-};
-_Static_assert(sizeof(sub_mode_names) / sizeof(sub_mode_names[0]) ==
-    DAQIRI_SUB_MODE_MAX, "subscription mode name table");
-
-static const char *const stream_kind_names[] = {
-	[DAQIRI_STREAM_REORDER] = "reorder",
-	[DAQIRI_STREAM_RAW] = "raw",
-};
-_Static_assert(sizeof(stream_kind_names) / sizeof(stream_kind_names[0]) ==
-    DAQIRI_STREAM_KIND_MAX, "stream kind name table");
-
-#define TABLE_NAME(tab, v) \
-	((unsigned)(v) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[(v)] : NULL)
-
-static int
-table_parse(const char *const *tab, size_t n, const char *name)
-{
-	size_t i;
-
-	if (name == NULL)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (tab[i] != NULL && strcmp(tab[i], name) == 0)
-			return (int)i;
-	return -1;
-}
-#define TABLE_PARSE(tab, name) \
-	table_parse((tab), sizeof(tab) / sizeof((tab)[0]), (name))
-
-const char *
-daqiri_msg_type_name(enum daqiri_msg_type t)
-{
-	return TABLE_NAME(msg_type_names, t);
-}
-
-int
-daqiri_msg_type_parse(const char *name)
-{
-	return TABLE_PARSE(msg_type_names, name);
-}
-
-const char *
-daqiri_status_name(enum daqiri_status s)
-{
-	return TABLE_NAME(status_names, s);
-}
-
-int
-daqiri_status_parse(const char *name)
-{
-	return TABLE_PARSE(status_names, name);
-}
-
-const char *
-daqiri_fd_kind_name(enum daqiri_fd_kind k)
-{
-	return TABLE_NAME(fd_kind_names, k);
-}
-
-const char *
-daqiri_sub_mode_name(enum daqiri_sub_mode m)
-{
-	return TABLE_NAME(sub_mode_names, m);
-}
-
-const char *
-daqiri_stream_kind_name(enum daqiri_stream_kind k)
-{
-	return TABLE_NAME(stream_kind_names, k);
-}
-
-const char *
-daqiri_dtype_name(enum daqiri_dtype t)
-{
-	return TABLE_NAME(dtype_names, t);
-}
-
-const char *
-daqiri_mem_kind_name(enum daqiri_mem_kind k)
-{
-	return TABLE_NAME(mem_kind_names, k);
-}
-
-const char *
-daqiri_fill_name(enum daqiri_fill f)
-{
-	return TABLE_NAME(fill_names, f);
-}
-
-uint32_t
-daqiri_dtype_size(enum daqiri_dtype t)
-{
-	return (unsigned)t < DAQIRI_DTYPE_MAX ? dtype_sizes[t] : 0;
-}
-
-bool
-daqiri_msg_is_mutating(enum daqiri_msg_type t)
-{
-	return t == DAQIRI_MSG_FLOW_ADD || t == DAQIRI_MSG_FLOW_DEL;
-}
-
-enum daqiri_status
-daqiri_status_from_errno(int e)
-{
-	switch (-e) {
-	case 0:
-		return DAQIRI_ST_OK;
-	case EINVAL:
-		return DAQIRI_ST_BAD_FIELD;
-	case ERANGE:
-	case EDOM:
-		return DAQIRI_ST_OUT_OF_RANGE;
-	case EPERM:
-	case EACCES:
-		return DAQIRI_ST_PERMISSION_DENIED;
-	case ENOENT:
-		return DAQIRI_ST_NO_SUCH_STREAM;
-	case ESRCH:
-		return DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
-	case ENODEV:
-		return DAQIRI_ST_NO_SUCH_INTERFACE;
-	case EEXIST:
-		return DAQIRI_ST_EXISTS;
-	case EUSERS:
-		return DAQIRI_ST_TOO_MANY_CONSUMERS;
-	case ENOMEM:
-	case ENOBUFS:
-	case EMFILE:
-	case ENFILE:
-	case ENOSPC:
-		return DAQIRI_ST_NO_RESOURCES;
-	case EBUSY:
-	case EAGAIN:
-		return DAQIRI_ST_BUSY;
-	case ENOTSUP:
-	case ENOSYS:
-		return DAQIRI_ST_NOT_SUPPORTED;
-	case EMSGSIZE:
-		return DAQIRI_ST_TOO_BIG;
-	case EPROTONOSUPPORT:
-		return DAQIRI_ST_VERSION_MISMATCH;
-	default:
-		return DAQIRI_ST_INTERNAL;
-	}
-}
-
-int
-daqiri_status_to_errno(enum daqiri_status s)
-{
-	switch (s) {
-	case DAQIRI_ST_OK:
-		return 0;
-	case DAQIRI_ST_BAD_REQUEST:
-	case DAQIRI_ST_BAD_JSON:
-	case DAQIRI_ST_UNKNOWN_TYPE:
-	case DAQIRI_ST_NO_HELLO:
-	case DAQIRI_ST_BAD_FIELD:
-		return -EINVAL;
-	case DAQIRI_ST_TOO_BIG:
-		return -EMSGSIZE;
-	case DAQIRI_ST_OUT_OF_RANGE:
-		return -ERANGE;
-	case DAQIRI_ST_VERSION_MISMATCH:
-		return -EPROTONOSUPPORT;
-	case DAQIRI_ST_PERMISSION_DENIED:
-		return -EACCES;
-	case DAQIRI_ST_NO_SUCH_STREAM:
-		return -ENOENT;
-	case DAQIRI_ST_NO_SUCH_SUBSCRIPTION:
-		return -ESRCH;
-	case DAQIRI_ST_NO_SUCH_INTERFACE:
-		return -ENODEV;
-	case DAQIRI_ST_NO_SUCH_FLOW:
-		return -ENOENT;
-	case DAQIRI_ST_EXISTS:
-		return -EEXIST;
-	case DAQIRI_ST_TOO_MANY_CONSUMERS:
-		return -EUSERS;
-	case DAQIRI_ST_NO_RESOURCES:
-		return -ENOMEM;
-	case DAQIRI_ST_BUSY:
-		return -EBUSY;
-	case DAQIRI_ST_NOT_SUPPORTED:
-		return -ENOTSUP;
-	default:
-		return -EIO;
-	}
-}
-
-int
-daqiri_err_set(struct daqiri_err *err, enum daqiri_status s, const char *fmt,
-	       ...)
-{
-	va_list ap;
-
-	if (err == NULL)
-		return -1;
-	err->status = s;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* ---- field readers: 1 present and valid, 0 absent, -1 invalid (*err) */
 
@@ -418,10 +108,10 @@ get_u64(const cJSON *o, const char *key, uint64_t *out, struct daqiri_err *err)
 	return get_uint(o, key, true, 0, PROTO_JSON_INT_MAX, out, err);
 }
 
-/* A name from a table, into *out. */
+/* A name of an enum, into *out; parse is its reverse lookup. */
 static int
 get_enum(const cJSON *o, const char *key, bool required,
-	 const char *const *tab, size_t n, int *out, struct daqiri_err *err)
+	 int (*parse)(const char *name), int *out, struct daqiri_err *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 	int i;
@@ -435,7 +125,7 @@ get_enum(const cJSON *o, const char *key, bool required,
 	if (!cJSON_IsString(v) || v->valuestring == NULL)
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "field \"%s\" must be a string", key);
-	i = table_parse(tab, n, v->valuestring);
+	i = parse(v->valuestring);
 	if (i < 0)
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "field \"%s\": unknown value \"%.40s\"", key,
@@ -443,9 +133,6 @@ get_enum(const cJSON *o, const char *key, bool required,
 	*out = i;
 	return 1;
 }
-#define GET_ENUM(o, key, req, tab, out, err) \
-	get_enum((o), (key), (req), (tab), sizeof(tab) / sizeof((tab)[0]), \
-	    (out), (err))
 
 /*
  * Every key of o must be one of allowed (NULL-terminated) and appear once:
@@ -507,7 +194,7 @@ decode_subscribe(const cJSON *o, struct daqiri_sub_req *s,
 	if (get_str(o, "stream", true, sizeof(s->stream), STR_PATH_NAME,
 	    s->stream, err) < 0)
 		return -1;
-	if (GET_ENUM(o, "mode", false, sub_mode_names, &mode, err) < 0)
+	if (get_enum(o, "mode", false, proto_sub_mode_parse, &mode, err) < 0)
 		return -1;
 	s->mode = (enum daqiri_sub_mode)mode;
 	r = get_str(o, "group", false, sizeof(s->group), STR_NAME, s->group,
@@ -600,7 +287,7 @@ static int
 decode_flow(enum daqiri_msg_type t, const cJSON *o, struct daqiri_flow_req *f,
 	    struct daqiri_err *err)
 {
-	const cJSON *q, *m, *e;
+	const cJSON *q, *match, *e;
 	uint64_t n;
 
 	if (get_str(o, "interface", t != DAQIRI_MSG_FLOW_LIST, sizeof(f->iface),
@@ -645,22 +332,24 @@ decode_flow(enum daqiri_msg_type t, const cJSON *o, struct daqiri_flow_req *f,
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "field \"queue\" must be a queue id or a list of them");
 	}
-	m = cJSON_GetObjectItemCaseSensitive(o, "match");
-	if (m == NULL)
+	match = cJSON_GetObjectItemCaseSensitive(o, "match");
+	if (match == NULL)
 		return 0;
-	if (!cJSON_IsObject(m))
+	if (!cJSON_IsObject(match))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "field \"match\" must be an object");
-	if (check_keys(m, keys_match, "\"match\"", err) < 0)
+	if (check_keys(match, keys_match, "\"match\"", err) < 0)
 		return -1;
-	if (get_port_range(m, "udp_src", &f->has_udp_src, &f->udp_src_lo,
+	if (get_port_range(match, "udp_src", &f->has_udp_src, &f->udp_src_lo,
 	    &f->udp_src_hi, err) < 0 ||
-	    get_port_range(m, "udp_dst", &f->has_udp_dst, &f->udp_dst_lo,
+	    get_port_range(match, "udp_dst", &f->has_udp_dst, &f->udp_dst_lo,
 	    &f->udp_dst_hi, err) < 0 ||
-	    get_ipv4(m, "ipv4_src", &f->has_ipv4_src, &f->ipv4_src, err) < 0 ||
-	    get_ipv4(m, "ipv4_dst", &f->has_ipv4_dst, &f->ipv4_dst, err) < 0)
+	    get_ipv4(match, "ipv4_src", &f->has_ipv4_src, &f->ipv4_src,
+	    err) < 0 ||
+	    get_ipv4(match, "ipv4_dst", &f->has_ipv4_dst, &f->ipv4_dst,
+	    err) < 0)
 		return -1;
-	switch (get_uint(m, "ipv4_len", false, 0, 65535, &n, err)) {
+	switch (get_uint(match, "ipv4_len", false, 0, 65535, &n, err)) {
 	case -1:
 		return -1;
 	case 1:
@@ -675,16 +364,16 @@ static int
 decode_reply(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 {
 	const cJSON *e, *msg;
-	int re, st;
+	int re, st, code;
 
 	/* "re" is absent when the request's type could not be read. */
 	re = DAQIRI_MSG_MAX;
-	if (GET_ENUM(o, "re", false, msg_type_names, &re, err) < 0)
+	if (get_enum(o, "re", false, daqiri_msg_type_parse, &re, err) < 0)
 		return -1;
 	if (re >= DAQIRI_MSG_REPLY && re != DAQIRI_MSG_MAX)
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "field \"re\": not a request type");
-	if (GET_ENUM(o, "status", true, status_names, &st, err) < 0)
+	if (get_enum(o, "status", true, daqiri_status_parse, &st, err) < 0)
 		return -1;
 	m->u.reply.re = (enum daqiri_msg_type)re;
 	m->u.reply.status = (enum daqiri_status)st;
@@ -714,9 +403,9 @@ decode_reply(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 	if (!cJSON_IsObject(e))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "failed reply without an \"error\" object");
-	if (GET_ENUM(e, "code", true, status_names, &re, err) < 0)
+	if (get_enum(e, "code", true, daqiri_status_parse, &code, err) < 0)
 		return -1;
-	if (re != st)
+	if (code != st)
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "\"error.code\" differs from \"status\"");
 	msg = cJSON_GetObjectItemCaseSensitive(e, "message");
@@ -740,7 +429,7 @@ decode_sub_fd(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 	    &m->u.sub_fd.count, err) < 0 ||
 	    get_u32(o, "index", true, 0, DAQIRI_SUB_MAX_FDS - 1,
 	    &m->u.sub_fd.index, err) < 0 ||
-	    GET_ENUM(o, "kind", true, fd_kind_names, &k, err) < 0)
+	    get_enum(o, "kind", true, proto_fd_kind_parse, &k, err) < 0)
 		return -1;
 	if (m->u.sub_fd.index >= m->u.sub_fd.count)
 		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
@@ -754,10 +443,10 @@ decode_event(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 {
 	int k, st;
 
-	if (GET_ENUM(o, "event", true, event_names, &k, err) < 0 ||
+	if (get_enum(o, "event", true, proto_event_kind_parse, &k, err) < 0 ||
 	    get_u32(o, "sub", true, 1, UINT32_MAX, &m->u.event.sub_id,
 	    err) < 0 ||
-	    GET_ENUM(o, "status", true, status_names, &st, err) < 0 ||
+	    get_enum(o, "status", true, daqiri_status_parse, &st, err) < 0 ||
 	    get_str(o, "message", false, sizeof(m->u.event.message), STR_TEXT,
 	    m->u.event.message, err) < 0)
 		return -1;
@@ -784,7 +473,8 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 
 	/* Requests are strict; daemon messages may grow payload fields. */
 	if (m->type < DAQIRI_MSG_REPLY &&
-	    check_keys(o, keys[m->type], msg_type_names[m->type], err) < 0)
+	    check_keys(o, keys[m->type], daqiri_msg_type_name(m->type),
+	    err) < 0)
 		return -1;
 	switch (m->type) {
 	case DAQIRI_MSG_HELLO:
@@ -1052,7 +742,7 @@ cJSON *
 daqiri_event_new(enum daqiri_event_kind kind, uint32_t sub_id,
 		 enum daqiri_status why, const char *message)
 {
-	const char *k = TABLE_NAME(event_names, kind);
+	const char *k = proto_event_kind_name(kind);
 	const char *s = daqiri_status_name(why);
 	char text[DAQIRI_ERR_MSG_MAX];
 	size_t i;
@@ -1079,20 +769,20 @@ daqiri_event_new(enum daqiri_event_kind kind, uint32_t sub_id,
 }
 
 int
-daqiri_sub_req_encode(const struct daqiri_sub_req *r, cJSON *obj)
+daqiri_sub_req_encode(const struct daqiri_sub_req *req, cJSON *obj)
 {
-	const char *mode = daqiri_sub_mode_name(r->mode);
+	const char *mode = daqiri_sub_mode_name(req->mode);
 
 	if (mode == NULL)
 		return -EINVAL;
-	if (cJSON_AddStringToObject(obj, "stream", r->stream) == NULL ||
+	if (cJSON_AddStringToObject(obj, "stream", req->stream) == NULL ||
 	    cJSON_AddStringToObject(obj, "mode", mode) == NULL ||
-	    (r->mode == DAQIRI_SUB_SHARED &&
-	    cJSON_AddStringToObject(obj, "group", r->group) == NULL) ||
-	    (r->depth != 0 &&
-	    cJSON_AddNumberToObject(obj, "depth", r->depth) == NULL) ||
-	    (r->max_held != 0 &&
-	    cJSON_AddNumberToObject(obj, "max_held", r->max_held) == NULL))
+	    (req->mode == DAQIRI_SUB_SHARED &&
+	    cJSON_AddStringToObject(obj, "group", req->group) == NULL) ||
+	    (req->depth != 0 &&
+	    cJSON_AddNumberToObject(obj, "depth", req->depth) == NULL) ||
+	    (req->max_held != 0 &&
+	    cJSON_AddNumberToObject(obj, "max_held", req->max_held) == NULL))
 		return -ENOMEM;
 	return 0;
 }
@@ -1119,55 +809,58 @@ add_ipv4(cJSON *m, const char *key, uint32_t a)
 }
 
 int
-daqiri_flow_req_encode(enum daqiri_msg_type t, const struct daqiri_flow_req *r,
-		       cJSON *obj)
+daqiri_flow_req_encode(enum daqiri_msg_type t,
+		       const struct daqiri_flow_req *req, cJSON *obj)
 {
-	cJSON *q, *m;
+	cJSON *q, *match;
 	int i;
 
 	if (t != DAQIRI_MSG_FLOW_LIST && t != DAQIRI_MSG_FLOW_ADD &&
 	    t != DAQIRI_MSG_FLOW_DEL)
 		return -EINVAL;
-	if (r->iface[0] != '\0' &&
-	    cJSON_AddStringToObject(obj, "interface", r->iface) == NULL)
+	if (req->iface[0] != '\0' &&
+	    cJSON_AddStringToObject(obj, "interface", req->iface) == NULL)
 		return -ENOMEM;
 	if (t == DAQIRI_MSG_FLOW_LIST)
 		return 0;
-	if (cJSON_AddNumberToObject(obj, "flow_id", r->id) == NULL)
+	if (cJSON_AddNumberToObject(obj, "flow_id", req->id) == NULL)
 		return -ENOMEM;
 	if (t == DAQIRI_MSG_FLOW_DEL)
 		return 0;
-	if (r->nqueues < 1 || r->nqueues > DAQIRI_FLOW_MAX_QUEUES)
+	if (req->nqueues < 1 || req->nqueues > DAQIRI_FLOW_MAX_QUEUES)
 		return -EINVAL;
-	if (r->name[0] != '\0' &&
-	    cJSON_AddStringToObject(obj, "name", r->name) == NULL)
+	if (req->name[0] != '\0' &&
+	    cJSON_AddStringToObject(obj, "name", req->name) == NULL)
 		return -ENOMEM;
-	if (r->nqueues == 1) {
-		if (cJSON_AddNumberToObject(obj, "queue", r->queues[0]) == NULL)
+	if (req->nqueues == 1) {
+		if (cJSON_AddNumberToObject(obj, "queue",
+		    req->queues[0]) == NULL)
 			return -ENOMEM;
 	} else {
 		q = cJSON_AddArrayToObject(obj, "queue");
 		if (q == NULL)
 			return -ENOMEM;
-		for (i = 0; i < r->nqueues; i++)
+		for (i = 0; i < req->nqueues; i++)
 			if (!cJSON_AddItemToArray(q,
-			    cJSON_CreateNumber(r->queues[i])))
+			    cJSON_CreateNumber(req->queues[i])))
 				return -ENOMEM;
 	}
-	if (!(r->has_udp_src || r->has_udp_dst || r->has_ipv4_src ||
-	    r->has_ipv4_dst || r->has_ipv4_len))
+	if (!(req->has_udp_src || req->has_udp_dst || req->has_ipv4_src ||
+	    req->has_ipv4_dst || req->has_ipv4_len))
 		return 0;
-	m = cJSON_AddObjectToObject(obj, "match");
-	if (m == NULL)
+	match = cJSON_AddObjectToObject(obj, "match");
+	if (match == NULL)
 		return -ENOMEM;
-	if ((r->has_udp_src &&
-	    add_port_range(m, "udp_src", r->udp_src_lo, r->udp_src_hi) < 0) ||
-	    (r->has_udp_dst &&
-	    add_port_range(m, "udp_dst", r->udp_dst_lo, r->udp_dst_hi) < 0) ||
-	    (r->has_ipv4_src && add_ipv4(m, "ipv4_src", r->ipv4_src) < 0) ||
-	    (r->has_ipv4_dst && add_ipv4(m, "ipv4_dst", r->ipv4_dst) < 0) ||
-	    (r->has_ipv4_len &&
-	    cJSON_AddNumberToObject(m, "ipv4_len", r->ipv4_len) == NULL))
+	if ((req->has_udp_src && add_port_range(match, "udp_src",
+	    req->udp_src_lo, req->udp_src_hi) < 0) ||
+	    (req->has_udp_dst && add_port_range(match, "udp_dst",
+	    req->udp_dst_lo, req->udp_dst_hi) < 0) ||
+	    (req->has_ipv4_src &&
+	    add_ipv4(match, "ipv4_src", req->ipv4_src) < 0) ||
+	    (req->has_ipv4_dst &&
+	    add_ipv4(match, "ipv4_dst", req->ipv4_dst) < 0) ||
+	    (req->has_ipv4_len &&
+	    cJSON_AddNumberToObject(match, "ipv4_len", req->ipv4_len) == NULL))
 		return -ENOMEM;
 	return 0;
 }
@@ -1211,16 +904,17 @@ daqiri_sub_info_check(const struct daqiri_sub_info *s, struct daqiri_err *err)
 	if (s->dtype == DAQIRI_DTYPE_INT4 ||
 	    (s->kind == DAQIRI_STREAM_RAW && s->dtype != DAQIRI_DTYPE_RAW))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "dtype %s not possible here", dtype_names[s->dtype]);
+		    "dtype %s not possible here",
+		    daqiri_dtype_name(s->dtype));
 	dev = s->mem_kind == DAQIRI_MEM_DEVICE;
 	if (dev ? s->device < 0 : s->device != -1)
 		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
 		    "device %d for %s memory", s->device,
-		    mem_kind_names[s->mem_kind]);
-	if (s->elem_bytes != dtype_sizes[s->dtype])
+		    daqiri_mem_kind_name(s->mem_kind));
+	if (s->elem_bytes != daqiri_dtype_size(s->dtype))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "elem_bytes %u for %s", s->elem_bytes,
-		    dtype_names[s->dtype]);
+		    daqiri_dtype_name(s->dtype));
 	if (s->nbufs < 1 || s->nbufs > DAQIRI_NBUFS_MAX ||
 	    s->ppb < 1 || s->ppb > DAQIRI_PPB_MAX)
 		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
@@ -1271,7 +965,8 @@ daqiri_sub_info_check(const struct daqiri_sub_info *s, struct daqiri_err *err)
 			want = DAQIRI_FD_IPC;
 		if (s->fds[i] != want)
 			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "fd %u must be \"%s\"", i, fd_kind_names[want]);
+			    "fd %u must be \"%s\"", i,
+			    daqiri_fd_kind_name(want));
 	}
 	return 0;
 }
@@ -1288,12 +983,13 @@ daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *o)
 #define NUM(k, v) (cJSON_AddNumberToObject(o, (k), (double)(v)) == NULL)
 #define STR(k, v) (cJSON_AddStringToObject(o, (k), (v)) == NULL)
 	if (NUM("sub", s->sub_id) || STR("stream", s->stream) ||
-	    STR("kind", stream_kind_names[s->kind]) ||
-	    STR("mode", sub_mode_names[s->mode]) ||
+	    STR("kind", daqiri_stream_kind_name(s->kind)) ||
+	    STR("mode", daqiri_sub_mode_name(s->mode)) ||
 	    (s->mode == DAQIRI_SUB_SHARED && STR("group", s->group)) ||
-	    STR("memory", mem_kind_names[s->mem_kind]) ||
-	    NUM("device", s->device) || STR("dtype", dtype_names[s->dtype]) ||
-	    STR("fill", fill_names[s->fill]) ||
+	    STR("memory", daqiri_mem_kind_name(s->mem_kind)) ||
+	    NUM("device", s->device) ||
+	    STR("dtype", daqiri_dtype_name(s->dtype)) ||
+	    STR("fill", daqiri_fill_name(s->fill)) ||
 	    NUM("elem_bytes", s->elem_bytes) || NUM("nbufs", s->nbufs) ||
 	    NUM("ppb", s->ppb) || NUM("slot_bytes", s->slot_bytes) ||
 	    NUM("elems_per_slot", s->elems_per_slot) ||
@@ -1312,7 +1008,7 @@ daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *o)
 		return -ENOMEM;
 	for (i = 0; i < s->nfds; i++)
 		if (!cJSON_AddItemToArray(a,
-		    cJSON_CreateString(fd_kind_names[s->fds[i]])))
+		    cJSON_CreateString(daqiri_fd_kind_name(s->fds[i]))))
 			return -ENOMEM;
 	return 0;
 }
@@ -1332,22 +1028,22 @@ daqiri_sub_info_decode(const cJSON *o, struct daqiri_sub_info *s,
 	    get_str(o, "stream", true, sizeof(s->stream), STR_PATH_NAME,
 	    s->stream, err) < 0)
 		return -1;
-	if (GET_ENUM(o, "kind", true, stream_kind_names, &k, err) < 0)
+	if (get_enum(o, "kind", true, proto_stream_kind_parse, &k, err) < 0)
 		return -1;
 	s->kind = (enum daqiri_stream_kind)k;
-	if (GET_ENUM(o, "mode", true, sub_mode_names, &k, err) < 0)
+	if (get_enum(o, "mode", true, proto_sub_mode_parse, &k, err) < 0)
 		return -1;
 	s->mode = (enum daqiri_sub_mode)k;
 	if (s->mode == DAQIRI_SUB_SHARED && get_str(o, "group", true,
 	    sizeof(s->group), STR_NAME, s->group, err) < 0)
 		return -1;
-	if (GET_ENUM(o, "memory", true, mem_kind_names, &k, err) < 0)
+	if (get_enum(o, "memory", true, proto_mem_kind_parse, &k, err) < 0)
 		return -1;
 	s->mem_kind = (enum daqiri_mem_kind)k;
-	if (GET_ENUM(o, "dtype", true, dtype_names, &k, err) < 0)
+	if (get_enum(o, "dtype", true, proto_dtype_parse, &k, err) < 0)
 		return -1;
 	s->dtype = (enum daqiri_dtype)k;
-	if (GET_ENUM(o, "fill", true, fill_names, &k, err) < 0)
+	if (get_enum(o, "fill", true, proto_fill_parse, &k, err) < 0)
 		return -1;
 	s->fill = (enum daqiri_fill)k;
 	e = cJSON_GetObjectItemCaseSensitive(o, "device");
@@ -1383,7 +1079,7 @@ daqiri_sub_info_decode(const cJSON *o, struct daqiri_sub_info *s,
 			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 			    "field \"fds\": at most %d fd kind names",
 			    DAQIRI_SUB_MAX_FDS);
-		k = TABLE_PARSE(fd_kind_names, e->valuestring);
+		k = proto_fd_kind_parse(e->valuestring);
 		if (k < 0)
 			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 			    "field \"fds\": unknown kind");
@@ -1392,363 +1088,8 @@ daqiri_sub_info_decode(const cJSON *o, struct daqiri_sub_info *s,
 	return daqiri_sub_info_check(s, err);
 }
 
-/* ---- replies in parts */
 
-/* A growing text buffer; on allocation failure it stays failed. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool failed;
-};
-
-static void
-sb_add(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->failed)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap != 0 ? b->cap : 256;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->failed = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void
-sb_str(struct sbuf *b, const char *s)
-{
-	sb_add(b, s, strlen(s));
-}
-
-void
-daqiri_parts_free(struct daqiri_part *p, int n)
-{
-	int i;
-
-	if (p == NULL)
-		return;
-	for (i = 0; i < n; i++)
-		free(p[i].text);
-	free(p);
-}
-
-static bool
-is_envelope(const char *key)
-{
-	return strcmp(key, "type") == 0 || strcmp(key, "re") == 0 ||
-	    strcmp(key, "id") == 0 || strcmp(key, "status") == 0;
-}
-
-/* The members of o (all, or the envelope only) printed without braces:
- * "\"a\":1,\"b\":2", malloc'd; NULL on failure. */
-static char *
-members_text(const cJSON *o, bool envelope_only, bool skip_arrays)
-{
-	cJSON *x = cJSON_CreateObject(), *c;
-	const cJSON *m;
-	char *s, *r;
-	size_t n;
-
-	if (x == NULL)
-		return NULL;
-	cJSON_ArrayForEach(m, o) {
-		if (m->string == NULL || (skip_arrays && cJSON_IsArray(m)) ||
-		    (envelope_only && !is_envelope(m->string)))
-			continue;
-		c = cJSON_Duplicate(m, true);
-		if (c == NULL) {
-			cJSON_Delete(x);
-			return NULL;
-		}
-		cJSON_AddItemToObject(x, m->string, c);
-	}
-	s = cJSON_PrintUnformatted(x);
-	cJSON_Delete(x);
-	if (s == NULL)
-		return NULL;
-	n = strlen(s);
-	r = malloc(n);
-	if (r != NULL) {
-		/* strip "{" and "}" */
-		memcpy(r, s + 1, n - 2);
-		r[n - 2] = '\0';
-	}
-	cJSON_free(s);
-	return r;
-}
-
-/* One top-level array of the reply, its key printed and its elements. */
-struct split_arr {
-	char *key;		/* "\"name\"" */
-	int n;
-	char **el;
-	size_t *len;
-};
-
-/* Longest ,"part":N,"more":false and "}" */
-#define SPLIT_TAIL_MAX	40
-
-int
-daqiri_reply_split(const cJSON *reply, size_t max, struct daqiri_part **out)
-{
-	struct split_arr *arr = NULL;
-	struct daqiri_part *parts = NULL;
-	char *whole, *head0 = NULL, *headn = NULL;
-	const cJSON *m, *e;
-	int narr = 0, nparts = 0, r = -ENOMEM, k, j;
-	int *from = NULL, *to = NULL;
-	size_t base0, basen;
-
-	*out = NULL;
-	if (!cJSON_IsObject(reply) || max > DAQIRI_MSG_SIZE_MAX)
-		return -EINVAL;
-	/* Parts are joined by member name: each must be one member. */
-	cJSON_ArrayForEach(m, reply)
-		for (e = reply->child; e != m; e = e->next)
-			if (m->string == NULL || e->string == NULL ||
-			    strcmp(m->string, e->string) == 0)
-				return -EINVAL;
-	whole = cJSON_PrintUnformatted((cJSON *)reply);
-	if (whole == NULL)
-		return -ENOMEM;
-	if (strlen(whole) <= max) {
-		parts = calloc(1, sizeof(*parts));
-		if (parts == NULL || (parts[0].text = strdup(whole)) == NULL) {
-			free(parts);
-			cJSON_free(whole);
-			return -ENOMEM;
-		}
-		parts[0].len = strlen(whole);
-		cJSON_free(whole);
-		*out = parts;
-		return 1;
-	}
-	cJSON_free(whole);
-
-	cJSON_ArrayForEach(m, reply)
-		if (cJSON_IsArray(m))
-			narr++;
-	arr = calloc((size_t)narr + 1, sizeof(*arr));
-	if (arr == NULL)
-		return -ENOMEM;
-	k = 0;
-	cJSON_ArrayForEach(m, reply) {
-		cJSON *ks;
-
-		if (!cJSON_IsArray(m) || m->string == NULL)
-			continue;
-		ks = cJSON_CreateString(m->string);
-		arr[k].key = ks != NULL ? cJSON_PrintUnformatted(ks) : NULL;
-		cJSON_Delete(ks);
-		arr[k].n = cJSON_GetArraySize(m);
-		arr[k].el = calloc((size_t)arr[k].n + 1, sizeof(char *));
-		arr[k].len = calloc((size_t)arr[k].n + 1, sizeof(size_t));
-		if (arr[k].key == NULL || arr[k].el == NULL ||
-		    arr[k].len == NULL)
-			goto out;
-		j = 0;
-		cJSON_ArrayForEach(e, m) {
-			arr[k].el[j] = cJSON_PrintUnformatted((cJSON *)e);
-			if (arr[k].el[j] == NULL)
-				goto out;
-			arr[k].len[j] = strlen(arr[k].el[j]);
-			j++;
-		}
-		k++;
-	}
-	narr = k;
-	head0 = members_text(reply, false, true);
-	headn = members_text(reply, true, true);
-	if (head0 == NULL || headn == NULL)
-		goto out;
-	base0 = 1 + strlen(head0) + SPLIT_TAIL_MAX;
-	basen = 1 + strlen(headn) + SPLIT_TAIL_MAX;
-	/* Part 0 names every array, so empty ones survive the trip. */
-	for (k = 0; k < narr; k++)
-		base0 += strlen(arr[k].key) + 4;
-	r = -EMSGSIZE;
-	if (base0 > max)
-		goto out;
-	parts = calloc(DAQIRI_REPLY_PARTS_MAX, sizeof(*parts));
-	if (parts == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
-	from = calloc((size_t)narr + 1, sizeof(int));
-	to = calloc((size_t)narr + 1, sizeof(int));
-	if (from == NULL || to == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
-	k = 0;
-	j = 0;
-	for (;;) {
-		struct sbuf b = { NULL, 0, 0, false };
-		size_t used = nparts == 0 ? base0 : basen;
-		char tail[SPLIT_TAIL_MAX + 1];
-		bool any = false;
-
-		for (int kk = 0; kk < narr; kk++)
-			from[kk] = to[kk] = -1;
-		/* Take elements in order while they fit. */
-		while (k < narr) {
-			size_t need;
-
-			if (j == arr[k].n) {
-				k++;
-				j = 0;
-				continue;
-			}
-			need = arr[k].len[j] + 1;
-			/* part 0 named every array already */
-			if (nparts > 0 && from[k] < 0)
-				need += strlen(arr[k].key) + 4;
-			if (used + need > max)
-				break;
-			used += need;
-			if (from[k] < 0)
-				from[k] = j;
-			to[k] = ++j;
-			any = true;
-		}
-		if (!any && k < narr) {
-			r = -EMSGSIZE;	/* one element alone is too big */
-			goto out;
-		}
-		while (k < narr && j == arr[k].n) {
-			k++;
-			j = 0;
-		}
-		if (nparts == DAQIRI_REPLY_PARTS_MAX) {
-			r = -EMSGSIZE;
-			goto out;
-		}
-		sb_str(&b, "{");
-		sb_str(&b, nparts == 0 ? head0 : headn);
-		snprintf(tail, sizeof(tail), ",\"part\":%d,\"more\":%s", nparts,
-		    k < narr ? "true" : "false");
-		sb_str(&b, tail);
-		for (int kk = 0; kk < narr; kk++) {
-			if (nparts > 0 && from[kk] < 0)
-				continue;
-			sb_str(&b, ",");
-			sb_str(&b, arr[kk].key);
-			sb_str(&b, ":[");
-			for (int x = from[kk]; from[kk] >= 0 && x < to[kk]; x++) {
-				if (x > from[kk])
-					sb_str(&b, ",");
-				sb_add(&b, arr[kk].el[x], arr[kk].len[x]);
-			}
-			sb_str(&b, "]");
-		}
-		sb_str(&b, "}");
-		if (b.failed || b.len > max) {
-			free(b.p);
-			r = b.failed ? -ENOMEM : -EMSGSIZE;
-			goto out;
-		}
-		parts[nparts].text = b.p;
-		parts[nparts++].len = b.len;
-		if (k >= narr)
-			break;
-	}
-	*out = parts;
-	parts = NULL;
-	r = nparts;
-out:
-	if (r < 0)
-		daqiri_parts_free(parts, nparts);
-	for (k = 0; k < narr; k++) {
-		for (j = 0; arr[k].el != NULL && j < arr[k].n; j++)
-			cJSON_free(arr[k].el[j]);
-		cJSON_free(arr[k].key);
-		free(arr[k].el);
-		free(arr[k].len);
-	}
-	free(arr);
-	free(from);
-	free(to);
-	free(head0);
-	free(headn);
-	return r;
-}
-
-int
-daqiri_reply_merge(cJSON **acc, struct daqiri_msg *m, size_t total,
-		   struct daqiri_err *err)
-{
-	const cJSON *p, *q, *re0, *re1, *id0, *id1;
-	cJSON *x, *dst;
-
-	if (m->type != DAQIRI_MSG_REPLY || !m->u.reply.has_part ||
-	    m->json == NULL)
-		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "not a part of a reply");
-	if (total > DAQIRI_REPLY_BYTES_MAX)
-		return daqiri_err_set(err, DAQIRI_ST_TOO_BIG,
-		    "reply over %zu bytes", DAQIRI_REPLY_BYTES_MAX);
-	if (*acc == NULL) {
-		if (m->u.reply.part != 0)
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "reply part %u without part 0", m->u.reply.part);
-		*acc = m->json;
-		m->json = NULL;
-		goto done;
-	}
-	p = cJSON_GetObjectItemCaseSensitive(*acc, "part");
-	if (!cJSON_IsNumber(p) || m->u.reply.part != (uint32_t)p->valuedouble + 1)
-		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "reply part %u out of order", m->u.reply.part);
-	re0 = cJSON_GetObjectItemCaseSensitive(*acc, "re");
-	re1 = cJSON_GetObjectItemCaseSensitive(m->json, "re");
-	id0 = cJSON_GetObjectItemCaseSensitive(*acc, "id");
-	id1 = cJSON_GetObjectItemCaseSensitive(m->json, "id");
-	/* (cJSON_Compare calls two absent members different) */
-	if ((re0 == NULL) != (re1 == NULL) || (id0 == NULL) != (id1 == NULL) ||
-	    (re0 != NULL && !cJSON_Compare(re0, re1, true)) ||
-	    (id0 != NULL && !cJSON_Compare(id0, id1, true)))
-		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "reply part %u answers another request", m->u.reply.part);
-	/* Check everything before moving anything. */
-	cJSON_ArrayForEach(q, m->json) {
-		if (is_envelope(q->string) || strcmp(q->string, "part") == 0 ||
-		    strcmp(q->string, "more") == 0)
-			continue;
-		dst = cJSON_GetObjectItemCaseSensitive(*acc, q->string);
-		if (!cJSON_IsArray(q) || !cJSON_IsArray(dst))
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "reply part %u: member \"%.40s\" is not an array "
-			    "of part 0", m->u.reply.part, q->string);
-	}
-	for (q = m->json->child; q != NULL; q = q->next) {
-		if (!cJSON_IsArray(q) || is_envelope(q->string))
-			continue;
-		dst = cJSON_GetObjectItemCaseSensitive(*acc, q->string);
-		while ((x = cJSON_DetachItemFromArray((cJSON *)q, 0)) != NULL)
-			cJSON_AddItemToArray(dst, x);
-	}
-	cJSON_ReplaceItemInObjectCaseSensitive(*acc, "part",
-	    cJSON_CreateNumber(m->u.reply.part));
-	cJSON_ReplaceItemInObjectCaseSensitive(*acc, "more",
-	    cJSON_CreateBool(m->u.reply.more));
-done:
-	if (!m->u.reply.more) {
-		cJSON_DeleteItemFromObjectCaseSensitive(*acc, "part");
-		cJSON_DeleteItemFromObjectCaseSensitive(*acc, "more");
-	}
-	return 0;
-}
+/* ---- printing */
 
 int
 daqiri_msg_print(const cJSON *obj, char *buf, size_t cap)
@@ -1766,95 +1107,4 @@ daqiri_msg_print(const cJSON *obj, char *buf, size_t cap)
 	memcpy(buf, s, n + 1);
 	cJSON_free(s);
 	return (int)n;
-}
-
-/* ---- fd passing */
-
-int
-daqiri_send_msg(int sock, const char *json, size_t len, int fd)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = (void *)json, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-	ssize_t n;
-
-	if (len > DAQIRI_MSG_SIZE_MAX)
-		return -EMSGSIZE;
-	if (fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	do {
-		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	/* SOCK_SEQPACKET sends a record whole or not at all. */
-	return (size_t)n == len ? 0 : -EIO;
-}
-
-ssize_t
-daqiri_recv_msg(int sock, char *buf, size_t cap, int *fd_out)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * PROTO_RECV_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = buf, .iov_len = cap };
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-	};
-	int fds[PROTO_RECV_MAX_FDS];
-	struct cmsghdr *c;
-	int nfds = 0, bad = 0, i;
-	ssize_t n;
-
-	if (fd_out != NULL)
-		*fd_out = -1;
-	do {
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-		size_t k, cnt;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-			bad = EBADMSG;
-			continue;
-		}
-		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (k = 0; k < cnt && nfds < PROTO_RECV_MAX_FDS; k++)
-			memcpy(&fds[nfds++], CMSG_DATA(c) + k * sizeof(int),
-			    sizeof(int));
-	}
-	if (mh.msg_flags & MSG_CTRUNC)
-		bad = EBADMSG;
-	if (nfds > 1 || (nfds == 1 && fd_out == NULL))
-		bad = EBADMSG;
-	if (n == 0 && nfds > 0)
-		bad = EBADMSG;
-	if (mh.msg_flags & MSG_TRUNC)
-		bad = EMSGSIZE;
-	if (bad != 0) {
-		for (i = 0; i < nfds; i++)
-			close(fds[i]);
-		return -bad;
-	}
-	if (nfds == 1)
-		*fd_out = fds[0];
-	if ((size_t)n < cap)
-		buf[n] = '\0';
-	return n;
 }

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libdaqiri-client (daqiri_client.h), the control connection: connect and
+ * hello, one request and its reply (reassembled when it comes in parts),
+ * the events the daemon sends unasked, and the raw request of daqirictl.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client_internal.h"
+
+
+/* Why the last daqiri_connect() of this thread failed, when the daemon
+ * said (daqiri_last_error(NULL)). */
+static _Thread_local char connect_err[DAQIRI_ERR_MSG_MAX + 64];
+
+void
+client_set_err(struct daqiri *d, const char *msg)
+{
+	snprintf(d->err, sizeof(d->err), "%s", msg);
+	d->have_reason = false;
+}
+
+/* The connection is gone. A reason the daemon gave first (a sub_closed
+ * event) is kept: it says more than the hang-up. */
+static void
+mark_dead(struct daqiri *d)
+{
+	d->dead = true;
+	if (!d->have_reason)
+		client_set_err(d, "the daemon closed the connection");
+}
+
+static struct daqiri_sub *
+sub_find(struct daqiri *d, uint32_t id)
+{
+	struct daqiri_sub *s;
+
+	for (s = d->subs; s != NULL; s = s->next)
+		if (s->info.sub_id == id)
+			return s;
+	return NULL;
+}
+
+/* A daemon message that is not the awaited reply. */
+void
+client_handle_unsolicited(struct daqiri *d, const struct daqiri_msg *m)
+{
+	struct daqiri_sub *s;
+
+	if (m->type == DAQIRI_MSG_EVENT &&
+	    m->u.event.kind == DAQIRI_EV_SUB_CLOSED) {
+		s = sub_find(d, m->u.event.sub_id);
+		if (s != NULL)
+			s->closed = true;
+		snprintf(d->err, sizeof(d->err), "subscription %u ended: %s",
+		    m->u.event.sub_id, m->u.event.message);
+		d->have_reason = true;
+	}
+}
+
+/*
+ * Receive one message, waiting at most timeout_ms (-1 forever). Returns
+ * 1 with *m decoded (and *fd when fd != NULL), 0 on timeout, or a
+ * negative errno (-ENOTCONN: the daemon is gone).
+ */
+int
+client_recv_one(struct daqiri *d, struct daqiri_msg *m, int *fd,
+		int timeout_ms)
+{
+	struct pollfd p = { .fd = d->fd, .events = POLLIN };
+	struct daqiri_err err;
+	ssize_t n;
+	int r;
+
+	if (d->dead)
+		return -ENOTCONN;
+	for (;;) {
+		n = daqiri_recv_msg(d->fd, d->rbuf, DAQIRI_MSG_SIZE_MAX, fd);
+		if (n != -EAGAIN)
+			break;
+		if (timeout_ms == 0)
+			return 0;
+		r = poll(&p, 1, timeout_ms);
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return 0;
+	}
+	if (n == 0 || n == -ECONNRESET || n == -EPIPE) {
+		mark_dead(d);
+		return -ENOTCONN;
+	}
+	if (n < 0)
+		return (int)n;
+	d->rlen = (int)n;
+	if (daqiri_msg_decode(d->rbuf, (size_t)n, m, &err) < 0) {
+		if (fd != NULL && *fd >= 0) {
+			close(*fd);
+			*fd = -1;
+		}
+		client_set_err(d, err.msg);
+		return -EPROTO;
+	}
+	return 1;
+}
+
+/* Read whatever the daemon sent unasked (events, hang-up); never waits. */
+int
+client_pump(struct daqiri *d)
+{
+	struct daqiri_msg m;
+	int r;
+
+	while ((r = client_recv_one(d, &m, NULL, 0)) == 1) {
+		client_handle_unsolicited(d, &m);
+		daqiri_msg_free(&m);
+	}
+	return r == -ENOTCONN ? r : 0;
+}
+
+static int
+send_obj(struct daqiri *d, cJSON *obj)
+{
+	struct pollfd p = { .fd = d->fd, .events = POLLOUT };
+	int n, r;
+
+	if (obj == NULL)
+		return -ENOMEM;
+	n = daqiri_msg_print(obj, d->wbuf, sizeof(d->wbuf));
+	cJSON_Delete(obj);
+	if (n < 0)
+		return n;
+	for (;;) {
+		r = daqiri_send_msg(d->fd, d->wbuf, (size_t)n, -1);
+		if (r != -EAGAIN)
+			break;
+		if (poll(&p, 1, CLIENT_REPLY_TIMEOUT_MS) <= 0)
+			return -ETIMEDOUT;
+	}
+	if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN) {
+		mark_dead(d);
+		return -ENOTCONN;
+	}
+	return r;
+}
+
+/* The next daemon message that is a reply (skipping events), within
+ * CLIENT_REPLY_TIMEOUT_MS: 0 with *m, or a negative errno. */
+static int
+next_reply(struct daqiri *d, struct daqiri_msg *m)
+{
+	uint64_t deadline = daqiri_mono_ns() + CLIENT_REPLY_TIMEOUT_MS * 1000000ull;
+	uint64_t t;
+	int r;
+
+	for (;;) {
+		t = daqiri_mono_ns();
+		if (t >= deadline)
+			return -ETIMEDOUT;
+		r = client_recv_one(d, m, NULL,
+		    (int)((deadline - t) / 1000000ull) + 1);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue;
+		if (m->type == DAQIRI_MSG_REPLY)
+			return 0;
+		client_handle_unsolicited(d, m);
+		daqiri_msg_free(m);
+	}
+}
+
+/*
+ * Wait for the reply to a request. Returns 0 with *m the decoded reply
+ * (its status not yet looked at), or a negative errno. A reply that came
+ * in parts is reassembled: m->json is then the whole reply and d->rlen
+ * is -1 (d->rbuf holds only the last part).
+ */
+static int
+wait_reply(struct daqiri *d, struct daqiri_msg *m)
+{
+	struct daqiri_err err;
+	struct daqiri_msg p;
+	cJSON *acc = NULL;
+	size_t total;
+	int r;
+
+	r = next_reply(d, m);
+	if (r < 0 || !m->u.reply.has_part)
+		return r;
+	total = (size_t)d->rlen;
+	if (daqiri_reply_merge(&acc, m, total, &err) < 0)
+		goto bad;
+	while (m->u.reply.more) {
+		/* each part gets the whole wait: the daemon sends as fast as
+		 * we read */
+		r = next_reply(d, &p);
+		if (r < 0) {
+			/* The rest of the series would answer the next
+			 * request: the connection is out of step for good. */
+			if (!d->dead) {
+				snprintf(d->err, sizeof(d->err), "reply in "
+				    "parts: part %u of a series: %s",
+				    m->u.reply.part + 1, strerror(-r));
+				d->have_reason = false;
+				shutdown(d->fd, SHUT_RDWR);
+				d->dead = true;
+			}
+			cJSON_Delete(acc);
+			daqiri_msg_free(m);
+			return r;
+		}
+		total += (size_t)d->rlen;
+		if (daqiri_reply_merge(&acc, &p, total, &err) < 0) {
+			daqiri_msg_free(&p);
+			goto bad;
+		}
+		m->u.reply.more = p.u.reply.more;
+		m->u.reply.part = p.u.reply.part;
+		daqiri_msg_free(&p);
+	}
+	cJSON_Delete(m->json);
+	m->json = acc;
+	d->rlen = -1;
+	return 0;
+bad:
+	/* The rest of the series cannot be told from the next reply: the
+	 * connection is out of step for good. */
+	cJSON_Delete(acc);
+	daqiri_msg_free(m);
+	snprintf(d->err, sizeof(d->err), "reply in parts: %s", err.msg);
+	d->have_reason = false;
+	shutdown(d->fd, SHUT_RDWR);
+	d->dead = true;
+	return -EPROTO;
+}
+
+/* Status of a decoded reply -> 0 or negative errno; keeps the message. */
+int
+client_reply_status(struct daqiri *d, const struct daqiri_msg *m)
+{
+	if (m->u.reply.status == DAQIRI_ST_OK) {
+		d->err[0] = '\0';
+		return 0;
+	}
+	client_set_err(d, m->u.reply.message);
+	return daqiri_status_to_errno(m->u.reply.status);
+}
+
+/* Send obj (consumed) and wait for its reply: 0 with *m, or errno. */
+int
+client_transact(struct daqiri *d, cJSON *obj, struct daqiri_msg *m)
+{
+	int r;
+
+	if (d->dead) {
+		cJSON_Delete(obj);
+		return -ENOTCONN;
+	}
+	r = send_obj(d, obj);
+	if (r < 0)
+		return r;
+	return wait_reply(d, m);
+}
+
+static void
+client_name(char *out, size_t cap)
+{
+	extern char *program_invocation_short_name;
+	const char *n = program_invocation_short_name;
+	size_t i;
+
+	snprintf(out, cap, "%s", n != NULL ? n : "");
+	for (i = 0; out[i] != '\0'; i++)
+		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
+			out[i] = '?';
+}
+
+int
+daqiri_connect(const char *path, struct daqiri **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char name[DAQIRI_NAME_MAX];
+	struct daqiri_msg m;
+	struct daqiri *d;
+	cJSON *hello;
+	int r, fl;
+
+	connect_err[0] = '\0';
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	if (path == NULL)
+		path = getenv(DAQIRI_SOCKET_ENV);
+	if (path == NULL || path[0] == '\0')
+		path = DAQIRI_DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path));
+	d = calloc(1, sizeof(*d));
+	if (d == NULL)
+		return -ENOMEM;
+	d->next_id = 1;
+	d->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (d->fd < 0) {
+		r = -errno;
+		free(d);
+		return r;
+	}
+	if (connect(d->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    (fl = fcntl(d->fd, F_GETFL)) < 0 ||
+	    fcntl(d->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	hello = daqiri_msg_new(DAQIRI_MSG_HELLO);
+	client_name(name, sizeof(name));
+	if (hello != NULL && name[0] != '\0' &&
+	    cJSON_AddStringToObject(hello, "client", name) == NULL) {
+		cJSON_Delete(hello);
+		hello = NULL;
+	}
+	r = client_transact(d, hello, &m);
+	if (r == -ENOTCONN) {
+		/* A daemon that turns us away (too many connections) answers
+		 * and hangs up before our hello: read that answer. */
+		d->dead = false;
+		if (client_recv_one(d, &m, NULL, 0) == 1) {
+			r = m.type == DAQIRI_MSG_REPLY ?
+			    client_reply_status(d, &m) : -ENOTCONN;
+			daqiri_msg_free(&m);
+			if (r == 0)
+				r = -ENOTCONN;
+		}
+		goto fail;
+	}
+	if (r < 0)
+		goto fail;
+	r = client_reply_status(d, &m);
+	if (r == 0) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(m.json,
+		    "conn");
+
+		if (cJSON_IsNumber(c) && c->valuedouble >= 0)
+			d->conn_id = (uint64_t)c->valuedouble;
+	}
+	daqiri_msg_free(&m);
+	if (r < 0)
+		goto fail;
+	*out = d;
+	return 0;
+fail:
+	snprintf(connect_err, sizeof(connect_err), "%s", d->err);
+	close(d->fd);
+	free(d);
+	return r;
+}
+
+const char *
+daqiri_last_error(const struct daqiri *d)
+{
+	return d != NULL ? d->err : connect_err;
+}
+
+int
+daqiri_fd(const struct daqiri *d)
+{
+	return d != NULL ? d->fd : -1;
+}
+
+int
+daqiri_request(struct daqiri *d, const char *json, char **reply)
+{
+	const cJSON *t;
+	struct daqiri_msg m;
+	cJSON *req;
+	int r, len;
+
+	if (reply != NULL)
+		*reply = NULL;
+	if (d == NULL || json == NULL || reply == NULL)
+		return -EINVAL;
+	/* Sent as written (the daemon validates it); only the types that
+	 * need the library's own handling are refused here. */
+	len = (int)strnlen(json, DAQIRI_MSG_SIZE_MAX + 1);
+	if (len > DAQIRI_MSG_SIZE_MAX)
+		return -EMSGSIZE;
+	req = cJSON_ParseWithLength(json, (size_t)len);
+	if (req != NULL) {
+		t = cJSON_GetObjectItemCaseSensitive(req, "type");
+		if (cJSON_IsString(t) && t->valuestring != NULL &&
+		    (strcmp(t->valuestring, "hello") == 0 ||
+		    strcmp(t->valuestring, "subscribe") == 0)) {
+			cJSON_Delete(req);
+			return -EINVAL;
+		}
+		cJSON_Delete(req);
+	}
+	if (d->dead)
+		return -ENOTCONN;
+	r = daqiri_send_msg(d->fd, json, (size_t)len, -1);
+	if (r == -EAGAIN) {
+		struct pollfd p = { .fd = d->fd, .events = POLLOUT };
+
+		if (poll(&p, 1, CLIENT_REPLY_TIMEOUT_MS) <= 0)
+			return -ETIMEDOUT;
+		r = daqiri_send_msg(d->fd, json, (size_t)len, -1);
+	}
+	if (r == -EPIPE || r == -ECONNRESET) {
+		mark_dead(d);
+		return -ENOTCONN;
+	}
+	if (r < 0)
+		return r;
+	r = wait_reply(d, &m);
+	if (r < 0)
+		return r;
+	if (d->rlen >= 0) {
+		*reply = strndup(d->rbuf, (size_t)d->rlen);
+	} else {
+		char *txt = cJSON_PrintUnformatted(m.json);
+
+		*reply = txt != NULL ? strdup(txt) : NULL;
+		cJSON_free(txt);
+	}
+	r = *reply == NULL ? -ENOMEM : client_reply_status(d, &m);
+	daqiri_msg_free(&m);
+	return r;
+}
+
+int
+daqiri_streams(struct daqiri *d, char **json_out)
+{
+	return daqiri_request(d, "{\"type\":\"streams\"}", json_out);
+}
+
+
+void
+daqiri_disconnect(struct daqiri *d)
+{
+	if (d == NULL)
+		return;
+	while (d->subs != NULL)
+		client_sub_free(d->subs);
+	close(d->fd);
+	free(d);
+}
