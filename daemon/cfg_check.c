@@ -22,7 +22,7 @@ cfg_find_region(struct pctx *x, const char *key, const yaml_node_t *n,
 {
 	const char *names[CFG_MAX_REGIONS];
 	const char *near;
-	char q[QBUF];
+	char qb[QBUF];
 	int i = cfg_region_find(x->c, name);
 
 	if (i >= 0) {
@@ -35,10 +35,10 @@ cfg_find_region(struct pctx *x, const char *key, const yaml_node_t *n,
 	near = cfg_closest(name, strlen(name), names, (size_t)x->c->nregions);
 	if (near != NULL)
 		err(x, n, "%s: no memory region named '%s'; did you mean "
-		    "'%s'?", key, cfg_quote(name, strlen(name), q), near);
+		    "'%s'?", key, cfg_quote(name, strlen(name), qb), near);
 	else
 		err(x, n, "%s: no memory region named '%s'", key,
-		    cfg_quote(name, strlen(name), q));
+		    cfg_quote(name, strlen(name), qb));
 	return -1;
 }
 
@@ -422,7 +422,7 @@ cfg_check_address(struct pctx *x, const yaml_node_t *n,
 		  const struct cfg_interface *ifc)
 {
 	const char *a = ifc->address;
-	char q[QBUF];
+	char qb[QBUF];
 	uint32_t ip;
 
 	if (!x->stream_known)
@@ -430,7 +430,7 @@ cfg_check_address(struct pctx *x, const yaml_node_t *n,
 	if (x->c->stream_type == CFG_STREAM_SOCKET) {
 		if (!cfg_parse_ipv4(a, &ip))
 			err(x, n, "address: a socket stream needs an IPv4 "
-			    "address, got '%s'", cfg_quote(a, strlen(a), q));
+			    "address, got '%s'", cfg_quote(a, strlen(a), qb));
 		return;
 	}
 	if (is_vdev_name(a)) {
@@ -442,7 +442,7 @@ cfg_check_address(struct pctx *x, const yaml_node_t *n,
 	if (!is_pci_address(a))
 		err(x, n, "address: expected a PCI address (dddd:bb:dd.f) or "
 		    "a DPDK vdev name (net_...), got '%s'",
-		    cfg_quote(a, strlen(a), q));
+		    cfg_quote(a, strlen(a), qb));
 }
 
 /* A misspelt reference would make its region look unused: then no

@@ -72,7 +72,7 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 	struct cfg_daemon *dm = &x->c->daemon;
 	struct map m;
 	yaml_node_t *v;
-	char q[QBUF];
+	char qb[QBUF];
 
 	if (!cfg_map_open(x, &m, n, "daemon", "daemon", KEYS(daemon_keys),
 			  false))
@@ -84,7 +84,7 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 
 		if (dm->control_socket[0] != '/')
 			err(x, v, "control_socket: must be an absolute path, "
-			    "got '%s'", cfg_quote(dm->control_socket, len, q));
+			    "got '%s'", cfg_quote(dm->control_socket, len, qb));
 		else if (len >= CFG_SUN_PATH_MAX)
 			err(x, v, "control_socket: too long for a unix socket "
 			    "(%zu bytes, at most %d)", len,
@@ -97,13 +97,13 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 				     sizeof(dm->socket_group)) &&
 	    dm->socket_group[0] != '\0' && !is_group_name(dm->socket_group))
 		err(x, v, "socket_group: '%s' is not a group name",
-		    cfg_quote(dm->socket_group, strlen(dm->socket_group), q));
+		    cfg_quote(dm->socket_group, strlen(dm->socket_group), qb));
 	v = mval(&m, "admin_group");
 	if (v != NULL && cfg_get_str(x, "admin_group", v, dm->admin_group,
 				     sizeof(dm->admin_group)) &&
 	    dm->admin_group[0] != '\0' && !is_group_name(dm->admin_group))
 		err(x, v, "admin_group: '%s' is not a group name",
-		    cfg_quote(dm->admin_group, strlen(dm->admin_group), q));
+		    cfg_quote(dm->admin_group, strlen(dm->admin_group), qb));
 	if ((v = mval(&m, "max_consumers")) != NULL)
 		cfg_get_u32(x, "max_consumers", v, 1, CFG_CONSUMERS_MAX,
 			    &dm->max_consumers);
@@ -150,7 +150,7 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 			err(x, v, "metrics_listen: expected IPV4:PORT such as "
 			    "127.0.0.1:9464, got '%s'",
 			    cfg_quote(dm->metrics_listen,
-				      strlen(dm->metrics_listen), q));
+				      strlen(dm->metrics_listen), qb));
 	}
 }
 
@@ -605,12 +605,12 @@ parse_flow(struct pctx *x, yaml_node_t *n, struct cfg_flow *f,
 
 		for (int i = 0; i < cnt; i++) {
 			yaml_node_t *e = node_at(x, it[i]);
-			int rc;
+			int kind;	/* 1 queue, 0 unsupported, -1 bad */
 
 			if (e == NULL)
 				continue;
-			rc = parse_action(x, e, f, set);
-			if (rc == 1 && i != cnt - 1)
+			kind = parse_action(x, e, f, set);
+			if (kind == 1 && i != cnt - 1)
 				err(x, e, "actions: the queue action must be "
 				    "the last one");
 		}

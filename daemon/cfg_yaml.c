@@ -197,7 +197,7 @@ scalar_kind(const yaml_node_t *n)
 const char *
 cfg_describe(const yaml_node_t *n, char *buf)
 {
-	char q[QBUF];
+	char qb[QBUF];
 
 	switch (n->type) {
 	case YAML_MAPPING_NODE:
@@ -208,7 +208,7 @@ cfg_describe(const yaml_node_t *n, char *buf)
 		if (scalar_kind(n) == SK_NULL)
 			return "an empty value";
 		snprintf(buf, QBUF + 16, "%s'%s'", is_plain(n) ? "" :
-			 "the quoted string ", cfg_quote(sval(n), slen(n), q));
+			 "the quoted string ", cfg_quote(sval(n), slen(n), qb));
 		return buf;
 	default:
 		return "nothing";
@@ -275,11 +275,11 @@ cfg_get_uint_q(struct pctx *x, const char *key, const yaml_node_t *n,
 			v = v * 10 + dgt;
 	}
 	if (big || (neg && v != 0) || v < min || v > max) {
-		char q[QBUF];
+		char qb[QBUF];
 
 		err(x, n, "%s: must be between %llu and %llu, got %s", key,
 		    (unsigned long long)min, (unsigned long long)max,
-		    cfg_quote(s, len, q));
+		    cfg_quote(s, len, qb));
 		return false;
 	}
 	*out = v;
@@ -444,7 +444,7 @@ bool
 cfg_get_enum(struct pctx *x, const char *key, const yaml_node_t *n,
 	     const char *const *names, size_t count, int *out)
 {
-	char db[DBUF], list[160], q[QBUF];
+	char db[DBUF], list[160], qb[QBUF];
 	const char *s, *near;
 	size_t len;
 
@@ -465,10 +465,10 @@ cfg_get_enum(struct pctx *x, const char *key, const yaml_node_t *n,
 	near = cfg_closest(s, len, names, count);
 	if (near != NULL)
 		err(x, n, "%s: unknown value '%s'; did you mean '%s'? "
-		    "(valid: %s)", key, cfg_quote(s, len, q), near, list);
+		    "(valid: %s)", key, cfg_quote(s, len, qb), near, list);
 	else
 		err(x, n, "%s: unknown value '%s' (valid: %s)", key,
-		    cfg_quote(s, len, q), list);
+		    cfg_quote(s, len, qb), list);
 	return false;
 }
 
@@ -518,7 +518,7 @@ cfg_map_open(struct pctx *x, struct map *m, yaml_node_t *n, const char *label,
 	     bool foreign_ok)
 {
 	const char *names[CFG_MAP_KEYS_MAX];
-	char db[DBUF], q[QBUF];
+	char db[DBUF], qb[QBUF];
 
 	memset(m, 0, sizeof(*m));
 	m->what = what;
@@ -562,12 +562,12 @@ cfg_map_open(struct pctx *x, struct map *m, yaml_node_t *n, const char *label,
 						   (size_t)ndefs);
 			if (near != NULL) {
 				err(x, k, "unknown key '%s' in %s; did you mean "
-				    "'%s'?", cfg_quote(sval(k), slen(k), q),
+				    "'%s'?", cfg_quote(sval(k), slen(k), qb),
 				    what, near);
 				m->suggested[map_index(m, near)] = true;
 			} else
 				err(x, k, "unknown key '%s' in %s",
-				    cfg_quote(sval(k), slen(k), q), what);
+				    cfg_quote(sval(k), slen(k), qb), what);
 			continue;
 		}
 		if (m->val[i] != NULL) {
@@ -594,7 +594,7 @@ cfg_map_open(struct pctx *x, struct map *m, yaml_node_t *n, const char *label,
 bool
 cfg_get_name(struct pctx *x, const char *key, const yaml_node_t *n, char *buf)
 {
-	char q[QBUF];
+	char qb[QBUF];
 
 	if (!cfg_get_str(x, key, n, buf, CFG_NAME_MAX))
 		return false;
@@ -605,7 +605,7 @@ cfg_get_name(struct pctx *x, const char *key, const yaml_node_t *n, char *buf)
 	if (!cfg_all_of(buf, strlen(buf), "abcdefghijklmnopqrstuvwxyz"
 			"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")) {
 		err(x, n, "%s: '%s' may hold only letters, digits, '_', '-' "
-		    "and '.'", key, cfg_quote(buf, strlen(buf), q));
+		    "and '.'", key, cfg_quote(buf, strlen(buf), qb));
 		buf[0] = '\0';
 		return false;
 	}
@@ -651,7 +651,7 @@ bool
 cfg_get_endpoint(struct pctx *x, const char *key, const yaml_node_t *n,
 		 struct cfg_endpoint *e)
 {
-	char buf[CFG_NAME_MAX], q[QBUF];
+	char buf[CFG_NAME_MAX], qb[QBUF];
 	char *sep, *host, *colon;
 	uint32_t addr;
 	uint16_t port;
@@ -661,7 +661,7 @@ cfg_get_endpoint(struct pctx *x, const char *key, const yaml_node_t *n,
 	sep = strstr(buf, "://");
 	if (sep == NULL) {
 		err(x, n, "%s: expected udp://IPV4:PORT or tcp://IPV4:PORT, "
-		    "got '%s'", key, cfg_quote(buf, strlen(buf), q));
+		    "got '%s'", key, cfg_quote(buf, strlen(buf), qb));
 		return false;
 	}
 	*sep = '\0';
@@ -675,7 +675,7 @@ cfg_get_endpoint(struct pctx *x, const char *key, const yaml_node_t *n,
 		return false;
 	} else {
 		err(x, n, "%s: unknown scheme '%s' (valid: udp, tcp)", key,
-		    cfg_quote(buf, strlen(buf), q));
+		    cfg_quote(buf, strlen(buf), qb));
 		return false;
 	}
 	host = sep + 3;
@@ -688,12 +688,12 @@ cfg_get_endpoint(struct pctx *x, const char *key, const yaml_node_t *n,
 	*colon = '\0';
 	if (!cfg_parse_ipv4(host, &addr)) {
 		err(x, n, "%s: '%s' is not an IPv4 address", key,
-		    cfg_quote(host, strlen(host), q));
+		    cfg_quote(host, strlen(host), qb));
 		return false;
 	}
 	if (!cfg_parse_port_text(colon + 1, strlen(colon + 1), &port)) {
 		err(x, n, "%s: '%s' is not a port (0..65535)", key,
-		    cfg_quote(colon + 1, strlen(colon + 1), q));
+		    cfg_quote(colon + 1, strlen(colon + 1), qb));
 		return false;
 	}
 	e->set = true;
@@ -796,13 +796,13 @@ bool
 cfg_get_ipv4(struct pctx *x, const char *key, const yaml_node_t *n,
 	     uint32_t *out)
 {
-	char buf[CFG_NAME_MAX], q[QBUF];
+	char buf[CFG_NAME_MAX], qb[QBUF];
 
 	if (!cfg_get_str(x, key, n, buf, sizeof(buf)))
 		return false;
 	if (!cfg_parse_ipv4(buf, out)) {
 		err(x, n, "%s: '%s' is not an IPv4 address", key,
-		    cfg_quote(buf, strlen(buf), q));
+		    cfg_quote(buf, strlen(buf), qb));
 		return false;
 	}
 	return true;
