@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cfg_internal.h"
-#include "convert.h"
+#include "geometry.h"
 
 /* ---------------------------------------------------------------------
  * Regions, queues and flows named by others.
@@ -200,25 +200,6 @@ reorder_queue(struct pctx *x, const struct cfg_interface *ifc,
 	return q;
 }
 
-/* Largest frame a queue's buffers hold (the regions of a header-data
- * split add up); 0 when a region is unknown. */
-static uint64_t
-queue_frame_max(const struct pctx *x, const struct cfg_interface *ifc,
-		const struct cfg_queue *q)
-{
-	uint64_t sum = 0;
-
-	for (int i = 0; i < q->nregions; i++) {
-		if (q->region_idx[i] < 0)
-			return 0;
-		sum += x->c->regions[q->region_idx[i]].buf_size;
-	}
-	if (ifc->socket.present && ifc->socket.max_payload_size != 0 &&
-	    sum > CFG_ETH_IP_UDP_HDR + (uint64_t)ifc->socket.max_payload_size)
-		sum = CFG_ETH_IP_UDP_HDR + (uint64_t)ifc->socket.max_payload_size;
-	return sum;
-}
-
 /* window (capped to half the batch-id space), payload_bytes, slot and
  * tensor size against the output region. */
 void
@@ -228,30 +209,31 @@ cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 			   bool pb_given)
 {
 	const struct cfg_queue *q = NULL;
+	const struct cfg_region *out;
 	yaml_node_t *at;
-	uint64_t space, half, frame = 0, slot, need;
+	uint64_t space, frame = 0, slot, need;
+	uint32_t window;
 
 	if (method_ok) {
-		space = r->method == CFG_METHOD_SEQ_BATCH_NUMBER ?
-		    1ull << r->batch.bit_width :
-		    (1ull << r->seq.bit_width) / r->packets_per_batch;
-		half = space / 2 > 0 ? space / 2 : 1;
-		if (r->window > half) {
+		/* the printed config carries the window the plan will run */
+		space = geom_id_space(r);
+		window = geom_window(r->window, space);
+		if (window < r->window) {
 			at = mkey(m, "window");
 			if (at == NULL)
 				at = mkey(m, "method");
-			warn(x, at, "window: %u%s capped to %llu: the batch-id "
+			warn(x, at, "window: %u%s capped to %u: the batch-id "
 			     "space has only %llu id%s", r->window,
 			     mkey(m, "window") ? "" : " (the default)",
-			     (unsigned long long)half,
-			     (unsigned long long)space, space == 1 ? "" : "s");
-			r->window = (uint32_t)half;
+			     window, (unsigned long long)space,
+			     space == 1 ? "" : "s");
+			r->window = window;
 		}
 	}
 	if (flows_ok)
 		q = reorder_queue(x, ifc, r, mkey(m, "flow_ids"));
 	if (q != NULL)
-		frame = queue_frame_max(x, ifc, q);
+		frame = geom_queue_frame_bytes(x->c, ifc, q);
 	if (!pb_given) {
 		if (q == NULL || frame == 0 || !offset_ok)
 			return;
@@ -286,7 +268,7 @@ cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 	}
 	if (r->payload_bytes == 0)
 		return;
-	slot = cfg_reorder_slot_bytes(r, r->payload_bytes);
+	slot = geom_slot_bytes(r, r->payload_bytes);
 	if (slot == 0) {
 		at = mget(m, "payload_bytes");
 		if (at != NULL)
@@ -305,26 +287,27 @@ cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 	r->slot_bytes = slot;
 	if (!method_ok || r->region_idx < 0)
 		return;
-	if (x->c->regions[r->region_idx].num_bufs > DAQIRI_NBUFS_MAX) {
-		const struct cfg_region *g = &x->c->regions[r->region_idx];
+	out = &x->c->regions[r->region_idx];
+	if (out->num_bufs > DAQIRI_NBUFS_MAX) {
 		struct cfg_pos nb = x->num_bufs_at[r->region_idx];
 
 		/* reported where the number is, not where it is used */
-		err_at(x, nb.line != 0 ? nb : g->pos, "num_bufs: %u tensor "
+		err_at(x, nb.line != 0 ? nb : out->pos, "num_bufs: %u tensor "
 		    "buffers in region '%s', the output of reorder config "
 		    "'%s'; a stream has at most %u (DAQIRI_NBUFS_MAX: every "
 		    "buffer must fit a subscription's release ring)",
-		    g->num_bufs, g->name, r->name, DAQIRI_NBUFS_MAX);
+		    out->num_bufs, out->name, r->name, DAQIRI_NBUFS_MAX);
 		return;
 	}
-	need = (uint64_t)r->packets_per_batch * slot;
-	if (x->c->regions[r->region_idx].buf_size < need)
+	/* ppb <= DAQIRI_PPB_MAX, slot <= 16 x CFG_FRAME_MAX: no overflow */
+	need = geom_tensor_bytes(r->packets_per_batch, slot);
+	if (out->buf_size < need)
 		err(x, mget(m, "memory_region"), "memory_region: buf_size %llu "
 		    "of '%s' is smaller than one tensor: packets_per_batch %u "
 		    "x slot bytes %llu = %llu",
-		    (unsigned long long)x->c->regions[r->region_idx].buf_size,
-		    r->region_name, r->packets_per_batch,
-		    (unsigned long long)slot, (unsigned long long)need);
+		    (unsigned long long)out->buf_size, r->region_name,
+		    r->packets_per_batch, (unsigned long long)slot,
+		    (unsigned long long)need);
 }
 
 unsigned
@@ -350,16 +333,11 @@ cfg_dtype_bits(enum daqiri_dtype t)
 	}
 }
 
+/* The public name of geom_slot_bytes(), for config.h's users. */
 uint64_t
 cfg_reorder_slot_bytes(const struct cfg_reorder *r, uint64_t n)
 {
-	enum daqiri_dtype in = r->has_data_types ? r->input_type : DAQIRI_DTYPE_RAW;
-	enum daqiri_dtype out = r->has_data_types ? r->output_type : DAQIRI_DTYPE_RAW;
-
-	if (n == 0 || n > UINT32_MAX)
-		return 0;
-	/* the same element arithmetic the reorder stage runs */
-	return (uint64_t)cvt_in_elems(in, (uint32_t)n) * cvt_out_size(out);
+	return geom_slot_bytes(r, n);
 }
 
 /* ---------------------------------------------------------------------

@@ -35,7 +35,6 @@
 #define CFG_HELLO_MS_MAX	600000u
 #define CFG_RESERVED_MAX	1024
 #define CFG_SUN_PATH_MAX	108		/* sizeof(sun_path) */
-#define CFG_ETH_IP_UDP_HDR	42		/* synthetic socket frame header */
 #define CFG_IPV4_LEN_MIN	20
 #define CFG_MAP_KEYS_MAX	24		/* known keys of one map */
 #define CFG_QUOTE_MAX		40		/* user text shown in messages */
