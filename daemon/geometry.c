@@ -19,20 +19,20 @@ uint64_t
 geom_queue_frame_bytes(const struct cfg *c, const struct cfg_interface *ifc,
 		       const struct cfg_queue *q)
 {
-	uint64_t sum = 0, cap;
+	uint64_t sum = 0, datagram = GEOM_UDP_PAYLOAD_MAX;
 
 	for (int i = 0; i < q->nregions; i++) {
 		if (q->region_idx[i] < 0)
 			return 0;
 		sum += c->regions[q->region_idx[i]].buf_size;
 	}
-	/* a socket stream's frames are its datagrams behind the headers */
-	if (ifc->socket.present && ifc->socket.max_payload_size != 0) {
-		cap = GEOM_ETH_IP_UDP_HDR +
-		    (uint64_t)ifc->socket.max_payload_size;
-		if (sum > cap)
-			sum = cap;
-	}
+	/* Frames are UDP datagrams behind their headers: no longer than the
+	 * largest IPv4 one, nor, on a socket stream, than max_payload_size
+	 * says its datagrams are (0 = the largest). */
+	if (ifc->socket.present && ifc->socket.max_payload_size != 0)
+		datagram = ifc->socket.max_payload_size;
+	if (sum > GEOM_ETH_IP_UDP_HDR + datagram)
+		sum = GEOM_ETH_IP_UDP_HDR + datagram;
 	return sum;
 }
 

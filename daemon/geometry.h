@@ -37,9 +37,10 @@ struct reorder_geom {
 
 /*
  * Longest frame rx queue q of interface ifc holds: the buffers of its
- * regions added up (a header-data split has two), at most
- * GEOM_ETH_IP_UDP_HDR + the interface's socket max_payload_size when
- * that is set. 0 when a region of q is not resolved (region_idx < 0).
+ * regions added up (a header-data split has two), at most the headers
+ * and one datagram, GEOM_ETH_IP_UDP_HDR + GEOM_UDP_PAYLOAD_MAX, or on a
+ * socket stream with a max_payload_size, GEOM_ETH_IP_UDP_HDR + that.
+ * 0 when a region of q is not resolved (region_idx < 0).
  */
 uint64_t geom_queue_frame_bytes(const struct cfg *c,
 				const struct cfg_interface *ifc,

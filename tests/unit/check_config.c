@@ -1257,6 +1257,41 @@ START_TEST(test_payload_derived_socket)
 }
 END_TEST
 
+/* No IPv4 UDP frame is longer than 42 + 65507 bytes, however large the
+ * buffers: that is what a payload is derived from and must fit. */
+START_TEST(test_payload_frame_ceiling)
+{
+	struct cfg *c = new_cfg();
+	struct cfg_diags *d = new_diags();
+	long m;
+	char *t1 = build(base_sock, "      buf_size: 9000\n",
+			 "      buf_size: 131072\n", &m);
+	char *t2 = build(t1, "      buf_size: 4096000\n",
+			 "      buf_size: 16777216\n", &m);
+	char *t3 = build(t2, "          data_types: {input_type: int4, "
+			 "output_type: fp16}\n", "", &m);
+	char *derived = build(t3, "          payload_bytes: 8000\n", "", &m);
+	char *given = build(t3, "          payload_bytes: 8000\n",
+			    "          payload_bytes: 65500\n", &m);
+
+	ck_assert_int_eq(cfg_parse(derived, strlen(derived), "t", c, d), 0);
+	ck_assert_uint_eq(c->interfaces[0].rx.reorders[0].payload_bytes,
+			  42 + 65507 - 50);
+	ck_assert_int_eq(cfg_parse(given, strlen(given), "t", c, d), -1);
+	ck_assert_int_eq(d->nerrors, 1);
+	ck_assert_str_eq(d->diags[0].msg, "payload_bytes: payload_byte_offset "
+			 "50 + payload_bytes 65500 = 65550 bytes do not fit "
+			 "the 65549-byte frames of rx queue 'q0'");
+	free(t1);
+	free(t2);
+	free(t3);
+	free(derived);
+	free(given);
+	free(c);
+	free(d);
+}
+END_TEST
+
 START_TEST(test_dtype_and_slot)
 {
 	struct cfg_reorder r;
@@ -1464,6 +1499,7 @@ config_suite(void)
 	tcase_add_test(tc, test_defaults_and_geometry);
 	tcase_add_test(tc, test_accepted_forms);
 	tcase_add_test(tc, test_payload_derived_socket);
+	tcase_add_test(tc, test_payload_frame_ceiling);
 	tcase_add_test(tc, test_dtype_and_slot);
 	tcase_add_test(tc, test_equal);
 	tcase_add_test(tc, test_limits_at_maximum);

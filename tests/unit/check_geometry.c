@@ -48,6 +48,10 @@ START_TEST(test_frame_bytes)
 	/* header-data split: the two parts add up */
 	q = one_queue(2, 256, 8192);
 	ck_assert_uint_eq(geom_queue_frame_bytes(&cfgs, ifc, q), 8448);
+	/* no IPv4 UDP frame is longer than the headers and 65507 bytes */
+	q = one_queue(2, 256, 1 << 20);
+	ck_assert_uint_eq(geom_queue_frame_bytes(&cfgs, ifc, q),
+			  GEOM_ETH_IP_UDP_HDR + GEOM_UDP_PAYLOAD_MAX);
 	/* a region that did not resolve: nothing to derive from */
 	q = one_queue(2, 256, 8192);
 	cfgs.interfaces[0].rx.queues[0].region_idx[1] = -1;
@@ -63,6 +67,10 @@ START_TEST(test_frame_bytes_socket)
 	cfgs.interfaces[0].socket.present = true;
 	/* 0 = the largest datagram: the buffers decide */
 	ck_assert_uint_eq(geom_queue_frame_bytes(&cfgs, ifc, q), 9000);
+	q = one_queue(1, 131072, 0);
+	ck_assert_uint_eq(geom_queue_frame_bytes(&cfgs, ifc, q), 65549);
+	q = one_queue(1, 9000, 0);
+	cfgs.interfaces[0].socket.present = true;
 	cfgs.interfaces[0].socket.max_payload_size = 1000;
 	ck_assert_uint_eq(geom_queue_frame_bytes(&cfgs, ifc, q),
 			  GEOM_ETH_IP_UDP_HDR + 1000);
