@@ -217,7 +217,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 FUZZ_SECONDS ?= 60
 # Each target names the sources it exercises: FUZZ_SRC_<target>.
-FUZZ_SRC_fuzz_config := daemon/config.c proto/proto_names.c $(BUILD)/obj/default_config.c
+FUZZ_SRC_fuzz_config := $(wildcard daemon/cfg_*.c) daemon/geometry.c $(PROTO_SRC) $(BUILD)/obj/default_config.c
 FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
 .SECONDARY:
 .SECONDEXPANSION:

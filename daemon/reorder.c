@@ -7,12 +7,12 @@
  * The exact rules (DESIGN.md "Reorder semantics"; tests/unit/check_reorder.c
  * holds an independent model of them):
  *
- * Geometry. ppb = packets_per_batch (a power of two for both methods),
- * S = number of batch ids: 2^batch_bits (seq_batch_number) or
- * 2^seq_bits / ppb (seq_packets_per_batch), W = min(window, S/2), at
- * least 1. Batch id = the batch field, or seq / ppb; slot = seq mod ppb.
- * Ids compare as serial numbers: sdiff(a, b) = (a - b) mod S taken in
- * (-S/2, S/2].
+ * Geometry (derived once, by geom_reorder() in geometry.c). ppb =
+ * packets_per_batch (a power of two for both methods), S = number of
+ * batch ids: 2^batch_bits (seq_batch_number) or 2^seq_bits / ppb
+ * (seq_packets_per_batch), W = min(window, S/2), at least 1. Batch id =
+ * the batch field, or seq / ppb; slot = seq mod ppb. Ids compare as
+ * serial numbers: sdiff(a, b) = (a - b) mod S taken in (-S/2, S/2].
  *
  * Malformed. A frame too short for a bit field, or whose payload length
  * (frame length - payload_byte_offset) is not payload_bytes, is counted
@@ -119,7 +119,6 @@ struct reorder_plan {
 	struct reorder_geom g;
 	struct reorder_counters c;
 	uint64_t id_mask;		/* S - 1 */
-	uint32_t ppb_shift;		/* log2(ppb) */
 	uint64_t timeout_ns;		/* 0 = none */
 	uint32_t ring_mask;		/* ring size (power of two >= W) - 1 */
 	struct rbatch *ring;
@@ -136,18 +135,6 @@ struct reorder_plan {
 	uint64_t err_log_ns;		/* last backend error line; 0 = none */
 	uint64_t err_unlogged;		/* failures since that line */
 };
-
-static int
-ilog2_exact(uint64_t v)
-{
-	int k = 0;
-
-	if (v == 0 || (v & (v - 1)) != 0)
-		return -1;
-	while ((1ull << k) != v)
-		k++;
-	return k;
-}
 
 bool
 reorder_field(const struct rx_frame *pkt, uint32_t bit_offset,
@@ -400,7 +387,7 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 		}
 		b = bf & p->id_mask;
 	} else {
-		b = ((uint64_t)seq >> p->ppb_shift) & p->id_mask;
+		b = ((uint64_t)seq >> p->g.ppb_shift) & p->id_mask;
 	}
 	slot = seq & (p->g.ppb - 1);
 
@@ -510,64 +497,6 @@ reorder_config(const struct reorder_plan *p)
 	return &p->cfg;
 }
 
-/* Check what the plan relies on and derive the geometry; false = EINVAL. */
-static bool
-plan_geometry(const struct cfg_reorder *r, struct reorder_geom *g,
-	      uint32_t *ppb_shift)
-{
-	enum daqiri_dtype in = r->has_data_types ? r->input_type : DAQIRI_DTYPE_RAW;
-	enum daqiri_dtype out = r->has_data_types ? r->output_type :
-	    DAQIRI_DTYPE_RAW;
-	uint32_t sb = r->seq.bit_width, bb = r->batch.bit_width, elems, osz;
-	uint64_t w;
-	int k;
-
-	memset(g, 0, sizeof(*g));
-	if (sb < 1 || sb > 32 || r->payload_bytes == 0 ||
-	    (unsigned)r->fill >= DAQIRI_FILL_MAX ||
-	    (unsigned)r->endianness >= CFG_ENDIAN_MAX ||
-	    r->window > CFG_WINDOW_MAX)
-		return false;
-	k = ilog2_exact(r->packets_per_batch);
-	if (k < 0 || (uint32_t)k > sb)
-		return false;
-	*ppb_shift = (uint32_t)k;
-	g->ppb = r->packets_per_batch;
-	switch (r->method) {
-	case CFG_METHOD_SEQ_BATCH_NUMBER:
-		if (bb < 1 || bb > 32 || bb > sb || (uint32_t)k != sb - bb)
-			return false;
-		g->id_space = 1ull << bb;
-		break;
-	case CFG_METHOD_SEQ_PACKETS_PER_BATCH:
-		g->id_space = (1ull << sb) >> k;
-		break;
-	default:
-		return false;
-	}
-	g->in_bytes = r->payload_bytes;
-	if (in == DAQIRI_DTYPE_RAW) {
-		g->slot_bytes = r->payload_bytes;
-	} else {
-		elems = cvt_in_elems(in, r->payload_bytes);
-		osz = cvt_out_size(out);
-		if (elems == 0 || osz == 0 || out == DAQIRI_DTYPE_RAW ||
-		    out == DAQIRI_DTYPE_INT4)
-			return false;
-		g->slot_bytes = (uint64_t)elems * osz;
-	}
-	if (r->slot_bytes != 0 && r->slot_bytes != g->slot_bytes)
-		return false;
-	if (g->slot_bytes > UINT64_MAX / g->ppb)
-		return false;
-	g->tensor_bytes = g->slot_bytes * g->ppb;
-	w = r->window ? r->window : CFG_WINDOW_DEFAULT;
-	if (w > g->id_space / 2)
-		w = g->id_space / 2;
-	g->window = w ? (uint32_t)w : 1;
-	return true;
-}
-
 struct reorder_plan *
 reorder_create(const struct cfg_reorder *r, const struct reorder_owner *owner,
 	       const struct reorder_backend *backend)
@@ -588,7 +517,8 @@ reorder_create(const struct cfg_reorder *r, const struct reorder_owner *owner,
 	p->cfg = *r;
 	p->owner = *owner;
 	p->be = backend;
-	if (!plan_geometry(r, &p->g, &p->ppb_shift)) {
+	/* everything the plan relies on, checked once (geometry.c) */
+	if (!geom_reorder(r, &p->g)) {
 		free(p);
 		errno = EINVAL;
 		return NULL;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "geometry.h"	/* struct reorder_geom */
 #include "rx_frame.h"
 #include "../proto/desc.h"
 
@@ -102,16 +103,6 @@ struct reorder_backend {
 };
 
 extern const struct reorder_backend reorder_backend_cpu;
-
-/* Geometry and field layout derived from a validated config. */
-struct reorder_geom {
-	uint32_t ppb;			/* packets (slots) per batch */
-	uint32_t in_bytes;		/* payload bytes per packet */
-	uint64_t slot_bytes;		/* output bytes per slot */
-	uint64_t tensor_bytes;		/* ppb x slot_bytes */
-	uint64_t id_space;		/* number of distinct batch ids */
-	uint32_t window;		/* after capping to id_space / 2 */
-};
 
 /*
  * Build a plan for reorder config r. backend NULL = reorder_backend_cpu.

@@ -647,52 +647,52 @@ static const struct rule_case rules[] = {
  * checked against a fixed expectation below (the "@" placeholders above).
  */
 static const char *
-computed_msg(const struct rule_case *rc)
+computed_msg(const struct rule_case *rule)
 {
-	if (strcmp(rc->name, "interface name twice") == 0)
+	if (strcmp(rule->name, "interface name twice") == 0)
 		return "name: interface 'sensor0' is already defined at line 16";
-	if (strcmp(rc->name, "device region on a socket queue") == 0)
+	if (strcmp(rule->name, "device region on a socket queue") == 0)
 		return "memory_regions: socket streams receive into host "
 		    "memory; 'frames' is a device region";
-	if (strcmp(rc->name, "default window capped") == 0)
+	if (strcmp(rule->name, "default window capped") == 0)
 		return "window: 4 (the default) capped to 2: the batch-id space "
 		    "has only 4 ids";
-	if (strcmp(rc->name, "tensor larger than the buffer") == 0)
+	if (strcmp(rule->name, "tensor larger than the buffer") == 0)
 		return "memory_region: buf_size 4095999 of 'tensors' is smaller "
 		    "than one tensor: packets_per_batch 128 x slot bytes 32000 "
 		    "= 4096000";
-	if (strcmp(rc->name, "payload does not fit the frames") == 0)
+	if (strcmp(rule->name, "payload does not fit the frames") == 0)
 		return "payload_bytes: payload_byte_offset 50 + payload_bytes "
 		    "8951 = 9001 bytes do not fit the 9000-byte frames of rx "
 		    "queue 'q0'";
-	if (strcmp(rc->name, "payload cannot be derived") == 0)
+	if (strcmp(rule->name, "payload cannot be derived") == 0)
 		return "payload_bytes: cannot be derived: frames of rx queue "
 		    "'q0' hold at most 2048 bytes, not more than "
 		    "payload_byte_offset 2048; set payload_bytes";
-	return rc->msg;
+	return rule->msg;
 }
 
 /* Where a computed message points when the replacement has no '@'. */
 static void
-computed_pos(const struct rule_case *rc, const char *text, int *line,
+computed_pos(const struct rule_case *rule, const char *text, int *line,
 	     int *col)
 {
 	const char *p = NULL;
 
-	if (strcmp(rc->name, "interface name twice") == 0)
+	if (strcmp(rule->name, "interface name twice") == 0)
 		p = strstr(text, "- name: sensor0\n      address: 127.0.0.1") +
 		    2 + 6;
-	else if (strcmp(rc->name, "device region on a socket queue") == 0)
+	else if (strcmp(rule->name, "device region on a socket queue") == 0)
 		p = strstr(text, "[frames]") + 1;
-	else if (strcmp(rc->name, "default window capped") == 0)
+	else if (strcmp(rule->name, "default window capped") == 0)
 		p = strstr(text, "method:\n            seq_batch_number");
-	else if (strcmp(rc->name, "tensor larger than the buffer") == 0)
+	else if (strcmp(rule->name, "tensor larger than the buffer") == 0)
 		p = strstr(text, "memory_region: tensors") + 15;
-	else if (strcmp(rc->name, "payload does not fit the frames") == 0)
+	else if (strcmp(rule->name, "payload does not fit the frames") == 0)
 		p = strstr(text, "payload_bytes: 8951") + 15;
-	else if (strcmp(rc->name, "payload cannot be derived") == 0)
+	else if (strcmp(rule->name, "payload cannot be derived") == 0)
 		p = strstr(text, "- name: r0") + 2;
-	ck_assert_msg(p != NULL, "%s: no position", rc->name);
+	ck_assert_msg(p != NULL, "%s: no position", rule->name);
 	*line = 1;
 	for (const char *s = text; s < p; s++)
 		if (*s == '\n')
@@ -834,42 +834,42 @@ END_TEST
 
 START_TEST(test_rule)
 {
-	const struct rule_case *rc = &rules[_i];
+	const struct rule_case *rule = &rules[_i];
 	struct cfg *c = new_cfg();
 	struct cfg_diags *d = new_diags();
-	const char *msg = computed_msg(rc);
+	const char *msg = computed_msg(rule);
 	long mark;
 	char *base2 = NULL, *text;
 	int line, col, ret;
 
-	if (rc->from2 != NULL) {
-		base2 = build(rc->base, rc->from2, rc->to2, &mark);
+	if (rule->from2 != NULL) {
+		base2 = build(rule->base, rule->from2, rule->to2, &mark);
 		ck_assert_int_eq(mark, -1);
 	}
-	text = build(base2 ? base2 : rc->base, rc->from, rc->to, &mark);
+	text = build(base2 ? base2 : rule->base, rule->from, rule->to, &mark);
 
 	if (mark >= 0)
 		pos_of_offset(text, mark, &line, &col);
 	else
-		computed_pos(rc, text, &line, &col);
+		computed_pos(rule, text, &line, &col);
 	ret = cfg_parse(text, strlen(text), "t.yaml", c, d);
 	if (d->ndiags != 1 || d->diags[0].pos.line != line ||
 	    d->diags[0].pos.col != col || strcmp(d->diags[0].msg, msg) != 0 ||
-	    d->diags[0].severity != rc->sev) {
-		fprintf(stderr, "case '%s': want %d:%d: %s\n", rc->name, line,
+	    d->diags[0].severity != rule->sev) {
+		fprintf(stderr, "case '%s': want %d:%d: %s\n", rule->name, line,
 			col, msg);
 		dump_diags(d);
 	}
-	ck_assert_msg(d->ndiags == 1, "%s: %d diagnostics", rc->name,
+	ck_assert_msg(d->ndiags == 1, "%s: %d diagnostics", rule->name,
 		      d->ndiags);
-	ck_assert_msg(d->diags[0].severity == rc->sev, "%s: severity",
-		      rc->name);
+	ck_assert_msg(d->diags[0].severity == rule->sev, "%s: severity",
+		      rule->name);
 	ck_assert_msg(d->diags[0].pos.line == line && d->diags[0].pos.col == col,
-		      "%s: at %d:%d, want %d:%d", rc->name,
+		      "%s: at %d:%d, want %d:%d", rule->name,
 		      d->diags[0].pos.line, d->diags[0].pos.col, line, col);
 	ck_assert_str_eq(d->diags[0].msg, msg);
-	ck_assert_int_eq(ret, rc->sev == CFG_SEV_ERROR ? -1 : 0);
-	ck_assert_int_eq(d->nerrors, rc->sev == CFG_SEV_ERROR ? 1 : 0);
+	ck_assert_int_eq(ret, rule->sev == CFG_SEV_ERROR ? -1 : 0);
+	ck_assert_int_eq(d->nerrors, rule->sev == CFG_SEV_ERROR ? 1 : 0);
 	free(base2);
 	free(text);
 	free(c);
@@ -1257,6 +1257,41 @@ START_TEST(test_payload_derived_socket)
 }
 END_TEST
 
+/* No IPv4 UDP frame is longer than 42 + 65507 bytes, however large the
+ * buffers: that is what a payload is derived from and must fit. */
+START_TEST(test_payload_frame_ceiling)
+{
+	struct cfg *c = new_cfg();
+	struct cfg_diags *d = new_diags();
+	long m;
+	char *t1 = build(base_sock, "      buf_size: 9000\n",
+			 "      buf_size: 131072\n", &m);
+	char *t2 = build(t1, "      buf_size: 4096000\n",
+			 "      buf_size: 16777216\n", &m);
+	char *t3 = build(t2, "          data_types: {input_type: int4, "
+			 "output_type: fp16}\n", "", &m);
+	char *derived = build(t3, "          payload_bytes: 8000\n", "", &m);
+	char *given = build(t3, "          payload_bytes: 8000\n",
+			    "          payload_bytes: 65500\n", &m);
+
+	ck_assert_int_eq(cfg_parse(derived, strlen(derived), "t", c, d), 0);
+	ck_assert_uint_eq(c->interfaces[0].rx.reorders[0].payload_bytes,
+			  42 + 65507 - 50);
+	ck_assert_int_eq(cfg_parse(given, strlen(given), "t", c, d), -1);
+	ck_assert_int_eq(d->nerrors, 1);
+	ck_assert_str_eq(d->diags[0].msg, "payload_bytes: payload_byte_offset "
+			 "50 + payload_bytes 65500 = 65550 bytes do not fit "
+			 "the 65549-byte frames of rx queue 'q0'");
+	free(t1);
+	free(t2);
+	free(t3);
+	free(derived);
+	free(given);
+	free(c);
+	free(d);
+}
+END_TEST
+
 START_TEST(test_dtype_and_slot)
 {
 	struct cfg_reorder r;
@@ -1464,6 +1499,7 @@ config_suite(void)
 	tcase_add_test(tc, test_defaults_and_geometry);
 	tcase_add_test(tc, test_accepted_forms);
 	tcase_add_test(tc, test_payload_derived_socket);
+	tcase_add_test(tc, test_payload_frame_ceiling);
 	tcase_add_test(tc, test_dtype_and_slot);
 	tcase_add_test(tc, test_equal);
 	tcase_add_test(tc, test_limits_at_maximum);

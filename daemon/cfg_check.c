@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Cross-references of a configuration: names that must resolve (regions,
+ * queues, flows), things with one owner (a region receives for one
+ * interface, or is the output of one reorder config), interface addresses
+ * against the stream type, and a reorder config's geometry against the
+ * frames of its queue and its output region. The schema walk calls these
+ * where each fact becomes known, so that diagnostics keep their order.
+ */
+#include <string.h>
+
+#include "cfg_internal.h"
+#include "geometry.h"
+
+/* ---------------------------------------------------------------------
+ * Regions, queues and flows named by others.
+ */
+/* A region name of a queue or reorder config: index, or -1 (reported). */
+int
+cfg_find_region(struct pctx *x, const char *key, const yaml_node_t *n,
+		const char *name)
+{
+	const char *names[CFG_MAX_REGIONS];
+	const char *near;
+	char qb[QBUF];
+	int i = cfg_region_find(x->c, name);
+
+	if (i >= 0) {
+		x->region_used[i] = true;
+		return i;
+	}
+	x->region_unresolved = true;
+	for (int j = 0; j < x->c->nregions; j++)
+		names[j] = x->c->regions[j].name;
+	near = cfg_closest(name, strlen(name), names, (size_t)x->c->nregions);
+	if (near != NULL)
+		err(x, n, "%s: no memory region named '%s'; did you mean "
+		    "'%s'?", key, cfg_quote(name, strlen(name), qb), near);
+	else
+		err(x, n, "%s: no memory region named '%s'", key,
+		    cfg_quote(name, strlen(name), qb));
+	return -1;
+}
+
+/* A receive region must not be a reorder output, nor receive for
+ * another interface (each engine carves the buffers of its own). */
+static void
+claim_rx_region(struct pctx *x, const yaml_node_t *e, int ri,
+		const char *name)
+{
+	char qb[QBUF];
+
+	if (x->reorder_line_of[ri] != 0)
+		err(x, e, "memory_regions: '%s' is the output of reorder config "
+		    "'%s' (line %d); a queue needs a region of its own",
+		    cfg_quote(name, strlen(name), qb), x->reorder_of[ri],
+		    x->reorder_line_of[ri]);
+	else if (x->rx_iface_of[ri] != 0 && x->rx_iface_of[ri] !=
+	    x->cur_iface + 1)
+		err(x, e, "memory_regions: '%s' already receives for interface "
+		    "'%s'; each interface needs regions of its own",
+		    cfg_quote(name, strlen(name), qb),
+		    x->c->interfaces[x->rx_iface_of[ri] - 1].name);
+	else
+		x->rx_iface_of[ri] = x->cur_iface + 1;
+}
+
+void
+cfg_check_queue_region(struct pctx *x, const yaml_node_t *e, int ri, int nth,
+		       bool tx, const char *name)
+{
+	if (!tx)
+		claim_rx_region(x, e, ri, name);
+	/* The CPU reads flows and sequence numbers from a frame's
+	 * first part (socket streams get their own message below). */
+	if (!tx && nth == 0 && x->stream_known &&
+	    x->c->stream_type == CFG_STREAM_RAW &&
+	    x->c->regions[ri].kind == DAQIRI_MEM_DEVICE)
+		err(x, e, "memory_regions: '%s' is a device region, but "
+		    "the CPU reads each frame's headers from the first "
+		    "region; list a host region first (header-data "
+		    "split: [headers, %s])", name, name);
+	if (x->stream_known &&
+	    x->c->stream_type == CFG_STREAM_SOCKET &&
+	    x->c->regions[ri].kind == DAQIRI_MEM_DEVICE)
+		err(x, e, "memory_regions: socket streams receive "
+		    "into host memory; '%s' is a device region", name);
+}
+
+static const struct cfg_queue *
+queue_by_id(const struct cfg_queue *qs, int nq, uint32_t id)
+{
+	for (int i = 0; i < nq; i++)
+		if (qs[i].id == id)
+			return &qs[i];
+	return NULL;
+}
+
+void
+cfg_check_queue_id(struct pctx *x, const char *key, const yaml_node_t *n,
+		   const struct queue_set *set, uint32_t id)
+{
+	if (queue_by_id(set->qs, set->nq, id) == NULL)
+		err(x, n, "%s: no %s queue has id %u", key, set->dir, id);
+}
+
+const struct cfg_flow *
+cfg_flow_by_id(const struct cfg_flow *fs, int nf, uint32_t id)
+{
+	for (int i = 0; i < nf; i++)
+		if (fs[i].id == id)
+			return &fs[i];
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Reorder configs: their output region and their geometry.
+ */
+void
+cfg_check_reorder_region(struct pctx *x, const yaml_node_t *v,
+			 const struct cfg_reorder *r, bool type_ok)
+{
+	int reg = r->region_idx;
+	char qb[QBUF];
+	enum daqiri_mem_kind kind;
+	bool fits;
+
+	if (x->reorder_line_of[reg] != 0)
+		err(x, v, "memory_region: '%s' is already the output of "
+		    "reorder config '%s' (line %d); each reorder config "
+		    "needs a region of its own",
+		    cfg_quote(r->region_name, strlen(r->region_name), qb),
+		    x->reorder_of[reg], x->reorder_line_of[reg]);
+	else if (x->rx_iface_of[reg] != 0)
+		err(x, v, "memory_region: '%s' receives packets for "
+		    "interface '%s'; a reorder config needs a region of "
+		    "its own",
+		    cfg_quote(r->region_name, strlen(r->region_name), qb),
+		    x->c->interfaces[x->rx_iface_of[reg] - 1].name);
+	else {
+		x->reorder_line_of[reg] = pos_of(v).line;
+		memcpy(x->reorder_of[reg], r->name, CFG_NAME_MAX);
+	}
+	if (!type_ok)
+		return;
+	kind = x->c->regions[reg].kind;
+	fits = r->type == CFG_REORDER_GPU ?
+	    kind == DAQIRI_MEM_DEVICE || kind == DAQIRI_MEM_HOST_PINNED :
+	    kind != DAQIRI_MEM_DEVICE;
+	if (!fits)
+		err(x, v, "memory_region: a %s reorder cannot write "
+		    "to '%s', a %s region (use %s)",
+		    cfg_reorder_type_names[r->type], r->region_name,
+		    daqiri_mem_kind_name(kind),
+		    r->type == CFG_REORDER_GPU ? "device or "
+		    "host_pinned" : "host, huge or host_pinned");
+}
+
+/*
+ * The flows of a reorder config must all reach one rx queue: its plan
+ * lives on that queue's worker. Returns the queue, or NULL (reported,
+ * or a flow already known to be bad).
+ */
+static const struct cfg_queue *
+reorder_queue(struct pctx *x, const struct cfg_interface *ifc,
+	      const struct cfg_reorder *r, const yaml_node_t *at)
+{
+	const struct cfg_queue *q = NULL;
+	uint32_t first = 0;
+
+	for (int i = 0; i < r->nflow_ids; i++) {
+		const struct cfg_flow *f = cfg_flow_by_id(ifc->rx.flows,
+							  ifc->rx.nflows,
+							  r->flow_ids[i]);
+		const struct cfg_queue *fq;
+
+		if (f == NULL || f->nqueue_ids == 0)
+			return NULL;
+		if (f->nqueue_ids > 1) {
+			err(x, at, "flow_ids: flow %u spreads over %d queues; "
+			    "a reorder config is fed by one rx queue", f->id,
+			    f->nqueue_ids);
+			return NULL;
+		}
+		fq = queue_by_id(ifc->rx.queues, ifc->rx.nqueues,
+				 f->queue_ids[0]);
+		if (fq == NULL)
+			return NULL;
+		if (q != NULL && fq != q) {
+			err(x, at, "flow_ids: flow %u goes to rx queue %u but "
+			    "flow %u to rx queue %u; a reorder config is fed "
+			    "by one rx queue", first, q->id, f->id, fq->id);
+			return NULL;
+		}
+		if (q == NULL) {
+			q = fq;
+			first = f->id;
+		}
+	}
+	return q;
+}
+
+/* window (capped to half the batch-id space), payload_bytes, slot and
+ * tensor size against the output region. */
+void
+cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
+			   struct cfg_reorder *r, const struct map *m,
+			   bool method_ok, bool offset_ok, bool flows_ok,
+			   bool pb_given)
+{
+	const struct cfg_queue *q = NULL;
+	const struct cfg_region *out;
+	yaml_node_t *at;
+	uint64_t space, frame = 0, slot, need;
+	uint32_t window;
+
+	if (method_ok) {
+		/* the printed config carries the window the plan will run */
+		space = geom_id_space(r);
+		window = geom_window(r->window, space);
+		if (window < r->window) {
+			at = mkey(m, "window");
+			if (at == NULL)
+				at = mkey(m, "method");
+			warn(x, at, "window: %u%s capped to %u: the batch-id "
+			     "space has only %llu id%s", r->window,
+			     mkey(m, "window") ? "" : " (the default)",
+			     window, (unsigned long long)space,
+			     space == 1 ? "" : "s");
+			r->window = window;
+		}
+	}
+	if (flows_ok)
+		q = reorder_queue(x, ifc, r, mkey(m, "flow_ids"));
+	if (q != NULL)
+		frame = geom_queue_frame_bytes(x->c, ifc, q);
+	if (!pb_given) {
+		if (q == NULL || frame == 0 || !offset_ok)
+			return;
+		if (frame <= r->payload_byte_offset) {
+			err_at(x, r->pos, "payload_bytes: cannot be derived: "
+			       "frames of rx queue '%s' hold at most %llu "
+			       "bytes, not more than payload_byte_offset %u; "
+			       "set payload_bytes", q->name,
+			       (unsigned long long)frame,
+			       r->payload_byte_offset);
+			return;
+		}
+		if (frame - r->payload_byte_offset > CFG_FRAME_MAX) {
+			err_at(x, r->pos, "payload_bytes: the derived %llu "
+			       "bytes exceed %u; set payload_bytes",
+			       (unsigned long long)(frame -
+						    r->payload_byte_offset),
+			       CFG_FRAME_MAX);
+			return;
+		}
+		r->payload_bytes = (uint32_t)(frame - r->payload_byte_offset);
+	} else if (q != NULL && frame != 0 && offset_ok &&
+		   (uint64_t)r->payload_byte_offset + r->payload_bytes >
+		   frame) {
+		err(x, mget(m, "payload_bytes"), "payload_bytes: "
+		    "payload_byte_offset %u + payload_bytes %u = %llu bytes "
+		    "do not fit the %llu-byte frames of rx queue '%s'",
+		    r->payload_byte_offset, r->payload_bytes,
+		    (unsigned long long)r->payload_byte_offset +
+		    r->payload_bytes, (unsigned long long)frame, q->name);
+		return;
+	}
+	if (r->payload_bytes == 0)
+		return;
+	slot = geom_slot_bytes(r, r->payload_bytes);
+	if (slot == 0) {
+		at = mget(m, "payload_bytes");
+		if (at != NULL)
+			err(x, at, "payload_bytes: %u is not a whole number of "
+			    "%s elements (%u bits each)", r->payload_bytes,
+			    daqiri_dtype_name(r->input_type),
+			    cfg_dtype_bits(r->input_type));
+		else
+			err_at(x, r->pos, "payload_bytes: the derived %u is not "
+			       "a whole number of %s elements (%u bits each); "
+			       "set payload_bytes", r->payload_bytes,
+			       daqiri_dtype_name(r->input_type),
+			       cfg_dtype_bits(r->input_type));
+		return;
+	}
+	r->slot_bytes = slot;
+	if (!method_ok || r->region_idx < 0)
+		return;
+	out = &x->c->regions[r->region_idx];
+	if (out->num_bufs > DAQIRI_NBUFS_MAX) {
+		struct cfg_pos nb = x->num_bufs_at[r->region_idx];
+
+		/* reported where the number is, not where it is used */
+		err_at(x, nb.line != 0 ? nb : out->pos, "num_bufs: %u tensor "
+		    "buffers in region '%s', the output of reorder config "
+		    "'%s'; a stream has at most %u (DAQIRI_NBUFS_MAX: every "
+		    "buffer must fit a subscription's release ring)",
+		    out->num_bufs, out->name, r->name, DAQIRI_NBUFS_MAX);
+		return;
+	}
+	/* ppb <= DAQIRI_PPB_MAX, slot <= 16 x CFG_FRAME_MAX: no overflow */
+	need = geom_tensor_bytes(r->packets_per_batch, slot);
+	if (out->buf_size < need)
+		err(x, mget(m, "memory_region"), "memory_region: buf_size %llu "
+		    "of '%s' is smaller than one tensor: packets_per_batch %u "
+		    "x slot bytes %llu = %llu",
+		    (unsigned long long)out->buf_size, r->region_name,
+		    r->packets_per_batch, (unsigned long long)slot,
+		    (unsigned long long)need);
+}
+
+unsigned
+cfg_dtype_bits(enum daqiri_dtype t)
+{
+	switch (t) {
+	case DAQIRI_DTYPE_INT4:
+		return 4;
+	case DAQIRI_DTYPE_RAW:
+	case DAQIRI_DTYPE_INT8:
+		return 8;
+	case DAQIRI_DTYPE_INT16:
+	case DAQIRI_DTYPE_FP16:
+	case DAQIRI_DTYPE_BF16:
+		return 16;
+	case DAQIRI_DTYPE_INT32:
+	case DAQIRI_DTYPE_FP32:
+		return 32;
+	case DAQIRI_DTYPE_FP64:
+		return 64;
+	default:
+		return 0;
+	}
+}
+
+/* The public name of geom_slot_bytes(), for config.h's users. */
+uint64_t
+cfg_reorder_slot_bytes(const struct cfg_reorder *r, uint64_t n)
+{
+	return geom_slot_bytes(r, n);
+}
+
+/* ---------------------------------------------------------------------
+ * Interface addresses, and what nothing refers to.
+ */
+/* A PCI address dddd:bb:dd.f (hex digits, function 0..7). */
+static bool
+is_pci_address(const char *s)
+{
+	static const char shape[] = "xxxx:xx:xx.f";
+
+	if (strlen(s) != sizeof(shape) - 1)
+		return false;
+	for (size_t i = 0; shape[i] != '\0'; i++) {
+		if (shape[i] == 'x' && strchr("0123456789abcdefABCDEF", s[i]) ==
+		    NULL)
+			return false;
+		if (shape[i] == 'f' && (s[i] < '0' || s[i] > '7'))
+			return false;
+		if ((shape[i] == ':' || shape[i] == '.') && s[i] != shape[i])
+			return false;
+	}
+	return true;
+}
+
+/* A DPDK virtual device name: net_ followed by [A-Za-z0-9_]. */
+static bool
+is_vdev_name(const char *s)
+{
+	return strncmp(s, "net_", 4) == 0 &&
+	    cfg_all_of(s + 4, strlen(s + 4), "abcdefghijklmnopqrstuvwxyz"
+		       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+}
+
+/* A vdev address is created by a --vdev=<name>[,...] of dpdk_args. */
+static bool
+vdev_declared(const struct cfg *c, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (int i = 0; i < c->ndpdk_args; i++) {
+		const char *a = c->dpdk_args[i];
+
+		if (strncmp(a, "--vdev=", 7) == 0)
+			a += 7;
+		else if (strncmp(a, "--vdev", 6) == 0 && a[6] == '\0' &&
+			 i + 1 < c->ndpdk_args)
+			a = c->dpdk_args[++i];
+		else
+			continue;
+		if (strncmp(a, name, len) == 0 &&
+		    (a[len] == '\0' || a[len] == ','))
+			return true;
+	}
+	return false;
+}
+
+void
+cfg_check_address(struct pctx *x, const yaml_node_t *n,
+		  const struct cfg_interface *ifc)
+{
+	const char *a = ifc->address;
+	char qb[QBUF];
+	uint32_t ip;
+
+	if (!x->stream_known)
+		return;
+	if (x->c->stream_type == CFG_STREAM_SOCKET) {
+		if (!cfg_parse_ipv4(a, &ip))
+			err(x, n, "address: a socket stream needs an IPv4 "
+			    "address, got '%s'", cfg_quote(a, strlen(a), qb));
+		return;
+	}
+	if (is_vdev_name(a)) {
+		if (!vdev_declared(x->c, a))
+			warn(x, n, "address: no --vdev=%s in dpdk_args creates "
+			     "this device", a);
+		return;
+	}
+	if (!is_pci_address(a))
+		err(x, n, "address: expected a PCI address (dddd:bb:dd.f) or "
+		    "a DPDK vdev name (net_...), got '%s'",
+		    cfg_quote(a, strlen(a), qb));
+}
+
+/* A misspelt reference would make its region look unused: then no
+ * region is reported. */
+void
+cfg_check_regions_used(struct pctx *x)
+{
+	const struct cfg *c = x->c;
+
+	for (int i = 0; i < c->nregions && !x->region_unresolved; i++)
+		if (!x->region_used[i] && c->regions[i].name[0] != '\0')
+			diag_add(x->d, CFG_SEV_WARNING, c->regions[i].pos,
+				 "memory region '%s' is used by no queue and no "
+				 "reorder config", c->regions[i].name);
+}

@@ -1,0 +1,1459 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The schema walk: a YAML document, section by section, into struct cfg
+ * with every default filled in. Sections are read in the order their
+ * references need (regions before interfaces, queues before the flows
+ * that name them, flows before reorder configs). What spans sections is
+ * checked in cfg_check.c; text and libyaml are cfg_load.c's.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cfg_internal.h"
+
+/* ---------------------------------------------------------------------
+ * Defaults, before anything is read.
+ */
+void
+cfg_defaults(struct cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->stream_type = CFG_STREAM_RAW;
+	c->engine = CFG_ENGINE_DPDK;
+	c->log_level = CFG_LOG_WARN;
+	c->loopback = CFG_LOOPBACK_NONE;
+	c->tx_meta_buffers = 256;
+	c->rx_meta_buffers = 256;
+	snprintf(c->daemon.control_socket, sizeof(c->daemon.control_socket),
+		 "%s", "/run/daqiri/daqirid.sock");
+	c->daemon.socket_mode = 0660;
+	c->daemon.max_consumers = 64;
+	c->daemon.stats_interval_ms = 1000;
+	c->daemon.hold_timeout_ms = 10000;
+	c->daemon.hello_timeout_ms = 1000;
+	c->daemon.max_subscriptions_per_connection = 16;
+	c->daemon.max_connections_per_uid = 16;
+	c->daemon.reserved_admin_connections = 8;
+}
+
+static bool
+is_group_name(const char *s)
+{
+	size_t len = strlen(s);
+
+	return len > 0 && len <= 32 && !(s[0] >= '0' && s[0] <= '9') &&
+	    s[0] != '-' && cfg_all_of(s, len, "abcdefghijklmnopqrstuvwxyz"
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+}
+
+/* ---------------------------------------------------------------------
+ * The daemon: section.
+ */
+static const struct keydef daemon_keys[] = {
+	{ "control_socket", KEY_OK, NULL },
+	{ "socket_mode", KEY_OK, NULL },
+	{ "socket_group", KEY_OK, NULL },
+	{ "admin_group", KEY_OK, NULL },
+	{ "max_consumers", KEY_OK, NULL },
+	{ "stats_interval_ms", KEY_OK, NULL },
+	{ "metrics_listen", KEY_OK, NULL },
+	{ "rx_mode", KEY_OK, NULL },
+	{ "hold_timeout_ms", KEY_OK, NULL },
+	{ "hello_timeout_ms", KEY_OK, NULL },
+	{ "max_subscriptions_per_connection", KEY_OK, NULL },
+	{ "max_connections_per_uid", KEY_OK, NULL },
+	{ "reserved_admin_connections", KEY_OK, NULL },
+};
+
+static void
+parse_daemon(struct pctx *x, yaml_node_t *n)
+{
+	struct cfg_daemon *dm = &x->c->daemon;
+	struct map m;
+	yaml_node_t *v;
+	char qb[QBUF];
+
+	if (!cfg_map_open(x, &m, n, "daemon", "daemon", KEYS(daemon_keys),
+			  false))
+		return;
+	v = mval(&m, "control_socket");
+	if (v != NULL && cfg_get_str(x, "control_socket", v, dm->control_socket,
+				     sizeof(dm->control_socket))) {
+		size_t len = strlen(dm->control_socket);
+
+		if (dm->control_socket[0] != '/')
+			err(x, v, "control_socket: must be an absolute path, "
+			    "got '%s'", cfg_quote(dm->control_socket, len, qb));
+		else if (len >= CFG_SUN_PATH_MAX)
+			err(x, v, "control_socket: too long for a unix socket "
+			    "(%zu bytes, at most %d)", len,
+			    CFG_SUN_PATH_MAX - 1);
+	}
+	if ((v = mval(&m, "socket_mode")) != NULL)
+		cfg_get_mode(x, "socket_mode", v, &dm->socket_mode);
+	v = mval(&m, "socket_group");
+	if (v != NULL && cfg_get_str(x, "socket_group", v, dm->socket_group,
+				     sizeof(dm->socket_group)) &&
+	    dm->socket_group[0] != '\0' && !is_group_name(dm->socket_group))
+		err(x, v, "socket_group: '%s' is not a group name",
+		    cfg_quote(dm->socket_group, strlen(dm->socket_group), qb));
+	v = mval(&m, "admin_group");
+	if (v != NULL && cfg_get_str(x, "admin_group", v, dm->admin_group,
+				     sizeof(dm->admin_group)) &&
+	    dm->admin_group[0] != '\0' && !is_group_name(dm->admin_group))
+		err(x, v, "admin_group: '%s' is not a group name",
+		    cfg_quote(dm->admin_group, strlen(dm->admin_group), qb));
+	if ((v = mval(&m, "max_consumers")) != NULL)
+		cfg_get_u32(x, "max_consumers", v, 1, CFG_CONSUMERS_MAX,
+			    &dm->max_consumers);
+	if ((v = mval(&m, "stats_interval_ms")) != NULL)
+		cfg_get_u32(x, "stats_interval_ms", v, CFG_STATS_MS_MIN,
+			    CFG_STATS_MS_MAX, &dm->stats_interval_ms);
+	if ((v = mval(&m, "hold_timeout_ms")) != NULL)
+		cfg_get_u32(x, "hold_timeout_ms", v, 0, CFG_HOLD_MS_MAX,
+			    &dm->hold_timeout_ms);
+	if ((v = mval(&m, "hello_timeout_ms")) != NULL)
+		cfg_get_u32(x, "hello_timeout_ms", v, CFG_HELLO_MS_MIN,
+			    CFG_HELLO_MS_MAX, &dm->hello_timeout_ms);
+	if ((v = mval(&m, "max_subscriptions_per_connection")) != NULL)
+		cfg_get_u32(x, "max_subscriptions_per_connection", v, 1,
+			    CFG_CONSUMERS_MAX, &dm->max_subscriptions_per_connection);
+	if ((v = mval(&m, "max_connections_per_uid")) != NULL)
+		cfg_get_u32(x, "max_connections_per_uid", v, 1,
+			    CFG_CONSUMERS_MAX, &dm->max_connections_per_uid);
+	if ((v = mval(&m, "reserved_admin_connections")) != NULL)
+		cfg_get_u32(x, "reserved_admin_connections", v, 0,
+			    CFG_RESERVED_MAX, &dm->reserved_admin_connections);
+	if ((v = mval(&m, "rx_mode")) != NULL) {
+		int k;
+
+		if (cfg_get_enum(x, "rx_mode", v, KEYS(cfg_rx_mode_names), &k))
+			dm->rx_mode = (enum cfg_rx_mode)k;
+	}
+	v = mval(&m, "metrics_listen");
+	if (v != NULL && cfg_get_str(x, "metrics_listen", v, dm->metrics_listen,
+				     sizeof(dm->metrics_listen)) &&
+	    dm->metrics_listen[0] != '\0') {
+		char buf[CFG_NAME_MAX];
+		char *colon;
+		uint32_t a;
+		uint16_t port;
+
+		memcpy(buf, dm->metrics_listen, sizeof(buf));
+		colon = strrchr(buf, ':');
+		if (colon != NULL)
+			*colon = '\0';
+		if (colon == NULL || !cfg_parse_ipv4(buf, &a) ||
+		    !cfg_parse_port_text(colon + 1, strlen(colon + 1), &port) ||
+		    port == 0)
+			err(x, v, "metrics_listen: expected IPV4:PORT such as "
+			    "127.0.0.1:9464, got '%s'",
+			    cfg_quote(dm->metrics_listen,
+				      strlen(dm->metrics_listen), qb));
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * memory_regions[]
+ */
+static const struct keydef region_keys[] = {
+	{ "name", KEY_OK, NULL },
+	{ "kind", KEY_OK, NULL },
+	{ "affinity", KEY_OK, NULL },
+	{ "num_bufs", KEY_OK, NULL },
+	{ "buf_size", KEY_OK, NULL },
+	{ "access", KEY_OK, NULL },
+	{ "owned", KEY_OK, NULL },
+};
+
+static void
+parse_region(struct pctx *x, yaml_node_t *n, struct cfg_region *r, int idx)
+{
+	struct cfg *c = x->c;
+	struct map m;
+	yaml_node_t *v;
+	int k;
+
+	r->pos = pos_of(n);
+	if (!cfg_map_open(x, &m, n, "memory_regions entry", "memory region",
+			  KEYS(region_keys), false))
+		return;
+	require(x, &m, "name");
+	require(x, &m, "kind");
+	require(x, &m, "num_bufs");
+	require(x, &m, "buf_size");
+	v = mval(&m, "name");
+	if (v != NULL && cfg_get_name(x, "name", v, r->name)) {
+		for (int i = 0; i < idx; i++) {
+			if (strcmp(c->regions[i].name, r->name) == 0) {
+				err(x, v, "name: memory region '%s' is already "
+				    "defined at line %d", r->name,
+				    c->regions[i].pos.line);
+				/* references find the first one */
+				r->name[0] = '\0';
+				break;
+			}
+		}
+	}
+	if ((v = mval(&m, "kind")) != NULL &&
+	    cfg_get_enum(x, "kind", v, KEYS(cfg_mem_kind_names), &k))
+		r->kind = (enum daqiri_mem_kind)k;
+	if ((v = mval(&m, "affinity")) != NULL)
+		cfg_get_int(x, "affinity", v, 0, CFG_AFFINITY_MAX,
+			    &r->affinity);
+	if ((v = mval(&m, "num_bufs")) != NULL &&
+	    cfg_get_u32(x, "num_bufs", v, 1, UINT32_MAX, &r->num_bufs) &&
+	    idx >= 0 && idx < CFG_MAX_REGIONS)
+		/* a reorder output checks it against DAQIRI_NBUFS_MAX */
+		x->num_bufs_at[idx] = pos_of(v);
+	if ((v = mval(&m, "buf_size")) != NULL)
+		cfg_get_u64(x, "buf_size", v, 1, CFG_BUF_SIZE_MAX,
+			    &r->buf_size);
+	if ((v = mval(&m, "access")) != NULL) {
+		yaml_node_item_t *it;
+		int cnt = cfg_get_list(x, "access", v, 8, &it);
+
+		for (int i = 0; i < cnt; i++) {
+			yaml_node_t *e = node_at(x, it[i]);
+
+			if (e != NULL &&
+			    cfg_get_enum(x, "access", e,
+					 KEYS(cfg_access_names), &k))
+				r->access |= 1u << k;
+		}
+	}
+	if ((v = mval(&m, "owned")) != NULL) {
+		bool owned = true;
+
+		if (cfg_get_bool(x, "owned", v, &owned) && !owned)
+			err(x, v, "owned: memory the application provides "
+			    "(owned: false) is not supported by daqiri");
+	}
+}
+
+static void
+parse_regions(struct pctx *x, yaml_node_t *n)
+{
+	struct cfg *c = x->c;
+	yaml_node_item_t *it;
+	int cnt = cfg_get_list(x, "memory_regions", n, CFG_MAX_REGIONS, &it);
+
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *e = node_at(x, it[i]);
+
+		if (e == NULL)
+			continue;
+		parse_region(x, e, &c->regions[c->nregions], c->nregions);
+		c->nregions++;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Queues (rx and tx).
+ */
+static const struct keydef rx_queue_keys[] = {
+	{ "name", KEY_OK, NULL },
+	{ "id", KEY_OK, NULL },
+	{ "cpu_core", KEY_OK, NULL },
+	{ "batch_size", KEY_OK, NULL },
+	{ "timeout_us", KEY_OK, NULL },
+	{ "memory_regions", KEY_OK, NULL },
+	{ "poll_mode", KEY_OK, NULL },
+};
+
+static const struct keydef tx_queue_keys[] = {
+	{ "name", KEY_OK, NULL },
+	{ "id", KEY_OK, NULL },
+	{ "cpu_core", KEY_OK, NULL },
+	{ "batch_size", KEY_OK, NULL },
+	{ "timeout_us", KEY_NO_EFFECT, "has no effect on a tx queue" },
+	{ "memory_regions", KEY_OK, NULL },
+	{ "poll_mode", KEY_OK, NULL },
+	{ "offloads", KEY_OK, NULL },
+	{ "pacing_mbps", KEY_OK, NULL },
+};
+
+static void
+parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
+		    bool tx)
+{
+	yaml_node_item_t *it;
+	int cnt = cfg_get_list(x, "memory_regions", n, CFG_MAX_QUEUE_REGIONS,
+			       &it);
+
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *e = node_at(x, it[i]);
+		char *name = q->region_names[q->nregions];
+		int ri;
+
+		if (e == NULL || !cfg_get_str(x, "memory_regions", e, name,
+					      CFG_NAME_MAX))
+			continue;
+		for (int j = 0; j < q->nregions; j++) {
+			if (strcmp(q->region_names[j], name) == 0) {
+				char qb[QBUF];
+
+				err(x, e, "memory_regions: '%s' is listed "
+				    "twice", cfg_quote(name, strlen(name), qb));
+				name[0] = '\0';
+			}
+		}
+		if (name[0] == '\0')
+			continue;
+		ri = cfg_find_region(x, "memory_regions", e, name);
+		q->region_idx[q->nregions++] = ri;
+		if (ri >= 0)
+			cfg_check_queue_region(x, e, ri, i, tx, name);
+	}
+	if (q->nregions == 2 && x->stream_known &&
+	    x->c->stream_type == CFG_STREAM_SOCKET)
+		err(x, n, "memory_regions: header-data split (two regions) "
+		    "needs stream_type raw");
+}
+
+/*
+ * One queue; tx selects the tx keys. Returns whether id is valid; *pacing
+ * is the pacing_mbps value node of a tx queue (NULL when absent).
+ */
+static bool
+parse_queue(struct pctx *x, yaml_node_t *n, struct cfg_queue *q, bool tx,
+	    yaml_node_t **pacing)
+{
+	const char *dir = tx ? "tx queue" : "rx queue";
+	struct map m;
+	yaml_node_t *v;
+	bool id_ok = false;
+	uint64_t u;
+	int k;
+
+	q->cpu_core = -1;
+	q->pos = pos_of(n);
+	*pacing = NULL;
+	if (!cfg_map_open(x, &m, n, "queues entry", dir,
+			  tx ? tx_queue_keys : rx_queue_keys,
+			  tx ? (int)NELEM(tx_queue_keys) :
+			  (int)NELEM(rx_queue_keys), false))
+		return false;
+	require(x, &m, "name");
+	require(x, &m, "id");
+	require(x, &m, "batch_size");
+	require(x, &m, "memory_regions");
+	if ((v = mval(&m, "name")) != NULL)
+		cfg_get_name(x, "name", v, q->name);
+	if ((v = mval(&m, "id")) != NULL)
+		id_ok = cfg_get_u32(x, "id", v, 0, UINT16_MAX, &q->id);
+	if ((v = mval(&m, "cpu_core")) != NULL &&
+	    cfg_get_uint_q(x, "cpu_core", v, 0, CFG_CORE_MAX, true, &u))
+		q->cpu_core = (int)u;
+	if ((v = mval(&m, "batch_size")) != NULL)
+		cfg_get_u32(x, "batch_size", v, 1, UINT16_MAX, &q->batch_size);
+	if ((v = mval(&m, "timeout_us")) != NULL)
+		cfg_get_u32(x, "timeout_us", v, 0, UINT32_MAX, &q->timeout_us);
+	if ((v = mval(&m, "memory_regions")) != NULL)
+		parse_queue_regions(x, v, q, tx);
+	if ((v = mval(&m, "poll_mode")) != NULL) {
+		if (scalar_is(v, "direct"))
+			err(x, v, "poll_mode: direct polling is not supported "
+			    "by daqiri (use indirect)");
+		else if (cfg_get_enum(x, "poll_mode", v,
+				      KEYS(cfg_poll_mode_names), &k))
+			q->poll_mode = (enum cfg_poll_mode)k;
+	}
+	if ((v = mval(&m, "offloads")) != NULL) {
+		static const char *const offload_names[] = { "tx_eth_src" };
+		yaml_node_item_t *it;
+		int cnt = cfg_get_list(x, "offloads", v, 4, &it);
+
+		for (int i = 0; i < cnt; i++) {
+			yaml_node_t *e = node_at(x, it[i]);
+
+			if (e != NULL && cfg_get_enum(x, "offloads", e,
+						      KEYS(offload_names), &k))
+				q->offload_tx_eth_src = true;
+		}
+	}
+	*pacing = mval(&m, "pacing_mbps");
+	return id_ok;
+}
+
+static void
+parse_queues(struct pctx *x, yaml_node_t *n, struct cfg_queue *qs, int *nq,
+	     bool tx, uint32_t *pacing)
+{
+	const char *dir = tx ? "tx" : "rx";
+	yaml_node_item_t *it;
+	int cnt = cfg_get_list(x, "queues", n, CFG_MAX_QUEUES, &it);
+	bool id_ok[CFG_MAX_QUEUES];
+	int pacing_line = 0;
+
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *e = node_at(x, it[i]), *pv;
+		struct cfg_queue *q = &qs[*nq];
+		uint32_t rate;
+
+		if (e == NULL)
+			continue;
+		id_ok[*nq] = parse_queue(x, e, q, tx, &pv);
+		for (int j = 0; j < *nq; j++) {
+			if (q->name[0] != '\0' &&
+			    strcmp(qs[j].name, q->name) == 0)
+				err_at(x, q->pos, "%s queue name '%s' is already "
+				       "used at line %d", dir, q->name,
+				       qs[j].pos.line);
+			if (id_ok[*nq] && id_ok[j] && qs[j].id == q->id)
+				err_at(x, q->pos, "%s queue id %u is already used "
+				       "by queue '%s' at line %d", dir, q->id,
+				       qs[j].name, qs[j].pos.line);
+		}
+		(*nq)++;
+		/* struct cfg_tx keeps one pacing rate per interface */
+		if (pv == NULL ||
+		    !cfg_get_u32(x, "pacing_mbps", pv, 0, UINT32_MAX, &rate))
+			continue;
+		if (pacing_line != 0 && rate != *pacing) {
+			err(x, pv, "pacing_mbps: daqiri paces all tx queues of "
+			    "an interface at one rate; line %d gives %u",
+			    pacing_line, *pacing);
+		} else {
+			*pacing = rate;
+			pacing_line = pos_of(pv).line;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Flows: match and the queue action.
+ */
+static const struct keydef flow_keys[] = {
+	{ "name", KEY_OK, NULL },
+	{ "id", KEY_OK, NULL },
+	{ "action", KEY_OK, NULL },
+	{ "actions", KEY_OK, NULL },
+	{ "match", KEY_OK, NULL },
+};
+
+static const struct keydef action_keys[] = {
+	{ "type", KEY_OK, NULL },
+	{ "id", KEY_OK, NULL },
+	{ "ids", KEY_OK, NULL },
+};
+
+static const struct keydef match_keys[] = {
+	{ "udp_src", KEY_OK, NULL },
+	{ "udp_dst", KEY_OK, NULL },
+	{ "ipv4_len", KEY_OK, NULL },
+	{ "ipv4_src", KEY_OK, NULL },
+	{ "ipv4_dst", KEY_OK, NULL },
+	{ "flex_item_id", KEY_UNSUPPORTED,
+	  "flex-item matching is not supported by daqiri" },
+	{ "val", KEY_UNSUPPORTED,
+	  "flex-item matching is not supported by daqiri" },
+	{ "mask", KEY_UNSUPPORTED,
+	  "flex-item matching is not supported by daqiri" },
+	{ "ecpri", KEY_UNSUPPORTED, "eCPRI matching is not supported by daqiri" },
+	{ "ethernet", KEY_UNSUPPORTED,
+	  "Ethernet address matching is not supported by daqiri" },
+};
+
+static const char *const action_type_names[] = {
+	"queue", "vlan_push", "vlan_pop", "tunnel_encap", "tunnel_decap",
+};
+
+/*
+ * One action map. Returns 1 for a queue action (targets stored in f),
+ * 0 for an action daqiri does not have (reported), -1 on other errors.
+ */
+static int
+parse_action(struct pctx *x, yaml_node_t *n, struct cfg_flow *f,
+	     const struct queue_set *set)
+{
+	yaml_node_t *type = NULL, *v;
+	struct map m;
+	char db[DBUF];
+	int k;
+
+	if (n->type != YAML_MAPPING_NODE) {
+		err(x, n, "action: expected a map, got %s",
+		    cfg_describe(n, db));
+		return -1;
+	}
+	/* the type decides which keys the map may hold */
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = node_at(x, p->key);
+
+		if (kn != NULL && scalar_is(kn, "type")) {
+			type = node_at(x, p->value);
+			break;
+		}
+	}
+	if (type == NULL) {
+		err(x, n, "missing required key 'type' in flow action");
+		return -1;
+	}
+	if (!cfg_get_enum(x, "type", type, KEYS(action_type_names), &k))
+		return -1;
+	if (k != 0) {
+		err(x, type, "type: the %s action is not supported by daqiri",
+		    action_type_names[k]);
+		return 0;
+	}
+	if (!cfg_map_open(x, &m, n, "action", "flow action", KEYS(action_keys),
+			  false))
+		return -1;
+	f->nqueue_ids = 0;
+	if (mget(&m, "id") != NULL && mget(&m, "ids") != NULL) {
+		err(x, mkey(&m, "ids"), "flow action: give 'id' or 'ids', not "
+		    "both");
+		return -1;
+	}
+	if ((v = mval(&m, "id")) != NULL) {
+		if (!cfg_get_u32(x, "id", v, 0, UINT16_MAX, &f->queue_ids[0]))
+			return -1;
+		cfg_check_queue_id(x, "id", v, set, f->queue_ids[0]);
+		f->nqueue_ids = 1;
+	} else if ((v = mval(&m, "ids")) != NULL) {
+		yaml_node_item_t *it;
+		int cnt = cfg_get_list(x, "ids", v, CFG_MAX_QUEUE_IDS, &it);
+
+		for (int i = 0; i < cnt; i++) {
+			yaml_node_t *e = node_at(x, it[i]);
+			uint32_t id;
+
+			if (e == NULL ||
+			    !cfg_get_u32(x, "ids", e, 0, UINT16_MAX, &id))
+				continue;
+			cfg_check_queue_id(x, "ids", e, set, id);
+			for (int j = 0; j < f->nqueue_ids; j++)
+				if (f->queue_ids[j] == id)
+					err(x, e, "ids: queue %u is listed "
+					    "twice", id);
+			f->queue_ids[f->nqueue_ids++] = id;
+		}
+	} else {
+		err(x, n, "missing required key 'id' in flow action");
+		return -1;
+	}
+	return f->nqueue_ids > 0 ? 1 : -1;
+}
+
+static void
+parse_match(struct pctx *x, yaml_node_t *n, struct cfg_flow *f)
+{
+	struct cfg_match *mt = &f->match;
+	struct map m;
+	yaml_node_t *v;
+	uint32_t len;
+
+	if (!cfg_map_open(x, &m, n, "match", "match", KEYS(match_keys), false))
+		return;
+	if (n->data.mapping.pairs.top == n->data.mapping.pairs.start) {
+		err(x, n, "match: empty; leave 'match' out to match every "
+		    "packet");
+		return;
+	}
+	f->has_match = true;
+	if ((v = mval(&m, "udp_src")) != NULL)
+		mt->has_udp_src = cfg_get_port_range(x, "udp_src", v,
+						     &mt->udp_src_lo,
+						     &mt->udp_src_hi);
+	if ((v = mval(&m, "udp_dst")) != NULL)
+		mt->has_udp_dst = cfg_get_port_range(x, "udp_dst", v,
+						     &mt->udp_dst_lo,
+						     &mt->udp_dst_hi);
+	if ((v = mval(&m, "ipv4_len")) != NULL &&
+	    cfg_get_u32(x, "ipv4_len", v, CFG_IPV4_LEN_MIN, UINT16_MAX, &len)) {
+		mt->has_ipv4_len = true;
+		mt->ipv4_len = (uint16_t)len;
+	}
+	if ((v = mval(&m, "ipv4_src")) != NULL)
+		mt->has_ipv4_src = cfg_get_ipv4(x, "ipv4_src", v,
+						&mt->ipv4_src);
+	if ((v = mval(&m, "ipv4_dst")) != NULL)
+		mt->has_ipv4_dst = cfg_get_ipv4(x, "ipv4_dst", v,
+						&mt->ipv4_dst);
+}
+
+/* One flow. Returns whether its id is valid. */
+static bool
+parse_flow(struct pctx *x, yaml_node_t *n, struct cfg_flow *f,
+	   const struct queue_set *set)
+{
+	struct map m;
+	yaml_node_t *v;
+	bool id_ok = false;
+
+	f->pos = pos_of(n);
+	if (!cfg_map_open(x, &m, n, "flows entry", "flow", KEYS(flow_keys),
+			  false))
+		return false;
+	require(x, &m, "name");
+	require(x, &m, "id");
+	if ((v = mval(&m, "name")) != NULL)
+		cfg_get_name(x, "name", v, f->name);
+	if ((v = mval(&m, "id")) != NULL)
+		id_ok = cfg_get_u32(x, "id", v, 0, UINT32_MAX, &f->id);
+	if (mget(&m, "action") != NULL && mget(&m, "actions") != NULL) {
+		err(x, mkey(&m, "actions"), "flow: give 'action' or "
+		    "'actions', not both");
+	} else if ((v = mval(&m, "action")) != NULL) {
+		parse_action(x, v, f, set);
+	} else if ((v = mval(&m, "actions")) != NULL) {
+		yaml_node_item_t *it;
+		int cnt = cfg_get_list(x, "actions", v, 8, &it);
+
+		for (int i = 0; i < cnt; i++) {
+			yaml_node_t *e = node_at(x, it[i]);
+			int kind;	/* 1 queue, 0 unsupported, -1 bad */
+
+			if (e == NULL)
+				continue;
+			kind = parse_action(x, e, f, set);
+			if (kind == 1 && i != cnt - 1)
+				err(x, e, "actions: the queue action must be "
+				    "the last one");
+		}
+	} else {
+		err(x, n, "missing required key 'action' in flow");
+	}
+	if ((v = mval(&m, "match")) != NULL)
+		parse_match(x, v, f);
+	return id_ok;
+}
+
+static void
+parse_flows(struct pctx *x, yaml_node_t *n, struct cfg_flow *fs, int *nf,
+	    const struct queue_set *set)
+{
+	yaml_node_item_t *it;
+	int cnt = cfg_get_list(x, "flows", n, CFG_MAX_FLOWS, &it);
+	bool id_ok[CFG_MAX_FLOWS];
+
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *e = node_at(x, it[i]);
+		struct cfg_flow *f = &fs[*nf];
+
+		if (e == NULL)
+			continue;
+		id_ok[*nf] = parse_flow(x, e, f, set);
+		for (int j = 0; j < *nf; j++) {
+			if (f->name[0] != '\0' &&
+			    strcmp(fs[j].name, f->name) == 0)
+				err_at(x, f->pos, "%s flow name '%s' is already "
+				       "used at line %d", set->dir, f->name,
+				       fs[j].pos.line);
+			if (id_ok[*nf] && id_ok[j] && fs[j].id == f->id)
+				err_at(x, f->pos, "%s flow id %u is already used "
+				       "by flow '%s' at line %d", set->dir,
+				       f->id, fs[j].name, fs[j].pos.line);
+		}
+		(*nf)++;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * rx.reorder_configs[]
+ */
+static const struct keydef reorder_keys[] = {
+	{ "name", KEY_OK, NULL },
+	{ "reorder_type", KEY_OK, NULL },
+	{ "memory_region", KEY_OK, NULL },
+	{ "payload_byte_offset", KEY_OK, NULL },
+	{ "payload_bytes", KEY_OK, NULL },
+	{ "flow_ids", KEY_OK, NULL },
+	{ "method", KEY_OK, NULL },
+	{ "data_types", KEY_OK, NULL },
+	{ "window", KEY_OK, NULL },
+	{ "fill", KEY_OK, NULL },
+	{ "timeout_us", KEY_OK, NULL },
+};
+
+static const struct keydef method_keys[] = {
+	{ "seq_batch_number", KEY_OK, NULL },
+	{ "seq_packets_per_batch", KEY_OK, NULL },
+};
+
+static const struct keydef sbn_keys[] = {
+	{ "sequence_number", KEY_OK, NULL },
+	{ "batch_number", KEY_OK, NULL },
+};
+
+static const struct keydef sppb_keys[] = {
+	{ "sequence_number", KEY_OK, NULL },
+	{ "packets_per_batch", KEY_OK, NULL },
+};
+
+static const struct keydef bitfield_keys[] = {
+	{ "bit_offset", KEY_OK, NULL },
+	{ "bit_width", KEY_OK, NULL },
+};
+
+/* input/output/input_endianness are the reference library's aliases. */
+static const struct keydef dtypes_keys[] = {
+	{ "input_type", KEY_OK, NULL },
+	{ "output_type", KEY_OK, NULL },
+	{ "endianness", KEY_OK, NULL },
+	{ "input", KEY_OK, NULL },
+	{ "output", KEY_OK, NULL },
+	{ "input_endianness", KEY_OK, NULL },
+};
+
+/* Input and output element types the reorder stage converts. */
+static const char *const input_type_names[] = {
+	"int4", "int8", "int16", "int32",
+};
+static const enum daqiri_dtype input_types[] = {
+	DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_INT32,
+};
+static const char *const output_type_names[] = {
+	"fp16", "bf16", "fp32", "fp64", "int32", "int8",
+};
+static const enum daqiri_dtype output_types[] = {
+	DAQIRI_DTYPE_FP16, DAQIRI_DTYPE_BF16, DAQIRI_DTYPE_FP32, DAQIRI_DTYPE_FP64,
+	DAQIRI_DTYPE_INT32, DAQIRI_DTYPE_INT8,
+};
+
+static bool
+parse_bitfield(struct pctx *x, const char *key, yaml_node_t *n,
+	       struct cfg_bitfield *b)
+{
+	struct map m;
+	yaml_node_t *v;
+	bool ok = true;
+
+	if (!cfg_map_open(x, &m, n, key, key, KEYS(bitfield_keys), false))
+		return false;
+	ok &= require(x, &m, "bit_offset");
+	ok &= require(x, &m, "bit_width");
+	if ((v = mval(&m, "bit_offset")) != NULL)
+		ok &= cfg_get_u32(x, "bit_offset", v, 0, CFG_BIT_OFFSET_MAX,
+				  &b->bit_offset);
+	if ((v = mval(&m, "bit_width")) != NULL)
+		ok &= cfg_get_u32(x, "bit_width", v, 1, CFG_BIT_WIDTH_MAX,
+				  &b->bit_width);
+	return ok;
+}
+
+/* Sets method, the bit fields and packets_per_batch; false when they are
+ * not all valid (reported). */
+static bool
+parse_method(struct pctx *x, yaml_node_t *n, struct cfg_reorder *r)
+{
+	struct map m, s;
+	yaml_node_t *sbn, *sppb, *v;
+	bool ok = true;
+	uint64_t space;
+
+	if (!cfg_map_open(x, &m, n, "method", "method", KEYS(method_keys),
+			  false))
+		return false;
+	sbn = mval(&m, "seq_batch_number");
+	sppb = mval(&m, "seq_packets_per_batch");
+	if (sbn != NULL && sppb != NULL) {
+		const yaml_node_t *k1 = mkey(&m, "seq_batch_number");
+		const yaml_node_t *k2 = mkey(&m, "seq_packets_per_batch");
+
+		err(x, k1->start_mark.index > k2->start_mark.index ? k1 : k2,
+		    "method: give one of seq_batch_number and "
+		    "seq_packets_per_batch, not both");
+		return false;
+	}
+	if (sbn != NULL) {
+		r->method = CFG_METHOD_SEQ_BATCH_NUMBER;
+		if (!cfg_map_open(x, &s, sbn, "seq_batch_number",
+				  "seq_batch_number", KEYS(sbn_keys), false))
+			return false;
+		ok &= require(x, &s, "sequence_number");
+		ok &= require(x, &s, "batch_number");
+		if ((v = mval(&s, "sequence_number")) != NULL)
+			ok &= parse_bitfield(x, "sequence_number", v, &r->seq);
+		if ((v = mval(&s, "batch_number")) != NULL)
+			ok &= parse_bitfield(x, "batch_number", v, &r->batch);
+		if (!ok)
+			return false;
+		if (r->batch.bit_width > r->seq.bit_width) {
+			err(x, v, "batch_number: bit_width %u is wider than "
+			    "the sequence_number's %u (packets_per_batch = "
+			    "2^seq_bits / 2^batch_bits)", r->batch.bit_width,
+			    r->seq.bit_width);
+			return false;
+		}
+		if (r->seq.bit_width - r->batch.bit_width > DAQIRI_PPB_LOG2) {
+			err(x, v, "batch_number: bit_width %u leaves 2^%u "
+			    "packets per batch (sequence_number bit_width %u "
+			    "- %u); a tensor holds at most 2^%u = %u packets "
+			    "(DAQIRI_PPB_MAX)", r->batch.bit_width,
+			    r->seq.bit_width - r->batch.bit_width,
+			    r->seq.bit_width, r->batch.bit_width,
+			    DAQIRI_PPB_LOG2, DAQIRI_PPB_MAX);
+			return false;
+		}
+		r->packets_per_batch = 1u << (r->seq.bit_width -
+					       r->batch.bit_width);
+		return true;
+	}
+	if (sppb != NULL) {
+		r->method = CFG_METHOD_SEQ_PACKETS_PER_BATCH;
+		if (!cfg_map_open(x, &s, sppb, "seq_packets_per_batch",
+				  "seq_packets_per_batch", KEYS(sppb_keys),
+				  false))
+			return false;
+		ok &= require(x, &s, "sequence_number");
+		ok &= require(x, &s, "packets_per_batch");
+		if ((v = mval(&s, "sequence_number")) != NULL)
+			ok &= parse_bitfield(x, "sequence_number", v, &r->seq);
+		if ((v = mval(&s, "packets_per_batch")) != NULL)
+			ok &= cfg_get_u32(x, "packets_per_batch", v, 1,
+					  UINT32_MAX, &r->packets_per_batch);
+		if (!ok)
+			return false;
+		/* a tensor's slots: the descriptor and the bitmap count them */
+		if (r->packets_per_batch > DAQIRI_PPB_MAX) {
+			err(x, v, "packets_per_batch: %u is more than a tensor "
+			    "holds: at most 2^%u = %u packets (DAQIRI_PPB_MAX)",
+			    r->packets_per_batch, DAQIRI_PPB_LOG2,
+			    DAQIRI_PPB_MAX);
+			return false;
+		}
+		space = 1ull << r->seq.bit_width;
+		if (space % r->packets_per_batch != 0) {
+			err(x, v, "packets_per_batch: %u does not divide the "
+			    "2^%u sequence numbers; use a power of two up to "
+			    "%llu", r->packets_per_batch, r->seq.bit_width,
+			    (unsigned long long)(space < DAQIRI_PPB_MAX ?
+			    space : DAQIRI_PPB_MAX));
+			return false;
+		}
+		return true;
+	}
+	err(x, n, "method: needs seq_batch_number or seq_packets_per_batch");
+	return false;
+}
+
+/* The value of a key or of its alias; both given is an error. */
+static yaml_node_t *
+alias_val(struct pctx *x, const struct map *m, const char *key,
+	  const char *alias)
+{
+	yaml_node_t *a = mval(m, key), *b = mval(m, alias);
+
+	if (a != NULL && b != NULL) {
+		const yaml_node_t *ka = mkey(m, key), *kb = mkey(m, alias);
+
+		err(x, ka->start_mark.index > kb->start_mark.index ? ka : kb,
+		    "data_types: '%s' and '%s' are the same key; give one",
+		    key, alias);
+	}
+	return a != NULL ? a : b;
+}
+
+static void
+parse_data_types(struct pctx *x, yaml_node_t *n, struct cfg_reorder *r)
+{
+	struct map m;
+	yaml_node_t *in, *out, *en;
+	bool ok = true;
+	int k;
+
+	if (!cfg_map_open(x, &m, n, "data_types", "data_types",
+			  KEYS(dtypes_keys), false))
+		return;
+	in = alias_val(x, &m, "input_type", "input");
+	out = alias_val(x, &m, "output_type", "output");
+	en = alias_val(x, &m, "endianness", "input_endianness");
+	if (in == NULL) {
+		err(x, n, "missing required key 'input_type' in data_types");
+		ok = false;
+	} else if (cfg_get_enum(x, "input_type", in, KEYS(input_type_names),
+				&k)) {
+		r->input_type = input_types[k];
+	} else {
+		ok = false;
+	}
+	if (out == NULL) {
+		err(x, n, "missing required key 'output_type' in data_types");
+		ok = false;
+	} else if (cfg_get_enum(x, "output_type", out, KEYS(output_type_names),
+				&k)) {
+		r->output_type = output_types[k];
+	} else {
+		ok = false;
+	}
+	if (en != NULL && cfg_get_enum(x, "endianness", en,
+				       KEYS(cfg_endian_names), &k))
+		r->endianness = (enum cfg_endian)k;
+	r->has_data_types = ok;
+	if (!ok)
+		r->input_type = r->output_type = DAQIRI_DTYPE_RAW;
+}
+
+static bool
+dtype_is_float(enum daqiri_dtype t)
+{
+	return t == DAQIRI_DTYPE_FP16 || t == DAQIRI_DTYPE_BF16 ||
+	    t == DAQIRI_DTYPE_FP32 || t == DAQIRI_DTYPE_FP64;
+}
+
+static void
+parse_reorder_flow_ids(struct pctx *x, yaml_node_t *n,
+		       struct cfg_interface *ifc, struct cfg_reorder *r,
+		       int ri, bool *ok)
+{
+	yaml_node_item_t *it;
+	int cnt = cfg_get_list(x, "flow_ids", n, CFG_MAX_FLOW_IDS, &it);
+
+	*ok = cnt > 0;
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *e = node_at(x, it[i]);
+		uint32_t id;
+		bool dup = false;
+
+		if (e == NULL || !cfg_get_u32(x, "flow_ids", e, 0, UINT32_MAX,
+					      &id)) {
+			*ok = false;
+			continue;
+		}
+		if (cfg_flow_by_id(ifc->rx.flows, ifc->rx.nflows, id) == NULL) {
+			err(x, e, "flow_ids: no rx flow has id %u", id);
+			*ok = false;
+			continue;
+		}
+		for (int j = 0; j < r->nflow_ids; j++)
+			if (r->flow_ids[j] == id)
+				dup = true;
+		if (dup) {
+			err(x, e, "flow_ids: flow %u is listed twice", id);
+			continue;
+		}
+		for (int j = 0; j < ri; j++) {
+			const struct cfg_reorder *o = &ifc->rx.reorders[j];
+
+			for (int k = 0; k < o->nflow_ids; k++) {
+				if (o->flow_ids[k] == id) {
+					err(x, e, "flow_ids: flow %u already "
+					    "belongs to reorder config '%s' "
+					    "(line %d)", id, o->name,
+					    o->pos.line);
+					*ok = false;
+				}
+			}
+		}
+		r->flow_ids[r->nflow_ids++] = id;
+	}
+}
+
+static void
+parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
+	      int ri)
+{
+	struct cfg_reorder *r = &ifc->rx.reorders[ri];
+	struct map m;
+	yaml_node_t *v;
+	bool type_ok = false, method_ok = false, offset_ok = false;
+	bool flows_ok = false;
+	int k;
+
+	r->region_idx = -1;
+	r->window = CFG_WINDOW_DEFAULT;
+	r->fill = DAQIRI_FILL_ZERO;
+	r->timeout_us = CFG_REORDER_TIMEOUT_US_DEFAULT;
+	r->pos = pos_of(n);
+	if (!cfg_map_open(x, &m, n, "reorder_configs entry", "reorder config",
+			  KEYS(reorder_keys), false))
+		return;
+	require(x, &m, "name");
+	require(x, &m, "reorder_type");
+	require(x, &m, "memory_region");
+	require(x, &m, "payload_byte_offset");
+	require(x, &m, "flow_ids");
+	require(x, &m, "method");
+	if ((v = mval(&m, "name")) != NULL &&
+	    cfg_get_name(x, "name", v, r->name)) {
+		for (int j = 0; j < ri; j++)
+			if (strcmp(ifc->rx.reorders[j].name, r->name) == 0)
+				err(x, v, "name: reorder config '%s' is already "
+				    "defined at line %d", r->name,
+				    ifc->rx.reorders[j].pos.line);
+		for (int j = 0; j < ifc->rx.nqueues; j++)
+			if (strcmp(ifc->rx.queues[j].name, r->name) == 0)
+				err(x, v, "name: '%s' is also an rx queue's "
+				    "name (line %d); stream names "
+				    "<interface>/<name> must be unique",
+				    r->name, ifc->rx.queues[j].pos.line);
+	}
+	if ((v = mval(&m, "reorder_type")) != NULL &&
+	    cfg_get_enum(x, "reorder_type", v, KEYS(cfg_reorder_type_names),
+			 &k)) {
+		r->type = (enum cfg_reorder_type)k;
+		type_ok = true;
+	}
+	if ((v = mval(&m, "memory_region")) != NULL &&
+	    cfg_get_str(x, "memory_region", v, r->region_name, CFG_NAME_MAX))
+		r->region_idx = cfg_find_region(x, "memory_region", v,
+						r->region_name);
+	if (r->region_idx >= 0)
+		cfg_check_reorder_region(x, v, r, type_ok);
+	if ((v = mval(&m, "payload_byte_offset")) != NULL)
+		offset_ok = cfg_get_u32(x, "payload_byte_offset", v, 0,
+					CFG_FRAME_MAX - 1,
+					&r->payload_byte_offset);
+	if ((v = mval(&m, "flow_ids")) != NULL)
+		parse_reorder_flow_ids(x, v, ifc, r, ri, &flows_ok);
+	if ((v = mval(&m, "method")) != NULL)
+		method_ok = parse_method(x, v, r);
+	if ((v = mval(&m, "data_types")) != NULL)
+		parse_data_types(x, v, r);
+	if ((v = mval(&m, "window")) != NULL)
+		cfg_get_u32(x, "window", v, 1, CFG_WINDOW_MAX, &r->window);
+	if ((v = mval(&m, "fill")) != NULL &&
+	    cfg_get_enum(x, "fill", v, KEYS(cfg_fill_names), &k)) {
+		r->fill = (enum daqiri_fill)k;
+		if (r->fill == DAQIRI_FILL_NAN && !(r->has_data_types &&
+		    dtype_is_float(r->output_type)))
+			err(x, v, "fill: nan needs a floating-point "
+			    "output_type (fp16, bf16, fp32 or fp64)");
+	}
+	if ((v = mval(&m, "timeout_us")) != NULL)
+		cfg_get_u32(x, "timeout_us", v, 0, UINT32_MAX, &r->timeout_us);
+	if ((v = mval(&m, "payload_bytes")) != NULL &&
+	    !cfg_get_u32(x, "payload_bytes", v, 1, CFG_FRAME_MAX,
+			 &r->payload_bytes))
+		return;
+	cfg_check_reorder_geometry(x, ifc, r, &m, method_ok, offset_ok,
+				   flows_ok, v != NULL);
+}
+
+static void
+parse_reorders(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc)
+{
+	yaml_node_item_t *it;
+	int cnt = cfg_get_list(x, "reorder_configs", n, CFG_MAX_REORDERS, &it);
+
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *e = node_at(x, it[i]);
+
+		if (e == NULL)
+			continue;
+		parse_reorder(x, e, ifc, ifc->rx.nreorders);
+		ifc->rx.nreorders++;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * interfaces[]: socket_config, rx, tx.
+ */
+static const struct keydef interface_keys[] = {
+	{ "name", KEY_OK, NULL },
+	{ "address", KEY_OK, NULL },
+	{ "socket_config", KEY_OK, NULL },
+	{ "rx", KEY_OK, NULL },
+	{ "tx", KEY_OK, NULL },
+	{ "roce_config", KEY_UNSUPPORTED, "RoCE is not supported by daqiri" },
+	{ "rdma_config", KEY_UNSUPPORTED,
+	  "RDMA is not supported by daqiri" },
+};
+
+static const struct keydef socket_keys[] = {
+	{ "mode", KEY_OK, NULL },
+	{ "local_addr", KEY_OK, NULL },
+	{ "remote_addr", KEY_OK, NULL },
+	{ "max_payload_size", KEY_OK, NULL },
+	{ "retry_connect_s", KEY_OK, NULL },
+	{ "min_ipg_ns", KEY_NO_EFFECT,
+	  "has no effect in daqiri (no inter-packet gap control)" },
+	{ "max_burst_interval_ms", KEY_NO_EFFECT, "has no effect in daqiri" },
+	{ "local_ip", KEY_UNSUPPORTED, "the legacy form is not supported by "
+	  "daqiri; use local_addr: udp://IPV4:PORT" },
+	{ "local_port", KEY_UNSUPPORTED, "the legacy form is not supported by "
+	  "daqiri; use local_addr: udp://IPV4:PORT" },
+	{ "remote_ip", KEY_UNSUPPORTED, "the legacy form is not supported by "
+	  "daqiri; use remote_addr: udp://IPV4:PORT" },
+	{ "remote_port", KEY_UNSUPPORTED, "the legacy form is not supported "
+	  "by daqiri; use remote_addr: udp://IPV4:PORT" },
+};
+
+static const struct keydef rx_keys[] = {
+	{ "queues", KEY_OK, NULL },
+	{ "flows", KEY_OK, NULL },
+	{ "flow_isolation", KEY_OK, NULL },
+	{ "dynamic_flow_capacity", KEY_OK, NULL },
+	{ "hardware_timestamps", KEY_OK, NULL },
+	{ "reorder_configs", KEY_OK, NULL },
+	{ "flex_items", KEY_UNSUPPORTED, "flex items are not supported by "
+	  "daqiri" },
+};
+
+static const struct keydef tx_keys[] = {
+	{ "queues", KEY_OK, NULL },
+	{ "flows", KEY_OK, NULL },
+	{ "accurate_send", KEY_OK, NULL },
+};
+
+static void
+parse_socket(struct pctx *x, yaml_node_t *n, struct cfg_socket *s)
+{
+	struct map m;
+	yaml_node_t *v, *lv, *rv;
+	bool mode_ok = false;
+	uint32_t u;
+	int k;
+
+	s->retry_connect_s = 1;
+	if (!cfg_map_open(x, &m, n, "socket_config", "socket_config",
+			  KEYS(socket_keys), false))
+		return;
+	s->present = true;
+	require(x, &m, "mode");
+	if ((v = mval(&m, "mode")) != NULL &&
+	    cfg_get_enum(x, "mode", v, KEYS(cfg_sock_mode_names), &k)) {
+		s->mode = (enum cfg_sock_mode)k;
+		mode_ok = true;
+	}
+	if ((lv = mval(&m, "local_addr")) != NULL)
+		cfg_get_endpoint(x, "local_addr", lv, &s->local);
+	if ((rv = mval(&m, "remote_addr")) != NULL)
+		cfg_get_endpoint(x, "remote_addr", rv, &s->remote);
+	if (s->local.set && s->remote.set &&
+	    s->local.transport != s->remote.transport)
+		err(x, rv, "remote_addr: %s:// does not match local_addr's "
+		    "%s://", cfg_transport_names[s->remote.transport],
+		    cfg_transport_names[s->local.transport]);
+	/* the legacy local_ip/remote_ip keys are reported already */
+	if (mget(&m, "local_ip") != NULL || mget(&m, "local_port") != NULL ||
+	    mget(&m, "remote_ip") != NULL || mget(&m, "remote_port") != NULL)
+		mode_ok = false;
+	if (mode_ok && s->mode == CFG_SOCK_SERVER) {
+		if (lv == NULL)
+			err(x, n, "socket_config: server mode needs local_addr");
+		else if (s->local.set && s->local.port == 0)
+			err(x, lv, "local_addr: a server needs a port other "
+			    "than 0");
+	}
+	if (mode_ok && s->mode == CFG_SOCK_CLIENT) {
+		if (rv == NULL)
+			err(x, n, "socket_config: client mode needs "
+			    "remote_addr");
+		else if (s->remote.set && s->remote.port == 0)
+			err(x, rv, "remote_addr: a client needs a port other "
+			    "than 0");
+	}
+	if ((v = mval(&m, "max_payload_size")) != NULL &&
+	    cfg_get_u32(x, "max_payload_size", v, 0, UINT16_MAX, &u))
+		s->max_payload_size = (uint16_t)u;
+	if ((v = mval(&m, "retry_connect_s")) != NULL)
+		cfg_get_int(x, "retry_connect_s", v, 0, CFG_RETRY_MAX_S,
+			    &s->retry_connect_s);
+}
+
+static void
+parse_rx(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc)
+{
+	struct cfg_rx *rx = &ifc->rx;
+	struct queue_set set;
+	struct map m;
+	yaml_node_t *v;
+
+	if (!cfg_map_open(x, &m, n, "rx", "rx", KEYS(rx_keys), false))
+		return;
+	ifc->has_rx = true;
+	require(x, &m, "queues");
+	/* queues first: flows name them, reorder configs name flows */
+	if ((v = mval(&m, "queues")) != NULL)
+		parse_queues(x, v, rx->queues, &rx->nqueues, false, NULL);
+	set.dir = "rx";
+	set.qs = rx->queues;
+	set.nq = rx->nqueues;
+	if ((v = mval(&m, "flows")) != NULL)
+		parse_flows(x, v, rx->flows, &rx->nflows, &set);
+	if ((v = mval(&m, "flow_isolation")) != NULL)
+		cfg_get_bool(x, "flow_isolation", v, &rx->flow_isolation);
+	if ((v = mval(&m, "dynamic_flow_capacity")) != NULL)
+		cfg_get_u32(x, "dynamic_flow_capacity", v, 0, UINT32_MAX,
+			    &rx->dynamic_flow_capacity);
+	if ((v = mval(&m, "hardware_timestamps")) != NULL)
+		cfg_get_bool(x, "hardware_timestamps", v,
+			     &rx->hardware_timestamps);
+	if ((v = mval(&m, "reorder_configs")) != NULL)
+		parse_reorders(x, v, ifc);
+}
+
+static void
+parse_tx(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc)
+{
+	struct cfg_tx *tx = &ifc->tx;
+	struct queue_set set;
+	struct map m;
+	yaml_node_t *v;
+
+	if (!cfg_map_open(x, &m, n, "tx", "tx", KEYS(tx_keys), false))
+		return;
+	ifc->has_tx = true;
+	require(x, &m, "queues");
+	if ((v = mval(&m, "queues")) != NULL)
+		parse_queues(x, v, tx->queues, &tx->nqueues, true,
+			     &tx->pacing_mbps);
+	set.dir = "tx";
+	set.qs = tx->queues;
+	set.nq = tx->nqueues;
+	if ((v = mval(&m, "flows")) != NULL)
+		parse_flows(x, v, tx->flows, &tx->nflows, &set);
+	if ((v = mval(&m, "accurate_send")) != NULL)
+		cfg_get_bool(x, "accurate_send", v, &tx->accurate_send);
+}
+
+static void
+parse_interface(struct pctx *x, yaml_node_t *n, int idx)
+{
+	struct cfg_interface *ifc = &x->c->interfaces[idx];
+	struct map m;
+	yaml_node_t *v;
+
+	x->cur_iface = idx;
+	ifc->pos = pos_of(n);
+	ifc->socket.retry_connect_s = 1;
+	if (!cfg_map_open(x, &m, n, "interfaces entry", "interface",
+			  KEYS(interface_keys), false))
+		return;
+	require(x, &m, "name");
+	require(x, &m, "address");
+	if ((v = mval(&m, "name")) != NULL &&
+	    cfg_get_name(x, "name", v, ifc->name)) {
+		for (int j = 0; j < idx; j++)
+			if (strcmp(x->c->interfaces[j].name, ifc->name) == 0)
+				err(x, v, "name: interface '%s' is already "
+				    "defined at line %d", ifc->name,
+				    x->c->interfaces[j].pos.line);
+	}
+	if ((v = mval(&m, "address")) != NULL &&
+	    cfg_get_str(x, "address", v, ifc->address, sizeof(ifc->address))) {
+		if (ifc->address[0] == '\0')
+			err(x, v, "address: must not be empty");
+		else
+			cfg_check_address(x, v, ifc);
+	}
+	if ((v = mval(&m, "socket_config")) != NULL) {
+		if (x->stream_known &&
+		    x->c->stream_type != CFG_STREAM_SOCKET)
+			err(x, mkey(&m, "socket_config"), "socket_config: "
+			    "only for stream_type socket");
+		else
+			parse_socket(x, v, &ifc->socket);
+	} else if (x->stream_known && x->c->stream_type == CFG_STREAM_SOCKET) {
+		err(x, n, "missing required key 'socket_config' in interface "
+		    "(stream_type is socket)");
+	}
+	if ((v = mval(&m, "rx")) != NULL)
+		parse_rx(x, v, ifc);
+	if ((v = mval(&m, "tx")) != NULL)
+		parse_tx(x, v, ifc);
+	if (mget(&m, "rx") == NULL && mget(&m, "tx") == NULL)
+		warn(x, n, "interface '%s' has neither rx nor tx", ifc->name);
+}
+
+/* ---------------------------------------------------------------------
+ * cfg: and the document root.
+ */
+static const struct keydef cfg_keys[] = {
+	{ "version", KEY_OK, NULL },
+	{ "debug", KEY_OK, NULL },
+	{ "master_core", KEY_OK, NULL },
+	{ "stream_type", KEY_OK, NULL },
+	{ "engine", KEY_OK, NULL },
+	{ "log_level", KEY_OK, NULL },
+	{ "loopback", KEY_OK, NULL },
+	{ "tx_meta_buffers", KEY_OK, NULL },
+	{ "rx_meta_buffers", KEY_OK, NULL },
+	{ "dpdk_args", KEY_OK, NULL },
+	{ "memory_regions", KEY_OK, NULL },
+	{ "interfaces", KEY_OK, NULL },
+	{ "daemon", KEY_OK, NULL },
+	{ "manager", KEY_UNSUPPORTED, "the legacy key is not supported by "
+	  "daqiri; use stream_type and engine" },
+	{ "protocol", KEY_UNSUPPORTED, "the legacy key is not supported by "
+	  "daqiri; give the transport in the socket_config URIs (udp://)" },
+};
+
+static const struct keydef daqiri_keys[] = {
+	{ "cfg", KEY_OK, NULL },
+	{ "daemon", KEY_OK, NULL },
+};
+
+static void
+parse_engine(struct pctx *x, yaml_node_t *n)
+{
+	static const char *const names[] = { "dpdk", "socket", "ibverbs" };
+	struct cfg *c = x->c;
+	int k;
+
+	if (!cfg_get_enum(x, "engine", n, KEYS(names), &k))
+		return;
+	if (k == 2) {
+		err(x, n, "engine: ibverbs is not supported by daqiri");
+		return;
+	}
+	if (x->stream_known && (enum cfg_engine)k != c->engine)
+		err(x, n, "engine: %s does not serve stream_type %s (use %s)",
+		    cfg_engine_names[k], cfg_stream_type_names[c->stream_type],
+		    cfg_engine_names[c->engine]);
+}
+
+static void
+parse_dpdk_args(struct pctx *x, yaml_node_t *n)
+{
+	struct cfg *c = x->c;
+	yaml_node_item_t *it;
+	int cnt = cfg_get_list(x, "dpdk_args", n, CFG_MAX_DPDK_ARGS, &it);
+
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *e = node_at(x, it[i]);
+		char *a = c->dpdk_args[c->ndpdk_args];
+
+		if (e == NULL ||
+		    !cfg_get_str(x, "dpdk_args", e, a, CFG_PATH_MAX))
+			continue;
+		if (a[0] == '\0') {
+			err(x, e, "dpdk_args: an argument must not be empty");
+			continue;
+		}
+		c->ndpdk_args++;
+	}
+}
+
+static void
+parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
+{
+	struct cfg *c = x->c;
+	struct map m;
+	yaml_node_t *v;
+	int k;
+
+	if (!cfg_map_open(x, &m, n, "cfg", "cfg", KEYS(cfg_keys), false))
+		return;
+	require(x, &m, "version");
+	require(x, &m, "master_core");
+	require(x, &m, "stream_type");
+	require(x, &m, "memory_regions");
+	require(x, &m, "interfaces");
+	if ((v = mval(&m, "version")) != NULL &&
+	    cfg_get_int(x, "version", v, 0, INT_MAX, &c->version) &&
+	    c->version != 1)
+		err(x, v, "version: must be 1, got %d", c->version);
+	if ((v = mval(&m, "debug")) != NULL)
+		cfg_get_bool(x, "debug", v, &c->debug);
+	if ((v = mval(&m, "master_core")) != NULL)
+		cfg_get_int(x, "master_core", v, 0, CFG_CORE_MAX,
+			    &c->master_core);
+	if ((v = mval(&m, "stream_type")) != NULL &&
+	    cfg_get_enum(x, "stream_type", v, KEYS(cfg_stream_type_names),
+			 &k)) {
+		c->stream_type = (enum cfg_stream_type)k;
+		c->engine = c->stream_type == CFG_STREAM_SOCKET ?
+		    CFG_ENGINE_SOCKET : CFG_ENGINE_DPDK;
+		x->stream_known = true;
+	}
+	if ((v = mval(&m, "engine")) != NULL)
+		parse_engine(x, v);
+	if ((v = mval(&m, "log_level")) != NULL &&
+	    cfg_get_enum(x, "log_level", v, KEYS(cfg_log_level_names), &k))
+		c->log_level = (enum cfg_log_level)k;
+	if ((v = mval(&m, "loopback")) != NULL) {
+		if (scalar_is(v, "hw"))
+			err(x, v, "loopback: hardware loopback (hw) is not "
+			    "supported by daqiri");
+		else if (cfg_get_enum(x, "loopback", v,
+				      KEYS(cfg_loopback_names), &k))
+			c->loopback = (enum cfg_loopback)k;
+	}
+	if ((v = mval(&m, "tx_meta_buffers")) != NULL)
+		cfg_get_u32(x, "tx_meta_buffers", v, 1, UINT32_MAX,
+			    &c->tx_meta_buffers);
+	if ((v = mval(&m, "rx_meta_buffers")) != NULL)
+		cfg_get_u32(x, "rx_meta_buffers", v, 1, UINT32_MAX,
+			    &c->rx_meta_buffers);
+	if ((v = mval(&m, "dpdk_args")) != NULL) {
+		parse_dpdk_args(x, v);
+		if (x->stream_known && c->stream_type == CFG_STREAM_SOCKET)
+			warn(x, mkey(&m, "dpdk_args"), "dpdk_args: has no "
+			     "effect with stream_type socket");
+	}
+	/* regions before interfaces: queues and reorder configs name them */
+	if ((v = mval(&m, "memory_regions")) != NULL)
+		parse_regions(x, v);
+	if ((v = mval(&m, "interfaces")) != NULL) {
+		yaml_node_item_t *it;
+		int cnt = cfg_get_list(x, "interfaces", v, CFG_MAX_INTERFACES,
+				       &it);
+
+		for (int i = 0; i < cnt; i++) {
+			yaml_node_t *e = node_at(x, it[i]);
+
+			if (e == NULL)
+				continue;
+			parse_interface(x, e, c->ninterfaces);
+			c->ninterfaces++;
+		}
+	}
+	if ((v = mval(&m, "daemon")) != NULL) {
+		if (nested)
+			err(x, mkey(&m, "daemon"), "daemon: goes beside cfg "
+			    "under daqiri, not inside cfg");
+		else
+			parse_daemon(x, v);
+	}
+	cfg_check_regions_used(x);
+}
+
+void
+cfg_parse_root(struct pctx *x, yaml_node_t *root)
+{
+	yaml_node_t *daqiri = NULL, *dkey = NULL, *v;
+	struct map m;
+	char db[DBUF];
+
+	if (root->type != YAML_MAPPING_NODE) {
+		err(x, root, "the top level must be a map (daqiri: {cfg: "
+		    "...}), got %s", cfg_describe(root, db));
+		return;
+	}
+	/* other top-level keys belong to applications sharing the file */
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+	     p < root->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = node_at(x, p->key);
+
+		if (k == NULL || !scalar_is(k, "daqiri"))
+			continue;
+		if (daqiri != NULL) {
+			err(x, k, "duplicate key 'daqiri' at the top level "
+			    "(first at line %d)", pos_of(dkey).line);
+			continue;
+		}
+		dkey = k;
+		daqiri = node_at(x, p->value);
+	}
+	if (daqiri == NULL) {
+		/* no daqiri: the root is the engine config itself */
+		for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+		     p < root->data.mapping.pairs.top; p++) {
+			yaml_node_t *k = node_at(x, p->key);
+
+			for (size_t i = 0; k != NULL && i < NELEM(cfg_keys);
+			     i++) {
+				if (scalar_is(k, cfg_keys[i].name)) {
+					parse_cfg(x, root, false);
+					return;
+				}
+			}
+		}
+		err(x, root, "no daqiri configuration here: expected "
+		    "'daqiri: {cfg: ...}' at the top level");
+		return;
+	}
+	if (!cfg_map_open(x, &m, daqiri, "daqiri", "daqiri", KEYS(daqiri_keys),
+			  false))
+		return;
+	if (require(x, &m, "cfg"))
+		parse_cfg(x, mval(&m, "cfg"), true);
+	if ((v = mval(&m, "daemon")) != NULL)
+		parse_daemon(x, v);
+}

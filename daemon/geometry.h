@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tensor geometry, computed in one place: the frames a queue's buffers
+ * hold, the output bytes of one slot, the batch-id space, the window
+ * after its cap, and the tensor of a reorder config or a raw stream. The
+ * config checker, the reorder stage and the streams all ask here, so
+ * they cannot disagree. Pure: no I/O, no allocation, no global state.
+ */
+#ifndef DAQIRI_GEOMETRY_H
+#define DAQIRI_GEOMETRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Ethernet (14) + IPv4 without options (20) + UDP (8): the headers in
+ * front of a datagram (the socket engine synthesises them). */
+#define GEOM_ETH_IP_UDP_HDR	42
+/* Largest UDP payload of one IPv4 datagram (65535 - 20 - 8). */
+#define GEOM_UDP_PAYLOAD_MAX	65507
+
+/* Geometry of one stream's tensors. */
+struct reorder_geom {
+	uint32_t ppb;			/* packets (slots) per batch */
+	uint32_t in_bytes;		/* payload bytes per packet */
+	uint64_t slot_bytes;		/* output bytes per slot */
+	uint64_t tensor_bytes;		/* ppb x slot_bytes */
+	uint64_t id_space;		/* number of distinct batch ids */
+	uint32_t window;		/* after capping to id_space / 2 */
+	uint32_t ppb_shift;		/* log2(ppb); 0 for a raw stream */
+};
+
+/*
+ * Longest frame rx queue q of interface ifc holds: the buffers of its
+ * regions added up (a header-data split has two), at most the headers
+ * and one datagram, GEOM_ETH_IP_UDP_HDR + GEOM_UDP_PAYLOAD_MAX, or on a
+ * socket stream with a max_payload_size, GEOM_ETH_IP_UDP_HDR + that.
+ * 0 when a region of q is not resolved (region_idx < 0).
+ */
+uint64_t geom_queue_frame_bytes(const struct cfg *c,
+				const struct cfg_interface *ifc,
+				const struct cfg_queue *q);
+
+/*
+ * Output bytes of one slot of reorder config r for n payload bytes per
+ * packet: n copied when r has no data_types, else n's input elements
+ * times the output element size. 0 when n is 0, not a whole number of
+ * input elements, or r's output type is none the stage writes.
+ */
+uint64_t geom_slot_bytes(const struct cfg_reorder *r, uint64_t n);
+
+/* Number of distinct batch ids of r's method: 2^batch_bits, or
+ * 2^seq_bits / packets_per_batch; 0 when packets_per_batch is 0. */
+uint64_t geom_id_space(const struct cfg_reorder *r);
+
+/* The window a plan runs: window (0 = CFG_WINDOW_DEFAULT) capped to half
+ * the id space, and at least 1. */
+uint32_t geom_window(uint32_t window, uint64_t id_space);
+
+/* ppb x slot_bytes, or 0 when that does not fit 64 bits. */
+uint64_t geom_tensor_bytes(uint32_t ppb, uint64_t slot_bytes);
+
+/*
+ * The whole geometry of reorder config r into *g. Checks what the
+ * reorder stage relies on (bit widths, a power-of-two packets_per_batch
+ * that the method's fields agree with, enums in range, a slot_bytes, if
+ * set, equal to the derived one); false when r fails any, and *g is
+ * then zero.
+ */
+bool geom_reorder(const struct cfg_reorder *r, struct reorder_geom *g);
+
+/*
+ * The geometry of the raw stream of rx queue q: batch_size slots (at
+ * least one) of frame_bytes each, frames copied as they are, window 1.
+ */
+void geom_raw(const struct cfg_queue *q, uint64_t frame_bytes,
+	      struct reorder_geom *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
