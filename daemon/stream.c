@@ -104,7 +104,7 @@ struct stream_group {
 
 struct stream {
 	char name[DAQIRI_STREAM_NAME_MAX];
-	const struct cfg_reorder *rc;
+	const struct cfg_reorder *reorder_cfg;	/* NULL for raw streams */
 	enum daqiri_stream_kind kind;
 	struct mem_region *region;
 	struct reorder_plan *plan;	/* reorder streams */
@@ -127,14 +127,14 @@ struct stream {
 	uint64_t next_hold_check;	/* worker: now_ns of the next check */
 
 	/* worker-owned buffer pool */
-	uint8_t *state;			/* enum buf_state per buffer */
+	uint8_t *buf_state;		/* enum buf_state per buffer */
 	uint32_t *refs;			/* holders of a published buffer */
 	uint32_t *free_stack;
 	uint32_t nfree;
 	uint32_t nlent;			/* buffers lent to the plan */
 	uint32_t npub;			/* buffers held by consumers */
-	struct sub **subs;		/* max_subs */
-	int nsubs;
+	struct sub **served;		/* max_subs: the worker's list */
+	int nserved;
 	struct sub **members;		/* max_subs: owner_publish() scratch */
 	struct stream_group *groups;	/* max_subs: shared groups' cursors */
 	int ngroups;
@@ -146,29 +146,29 @@ struct stream {
 	struct cmd *cmds_run;		/* max_cmds: run_commands() copy */
 	int ncmds, max_cmds;
 	_Atomic int cmd_pending;
-	int wake_fd;
+	int worker_wake_fd;		/* eventfd that wakes the worker */
 
 	/* main-owned list of every live subscription */
-	struct sub **all;		/* max_subs */
-	int nall;
+	struct sub **subs;		/* max_subs */
+	int nsubs;
 
 	/* seqlock snapshot, written by the worker */
 	struct seqlock snap_lock;
-	struct reorder_counters snap_rc;
+	struct reorder_counters snap_reorder;
 	struct raw_counters snap_raw;
-	struct stream_counters snap_sc;
+	struct stream_counters snap_stream;
 };
 
 static void
 sub_arrays_free(struct stream *s)
 {
-	free(s->subs);
+	free(s->served);
 	free(s->members);
-	free(s->all);
+	free(s->subs);
 	free(s->groups);
 	free(s->cmds);
 	free(s->cmds_run);
-	s->subs = s->members = s->all = NULL;
+	s->served = s->members = s->subs = NULL;
 	s->groups = NULL;
 	s->cmds = s->cmds_run = NULL;
 	s->max_subs = 0;
@@ -190,9 +190,9 @@ round_pow2(uint32_t v)
 static void
 buf_free(struct stream *s, uint32_t i)
 {
-	if (s->state[i] == BUF_PUBLISHED)
+	if (s->buf_state[i] == BUF_PUBLISHED)
 		s->npub--;
-	s->state[i] = BUF_FREE;
+	s->buf_state[i] = BUF_FREE;
 	s->refs[i] = 0;
 	s->free_stack[s->nfree++] = i;
 }
@@ -206,7 +206,7 @@ owner_get(void *ctx, struct reorder_buf *out)
 	if (s->nfree == 0)
 		return -ENOBUFS;
 	i = s->free_stack[--s->nfree];
-	s->state[i] = BUF_LENT;
+	s->buf_state[i] = BUF_LENT;
 	s->nlent++;
 	out->index = i;
 	out->data = mem_host_visible(s->region) ? mem_buf(s->region, i) :
@@ -221,7 +221,7 @@ owner_put(void *ctx, const struct reorder_buf *buf)
 {
 	struct stream *s = ctx;
 
-	if (buf->index < s->nbufs && s->state[buf->index] == BUF_LENT) {
+	if (buf->index < s->nbufs && s->buf_state[buf->index] == BUF_LENT) {
 		s->nlent--;
 		buf_free(s, buf->index);
 	}
@@ -277,8 +277,8 @@ sub_break(struct stream *s, struct sub *u, uint64_t *counter,
 static void
 sub_drop_from_list(struct stream *s, int k)
 {
-	s->subs[k] = s->subs[--s->nsubs];
-	s->subs[s->nsubs] = NULL;
+	s->served[k] = s->served[--s->nserved];
+	s->served[s->nserved] = NULL;
 }
 
 /* u missed a tensor; the stream's count only ever grows. */
@@ -378,13 +378,13 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	memcpy(s->bitmap + (size_t)i * s->bitmap_bytes,
 	    s->priv_bitmap + (size_t)i * s->bitmap_bytes, s->bitmap_bytes);
 	s->nlent--;
-	s->state[i] = BUF_PUBLISHED;
+	s->buf_state[i] = BUF_PUBLISHED;
 	s->npub++;
 	s->ctr.published++;
 
 	/* Broadcast subscribers each get it. */
-	for (int k = 0; k < s->nsubs; k++) {
-		struct sub *u = s->subs[k];
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
 
 		if (u->mode != DAQIRI_SUB_BROADCAST ||
 		    atomic_load_explicit(&u->state, memory_order_relaxed) !=
@@ -400,18 +400,18 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	 * list order within a group), so this is linear in subscriptions. */
 	for (int g = 0; g < s->ngroups; g++)
 		s->groups[g].count = 0;
-	for (int k = 0; k < s->nsubs; k++)
-		if (s->subs[k]->mode == DAQIRI_SUB_SHARED &&
-		    atomic_load_explicit(&s->subs[k]->state,
+	for (int k = 0; k < s->nserved; k++)
+		if (s->served[k]->mode == DAQIRI_SUB_SHARED &&
+		    atomic_load_explicit(&s->served[k]->state,
 		    memory_order_relaxed) == SUB_ACTIVE)
-			s->groups[s->subs[k]->gi].count++;
+			s->groups[s->served[k]->gi].count++;
 	for (int g = 0, at = 0; g < s->ngroups; g++) {
 		s->groups[g].start = (uint32_t)at;
 		at += (int)s->groups[g].count;
 		s->groups[g].count = 0;
 	}
-	for (int k = 0; k < s->nsubs; k++) {
-		struct sub *u = s->subs[k];
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
 		struct stream_group *gr;
 
 		if (u->mode != DAQIRI_SUB_SHARED ||
@@ -453,8 +453,8 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 static void
 reclaim(struct stream *s)
 {
-	for (int k = 0; k < s->nsubs; k++) {
-		struct sub *u = s->subs[k];
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
 		uint32_t idx;
 		int rc;
 
@@ -494,8 +494,8 @@ check_holds(struct stream *s)
 	if (s->hold_ns == 0 || s->now_ns < s->next_hold_check)
 		return;
 	s->next_hold_check = s->now_ns + STREAM_HOLD_CHECK_NS;
-	for (int k = 0; k < s->nsubs; k++) {
-		struct sub *u = s->subs[k];
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
 
 		if (atomic_load_explicit(&u->state, memory_order_relaxed) !=
 		    SUB_ACTIVE)
@@ -538,15 +538,15 @@ run_commands(struct stream *s)
 
 		if (cmds[c].op == CMD_ADD) {
 			/* main keeps nall <= the list size, so this fits */
-			s->subs[s->nsubs++] = u;
+			s->served[s->nserved++] = u;
 			if (u->mode == DAQIRI_SUB_SHARED)
 				group_join(s, u);
 			atomic_store_explicit(&u->state, SUB_ACTIVE,
 			    memory_order_release);
 			continue;
 		}
-		for (int k = 0; k < s->nsubs; k++) {
-			if (s->subs[k] != u)
+		for (int k = 0; k < s->nserved; k++) {
+			if (s->served[k] != u)
 				continue;
 			if (atomic_load_explicit(&u->state,
 			    memory_order_relaxed) == SUB_ACTIVE)
@@ -560,8 +560,8 @@ run_commands(struct stream *s)
 	}
 }
 
-static void
-snapshot(struct stream *s)
+void
+stream_publish_counters(struct stream *s)
 {
 	s->ctr.free_bufs = s->nfree;
 	s->ctr.open_bufs = s->nlent;
@@ -569,15 +569,15 @@ snapshot(struct stream *s)
 
 	seqlock_write_begin(&s->snap_lock);
 	if (s->plan != NULL)
-		seqlock_copy((uint64_t *)&s->snap_rc,
+		seqlock_copy((uint64_t *)&s->snap_reorder,
 		    (const uint64_t *)reorder_counters(s->plan),
-		    SEQLOCK_WORDS(s->snap_rc));
+		    SEQLOCK_WORDS(s->snap_reorder));
 	else
 		seqlock_copy((uint64_t *)&s->snap_raw,
 		    (const uint64_t *)raw_counters(s->raw),
 		    SEQLOCK_WORDS(s->snap_raw));
-	seqlock_copy((uint64_t *)&s->snap_sc, (const uint64_t *)&s->ctr,
-	    SEQLOCK_WORDS(s->snap_sc));
+	seqlock_copy((uint64_t *)&s->snap_stream, (const uint64_t *)&s->ctr,
+	    SEQLOCK_WORDS(s->snap_stream));
 	seqlock_write_end(&s->snap_lock);
 }
 
@@ -605,12 +605,6 @@ stream_service(struct stream *s, uint64_t now_ns)
 		raw_poll(s->raw, now_ns);
 }
 
-void
-stream_publish_counters(struct stream *s)
-{
-	snapshot(s);
-}
-
 uint64_t
 stream_packets_in(const struct stream *s)
 {
@@ -633,19 +627,19 @@ stream_flush(struct stream *s, uint64_t now_ns)
 		reorder_flush(s->plan, now_ns);
 	else
 		raw_flush(s->raw, now_ns);
-	snapshot(s);
+	stream_publish_counters(s);
 }
 
 void
 stream_set_wake_fd(struct stream *s, int fd)
 {
-	s->wake_fd = fd;
+	s->worker_wake_fd = fd;
 }
 
 int
 stream_nsubs(const struct stream *s)
 {
-	return s->nall;
+	return s->nsubs;
 }
 
 const char *
@@ -660,41 +654,45 @@ stream_plan(struct stream *s)
 	return s->plan;
 }
 
+/* Read the counters the worker last published (any of them NULL: not
+ * wanted), consistent with one another. */
 static void
-stream_snapshot_all(struct stream *m, struct reorder_counters *rc,
-		    struct raw_counters *raw, struct stream_counters *sc)
+counters_read(struct stream *s, struct reorder_counters *reorder,
+	      struct raw_counters *raw, struct stream_counters *handoff)
 {
 	uint32_t v;
 
 	do {
-		v = seqlock_read_begin(&m->snap_lock);
-		if (rc != NULL)
-			seqlock_copy((uint64_t *)rc,
-			    (const uint64_t *)&m->snap_rc, SEQLOCK_WORDS(*rc));
+		v = seqlock_read_begin(&s->snap_lock);
+		if (reorder != NULL)
+			seqlock_copy((uint64_t *)reorder,
+			    (const uint64_t *)&s->snap_reorder,
+			    SEQLOCK_WORDS(*reorder));
 		if (raw != NULL)
 			seqlock_copy((uint64_t *)raw,
-			    (const uint64_t *)&m->snap_raw, SEQLOCK_WORDS(*raw));
-		if (sc != NULL)
-			seqlock_copy((uint64_t *)sc,
-			    (const uint64_t *)&m->snap_sc, SEQLOCK_WORDS(*sc));
-	} while (seqlock_read_retry(&m->snap_lock, v));
+			    (const uint64_t *)&s->snap_raw, SEQLOCK_WORDS(*raw));
+		if (handoff != NULL)
+			seqlock_copy((uint64_t *)handoff,
+			    (const uint64_t *)&s->snap_stream,
+			    SEQLOCK_WORDS(*handoff));
+	} while (seqlock_read_retry(&s->snap_lock, v));
 }
 
 void
-stream_snapshot(struct stream *s, struct reorder_counters *rc,
-		struct stream_counters *sc)
+stream_snapshot(struct stream *s, struct reorder_counters *reorder,
+		struct stream_counters *handoff)
 {
 	struct raw_counters raw;
 
-	stream_snapshot_all(s, rc, &raw, sc);
+	counters_read(s, reorder, &raw, handoff);
 	/* A raw stream's input shows as reorder packets_in/placed, so the
 	 * interface sums stay one formula. */
-	if (s->plan == NULL && rc != NULL) {
-		memset(rc, 0, sizeof(*rc));
-		rc->packets_in = raw.packets_in;
-		rc->placed = raw.placed;
-		rc->malformed = raw.oversize;
-		rc->no_buffer_packets = raw.no_buffer_packets;
+	if (s->plan == NULL && reorder != NULL) {
+		memset(reorder, 0, sizeof(*reorder));
+		reorder->packets_in = raw.packets_in;
+		reorder->placed = raw.placed;
+		reorder->malformed = raw.oversize;
+		reorder->no_buffer_packets = raw.no_buffer_packets;
 	}
 }
 
@@ -749,32 +747,32 @@ make_ipc_file(struct stream *s, char *err, size_t errlen)
 static int
 sub_arrays_alloc(struct stream *s, uint32_t max_subs)
 {
-	struct sub **subs, **members, **all;
+	struct sub **served, **members, **subs;
 	struct stream_group *groups;
 	struct cmd *cmds, *cmds_run;
 	/* Each subscription has at most an add and a remove pending. */
 	uint32_t max_cmds = 2 * max_subs;
 
-	subs = calloc(max_subs, sizeof(*subs));
+	served = calloc(max_subs, sizeof(*served));
 	members = calloc(max_subs, sizeof(*members));
-	all = calloc(max_subs, sizeof(*all));
+	subs = calloc(max_subs, sizeof(*subs));
 	groups = calloc(max_subs, sizeof(*groups));
 	cmds = calloc(max_cmds, sizeof(*cmds));
 	cmds_run = calloc(max_cmds, sizeof(*cmds_run));
-	if (subs == NULL || members == NULL || all == NULL || groups == NULL ||
+	if (served == NULL || members == NULL || subs == NULL || groups == NULL ||
 	    cmds == NULL || cmds_run == NULL) {
-		free(subs);
+		free(served);
 		free(members);
-		free(all);
+		free(subs);
 		free(groups);
 		free(cmds);
 		free(cmds_run);
 		return -ENOMEM;
 	}
 	sub_arrays_free(s);
-	s->subs = subs;
+	s->served = served;
 	s->members = members;
-	s->all = all;
+	s->subs = subs;
 	s->groups = groups;
 	s->cmds = cmds;
 	s->cmds_run = cmds_run;
@@ -799,7 +797,7 @@ stream_new(const char *ifc, const char *name, struct mem_region *region,
 	}
 	s->bitmap_fd = -1;
 	s->ipc_fd = -1;
-	s->wake_fd = -1;
+	s->worker_wake_fd = -1;
 	pthread_mutex_init(&s->cmd_lock, NULL);
 	snprintf(s->name, sizeof(s->name), "%s/%s", ifc, name);
 	s->region = region;
@@ -830,10 +828,10 @@ stream_new(const char *ifc, const char *name, struct mem_region *region,
 		goto fail;
 	}
 	s->priv_bitmap = calloc(s->nbufs, s->bitmap_bytes);
-	s->state = calloc(s->nbufs, 1);
+	s->buf_state = calloc(s->nbufs, 1);
 	s->refs = calloc(s->nbufs, sizeof(*s->refs));
 	s->free_stack = calloc(s->nbufs, sizeof(*s->free_stack));
-	if (s->priv_bitmap == NULL || s->state == NULL || s->refs == NULL ||
+	if (s->priv_bitmap == NULL || s->buf_state == NULL || s->refs == NULL ||
 	    s->free_stack == NULL || sub_arrays_alloc(s, STREAM_MAX_SUBS) != 0) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "stream '%s': out of memory", s->name);
@@ -880,7 +878,7 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 	if (s == NULL)
 		return rc;
 	s->kind = DAQIRI_STREAM_REORDER;
-	s->rc = r;
+	s->reorder_cfg = r;
 	owner_of(s, &owner);
 	s->plan = reorder_create(r, &owner, backend);
 	if (s->plan == NULL) {
@@ -894,7 +892,7 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 	if (region->kind == DAQIRI_MEM_DEVICE &&
 	    (rc = make_ipc_file(s, err, errlen)) != 0)
 		goto fail;
-	snapshot(s);
+	stream_publish_counters(s);
 	*out = s;
 	return 0;
 fail:
@@ -950,7 +948,7 @@ stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
 		stream_destroy(s);
 		return rc;
 	}
-	snapshot(s);
+	stream_publish_counters(s);
 	*out = s;
 	return 0;
 }
@@ -978,8 +976,8 @@ stream_destroy(struct stream *s)
 		return;
 	reorder_destroy(s->plan);
 	raw_destroy(s->raw);
-	for (int k = 0; k < s->nall; k++)
-		sub_free(s->all[k]);
+	for (int k = 0; k < s->nsubs; k++)
+		sub_free(s->subs[k]);
 	if (s->bitmap != NULL)
 		munmap(s->bitmap, s->bitmap_len);
 	if (s->bitmap_fd >= 0)
@@ -988,7 +986,7 @@ stream_destroy(struct stream *s)
 		close(s->ipc_fd);
 	free(s->priv_bitmap);
 	sub_arrays_free(s);
-	free(s->state);
+	free(s->buf_state);
 	free(s->refs);
 	free(s->free_stack);
 	pthread_mutex_destroy(&s->cmd_lock);
@@ -1015,8 +1013,8 @@ push_cmd(struct stream *s, enum cmd_op op, struct sub *u)
 		atomic_store_explicit(&s->cmd_pending, 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&s->cmd_lock);
-	if (rc == 0 && s->wake_fd >= 0 &&
-	    write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (rc == 0 && s->worker_wake_fd >= 0 &&
+	    write(s->worker_wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		log_warn("stream '%s': waking its worker", s->name);
 	return rc;
 }
@@ -1042,8 +1040,8 @@ fill_info(const struct stream *s, const struct sub *u,
 	info->mem_kind = s->region->kind;
 	info->device = s->region->kind == DAQIRI_MEM_DEVICE ?
 	    s->region->affinity : -1;
-	info->dtype = out_dtype(s->rc);
-	info->fill = s->rc != NULL ? s->rc->fill :
+	info->dtype = out_dtype(s->reorder_cfg);
+	info->fill = s->reorder_cfg != NULL ? s->reorder_cfg->fill :
 	    DAQIRI_FILL_KEEP;
 	info->elem_bytes = daqiri_dtype_size(info->dtype);
 	info->nbufs = s->nbufs;
@@ -1070,7 +1068,7 @@ int
 stream_set_limits(struct stream *s, uint32_t max_subs,
 		  uint32_t hold_timeout_ms)
 {
-	if (s->nall != 0)
+	if (s->nsubs != 0)
 		return -EBUSY;
 	if (max_subs == 0)
 		return -EINVAL;
@@ -1115,9 +1113,9 @@ stream_held_promised(const struct stream *s, bool uid_only, uid_t uid)
 {
 	uint64_t n = 0;
 
-	for (int k = 0; k < s->nall; k++)
-		if (sub_counts(s->all[k], uid_only, uid))
-			n += s->all[k]->max_held;
+	for (int k = 0; k < s->nsubs; k++)
+		if (sub_counts(s->subs[k], uid_only, uid))
+			n += s->subs[k]->max_held;
 	return n;
 }
 
@@ -1132,8 +1130,8 @@ stream_live_nsubs(const struct stream *s, bool uid_only, uid_t uid)
 {
 	int n = 0;
 
-	for (int k = 0; k < s->nall; k++)
-		if (sub_counts(s->all[k], uid_only, uid))
+	for (int k = 0; k < s->nsubs; k++)
+		if (sub_counts(s->subs[k], uid_only, uid))
 			n++;
 	return n;
 }
@@ -1143,8 +1141,8 @@ stream_conn_nsubs(const struct stream *s, uint64_t conn_id)
 {
 	int n = 0;
 
-	for (int k = 0; k < s->nall; k++)
-		if (s->all[k]->conn_id == conn_id && !s->all[k]->removing)
+	for (int k = 0; k < s->nsubs; k++)
+		if (s->subs[k]->conn_id == conn_id && !s->subs[k]->removing)
 			n++;
 	return n;
 }
@@ -1153,13 +1151,13 @@ stream_conn_nsubs(const struct stream *s, uint64_t conn_id)
 static void
 reap_gone(struct stream *s)
 {
-	for (int k = 0; k < s->nall;) {
-		struct sub *u = s->all[k];
+	for (int k = 0; k < s->nsubs;) {
+		struct sub *u = s->subs[k];
 
 		if (atomic_load_explicit(&u->state, memory_order_acquire) ==
 		    SUB_GONE) {
 			sub_free(u);
-			s->all[k] = s->all[--s->nall];
+			s->subs[k] = s->subs[--s->nsubs];
 			continue;
 		}
 		k++;
@@ -1180,9 +1178,9 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	*nfds = 0;
 	/* Subscriptions that ended keep their slot until the worker lets
 	 * them go; free those first rather than refuse for them. */
-	if (s->nall >= (int)s->max_subs)
+	if (s->nsubs >= (int)s->max_subs)
 		reap_gone(s);
-	if (s->nall >= (int)s->max_subs)
+	if (s->nsubs >= (int)s->max_subs)
 		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
 		    "stream '%s' has %u subscriptions already", s->name,
 		    s->max_subs), -EUSERS;
@@ -1303,7 +1301,7 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		    s->name);
 		goto fail;
 	}
-	s->all[s->nall++] = u;
+	s->subs[s->nsubs++] = u;
 	return 0;
 fail:
 	/* control closes fds[] whatever the result */
@@ -1318,8 +1316,8 @@ stream_unsubscribe(struct stream *s, uint64_t conn_id, uint32_t sub_id)
 {
 	int n = 0;
 
-	for (int k = 0; k < s->nall; k++) {
-		struct sub *u = s->all[k];
+	for (int k = 0; k < s->nsubs; k++) {
+		struct sub *u = s->subs[k];
 
 		if (u->conn_id != conn_id || (sub_id != 0 && u->sub_id != sub_id) ||
 		    u->removing)
@@ -1341,8 +1339,8 @@ stream_reap(struct stream *s,
 		       const char *why),
 	    void *ctx)
 {
-	for (int k = 0; k < s->nall; k++) {
-		struct sub *u = s->all[k];
+	for (int k = 0; k < s->nsubs; k++) {
+		struct sub *u = s->subs[k];
 
 		if (atomic_load_explicit(&u->state, memory_order_acquire) ==
 		    SUB_BROKEN && !u->reported && !u->removing) {
@@ -1359,7 +1357,7 @@ stream_reap(struct stream *s,
 int
 stream_info_json(const struct stream *s, cJSON *o)
 {
-	const struct cfg_reorder *r = s->rc;
+	const struct cfg_reorder *r = s->reorder_cfg;
 
 	if (cJSON_AddStringToObject(o, "name", s->name) == NULL ||
 	    cJSON_AddStringToObject(o, "kind",
@@ -1373,7 +1371,7 @@ stream_info_json(const struct stream *s, cJSON *o)
 	    cJSON_AddNumberToObject(o, "packets_per_batch", s->geom->ppb) == NULL ||
 	    cJSON_AddNumberToObject(o, "slot_bytes", (double)s->geom->slot_bytes) == NULL ||
 	    cJSON_AddNumberToObject(o, "tensor_bytes", (double)s->geom->tensor_bytes) == NULL ||
-	    cJSON_AddNumberToObject(o, "subscribers", s->nall) == NULL)
+	    cJSON_AddNumberToObject(o, "subscribers", s->nsubs) == NULL)
 		return -ENOMEM;
 	if (r == NULL)
 		return 0;
@@ -1390,37 +1388,46 @@ stream_info_json(const struct stream *s, cJSON *o)
 int
 stream_stats_json(struct stream *s, cJSON *o)
 {
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct raw_counters raw;
-	struct stream_counters sc;
-	const uint64_t *v = s->plan != NULL ? (const uint64_t *)&rc :
+	struct stream_counters handoff;
+	const uint64_t *v = s->plan != NULL ? (const uint64_t *)&reorder :
 	    (const uint64_t *)&raw;
 	const char *const *names = s->plan != NULL ? reorder_counter_names :
 	    raw_counter_names;
 	int n = s->plan != NULL ? REORDER_NCOUNTERS : RAW_NCOUNTERS;
-	cJSON *r, *h;
+	cJSON *plan_obj, *handoff_obj;
 
-	stream_snapshot_all(s, &rc, &raw, &sc);
+	counters_read(s, &reorder, &raw, &handoff);
 	if (cJSON_AddStringToObject(o, "name", s->name) == NULL ||
 	    cJSON_AddStringToObject(o, "kind",
 		daqiri_stream_kind_name(s->kind)) == NULL ||
-	    (r = cJSON_AddObjectToObject(o, s->plan != NULL ? "reorder" :
-		"raw")) == NULL ||
-	    (h = cJSON_AddObjectToObject(o, "handoff")) == NULL)
+	    (plan_obj = cJSON_AddObjectToObject(o, s->plan != NULL ?
+		"reorder" : "raw")) == NULL ||
+	    (handoff_obj = cJSON_AddObjectToObject(o, "handoff")) == NULL)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++)
-		if (cJSON_AddNumberToObject(r, names[i], (double)v[i]) == NULL)
+		if (cJSON_AddNumberToObject(plan_obj, names[i],
+		    (double)v[i]) == NULL)
 			return -ENOMEM;
-	if (cJSON_AddNumberToObject(h, "published", (double)sc.published) == NULL ||
-	    cJSON_AddNumberToObject(h, "delivered", (double)sc.delivered) == NULL ||
-	    cJSON_AddNumberToObject(h, "unseen", (double)sc.unseen) == NULL ||
-	    cJSON_AddNumberToObject(h, "overruns", (double)sc.overruns) == NULL ||
-	    cJSON_AddNumberToObject(h, "subs_broken", (double)sc.subs_broken) == NULL ||
-	    cJSON_AddNumberToObject(h, "subs_held_too_long",
-		(double)sc.subs_held_too_long) == NULL ||
-	    cJSON_AddNumberToObject(h, "free_bufs", (double)sc.free_bufs) == NULL ||
-	    cJSON_AddNumberToObject(h, "held_bufs", (double)sc.held_bufs) == NULL ||
-	    cJSON_AddNumberToObject(h, "open_bufs", (double)sc.open_bufs) == NULL)
+	if (cJSON_AddNumberToObject(handoff_obj, "published",
+		(double)handoff.published) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "delivered",
+		(double)handoff.delivered) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "unseen",
+		(double)handoff.unseen) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "overruns",
+		(double)handoff.overruns) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "subs_broken",
+		(double)handoff.subs_broken) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "subs_held_too_long",
+		(double)handoff.subs_held_too_long) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "free_bufs",
+		(double)handoff.free_bufs) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "held_bufs",
+		(double)handoff.held_bufs) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "open_bufs",
+		(double)handoff.open_bufs) == NULL)
 		return -ENOMEM;
 	return 0;
 }
@@ -1428,8 +1435,8 @@ stream_stats_json(struct stream *s, cJSON *o)
 int
 stream_consumers_json(struct stream *s, cJSON *arr)
 {
-	for (int k = 0; k < s->nall; k++) {
-		struct sub *u = s->all[k];
+	for (int k = 0; k < s->nsubs; k++) {
+		struct sub *u = s->subs[k];
 		int st = atomic_load_explicit(&u->state, memory_order_relaxed);
 		cJSON *o = cJSON_CreateObject();
 

@@ -151,10 +151,11 @@ void stream_reap(struct stream *s,
 			    const char *why),
 		 void *ctx);
 
-/* Consistent counter snapshot. For a raw stream rc holds packets_in,
- * placed, no_buffer_packets and (as malformed) oversize frames. */
-void stream_snapshot(struct stream *s, struct reorder_counters *rc,
-		     struct stream_counters *sc);
+/* Consistent counter snapshot, as last published by the worker. For a
+ * raw stream reorder holds packets_in, placed, no_buffer_packets and (as
+ * malformed) oversize frames. Either pointer may be NULL. */
+void stream_snapshot(struct stream *s, struct reorder_counters *reorder,
+		     struct stream_counters *handoff);
 /* JSON views for the control socket. */
 int stream_info_json(const struct stream *s, cJSON *obj);
 int stream_stats_json(struct stream *s, cJSON *obj);
