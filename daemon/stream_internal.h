@@ -181,4 +181,10 @@ struct stream {
 	struct stream_counters snap_stream;
 };
 
+/* stream_worker.c, called by stream_main.c while creating a stream, before
+ * its worker exists: put every buffer in the free pool; fill the callbacks
+ * through which the plan borrows, returns and publishes buffers. */
+void stream_pool_fill(struct stream *s);
+void stream_owner_init(struct stream *s, struct reorder_owner *owner);
+
 #endif
