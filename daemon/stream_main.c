@@ -1,21 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Streams: the tensor buffer pool of one reorder config, its presence
- * bitmap sidecar, and its subscribers' rings. The worker thread owns the
- * buffer states and the rings; the main thread creates and frees
- * subscriptions and hands them over through a small command queue.
+ * The main thread's side of a stream: creating and destroying it (before
+ * its worker starts, after it stopped), the subscription lifecycle
+ * (admission and limits, subscribe, unsubscribe, reaping what the worker
+ * let go) and the views for the control socket (counter snapshots, info,
+ * stats and consumers JSON). Everything here runs on the main thread. It
+ * may touch the main-only and fixed fields of struct stream and struct
+ * sub, and the worker's side only as stream_internal.h says: commands
+ * through push_cmd(), sub.state and the subscription counters read as
+ * atomics, the stream's counters through the seqlock. The buffer pool and
+ * the rings are the worker's (stream_worker.c).
  *
- * Buffer life: FREE -> lent to the plan (get) -> published -> held by the
- * subscribers it was delivered to -> FREE when the last one released it
- * (or at once when nobody took it). The daemon never waits for a
- * consumer: a subscriber whose ring is full or who holds max_held
- * buffers misses the tensor (`overruns`).
- *
- * Isolation (DESIGN.md "Isolation"): the plan marks slots in a private
- * bitmap, copied into the consumers' sealed sidecar at publish, so no
- * consumer can touch duplicate detection; the max_held of a stream's
+ * Isolation (DESIGN.md "Isolation"): the sidecar and the tensor memory go
+ * to consumers sealed and read-only; the max_held of a stream's
  * subscriptions add up to at most what leaves the reorder window its
- * buffers; a buffer held past hold_timeout_ms ends its subscription.
+ * buffers, one unprivileged uid to half of that.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -36,6 +33,8 @@
 #include "ring.h"
 #include "seqlock.h"
 #include "stream_internal.h"
+
+/* --- creation ------------------------------------------------------------ */
 
 static void
 sub_arrays_free(struct stream *s)
@@ -52,84 +51,6 @@ sub_arrays_free(struct stream *s)
 	s->max_subs = 0;
 	s->max_cmds = 0;
 }
-
-static uint32_t
-round_pow2(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v && p < (1u << 31))
-		p <<= 1;
-	return p;
-}
-
-void
-stream_set_wake_fd(struct stream *s, int fd)
-{
-	s->worker_wake_fd = fd;
-}
-
-int
-stream_nsubs(const struct stream *s)
-{
-	return s->nsubs;
-}
-
-const char *
-stream_name(const struct stream *s)
-{
-	return s->name;
-}
-
-struct reorder_plan *
-stream_plan(struct stream *s)
-{
-	return s->plan;
-}
-
-/* Read the counters the worker last published (any of them NULL: not
- * wanted), consistent with one another. */
-static void
-counters_read(struct stream *s, struct reorder_counters *reorder,
-	      struct raw_counters *raw, struct stream_counters *handoff)
-{
-	uint32_t v;
-
-	do {
-		v = seqlock_read_begin(&s->snap_lock);
-		if (reorder != NULL)
-			seqlock_copy((uint64_t *)reorder,
-			    (const uint64_t *)&s->snap_reorder,
-			    SEQLOCK_WORDS(*reorder));
-		if (raw != NULL)
-			seqlock_copy((uint64_t *)raw,
-			    (const uint64_t *)&s->snap_raw, SEQLOCK_WORDS(*raw));
-		if (handoff != NULL)
-			seqlock_copy((uint64_t *)handoff,
-			    (const uint64_t *)&s->snap_stream,
-			    SEQLOCK_WORDS(*handoff));
-	} while (seqlock_read_retry(&s->snap_lock, v));
-}
-
-void
-stream_snapshot(struct stream *s, struct reorder_counters *reorder,
-		struct stream_counters *handoff)
-{
-	struct raw_counters raw;
-
-	counters_read(s, reorder, &raw, handoff);
-	/* A raw stream's input shows as reorder packets_in/placed, so the
-	 * interface sums stay one formula. */
-	if (s->plan == NULL && reorder != NULL) {
-		memset(reorder, 0, sizeof(*reorder));
-		reorder->packets_in = raw.packets_in;
-		reorder->placed = raw.placed;
-		reorder->malformed = raw.oversize;
-		reorder->no_buffer_packets = raw.no_buffer_packets;
-	}
-}
-
-/* --- creation ------------------------------------------------------------ */
 
 /*
  * Device tensors are shared by CUDA IPC: a memfd holding the allocation's
@@ -417,7 +338,17 @@ stream_destroy(struct stream *s)
 	free(s);
 }
 
-/* --- subscriptions (main thread) ----------------------------------------- */
+/* --- subscriptions --------------------------------------------------------- */
+
+static uint32_t
+round_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v && p < (1u << 31))
+		p <<= 1;
+	return p;
+}
 
 static int
 push_cmd(struct stream *s, enum cmd_op op, struct sub *u)
@@ -774,7 +705,75 @@ stream_reap(struct stream *s,
 	reap_gone(s);
 }
 
-/* --- JSON views (main thread) --------------------------------------------- */
+/* --- accessors and counters --------------------------------------------- */
+
+void
+stream_set_wake_fd(struct stream *s, int fd)
+{
+	s->worker_wake_fd = fd;
+}
+
+int
+stream_nsubs(const struct stream *s)
+{
+	return s->nsubs;
+}
+
+const char *
+stream_name(const struct stream *s)
+{
+	return s->name;
+}
+
+struct reorder_plan *
+stream_plan(struct stream *s)
+{
+	return s->plan;
+}
+
+/* Read the counters the worker last published (any of them NULL: not
+ * wanted), consistent with one another. */
+static void
+counters_read(struct stream *s, struct reorder_counters *reorder,
+	      struct raw_counters *raw, struct stream_counters *handoff)
+{
+	uint32_t v;
+
+	do {
+		v = seqlock_read_begin(&s->snap_lock);
+		if (reorder != NULL)
+			seqlock_copy((uint64_t *)reorder,
+			    (const uint64_t *)&s->snap_reorder,
+			    SEQLOCK_WORDS(*reorder));
+		if (raw != NULL)
+			seqlock_copy((uint64_t *)raw,
+			    (const uint64_t *)&s->snap_raw, SEQLOCK_WORDS(*raw));
+		if (handoff != NULL)
+			seqlock_copy((uint64_t *)handoff,
+			    (const uint64_t *)&s->snap_stream,
+			    SEQLOCK_WORDS(*handoff));
+	} while (seqlock_read_retry(&s->snap_lock, v));
+}
+
+void
+stream_snapshot(struct stream *s, struct reorder_counters *reorder,
+		struct stream_counters *handoff)
+{
+	struct raw_counters raw;
+
+	counters_read(s, reorder, &raw, handoff);
+	/* A raw stream's input shows as reorder packets_in/placed, so the
+	 * interface sums stay one formula. */
+	if (s->plan == NULL && reorder != NULL) {
+		memset(reorder, 0, sizeof(*reorder));
+		reorder->packets_in = raw.packets_in;
+		reorder->placed = raw.placed;
+		reorder->malformed = raw.oversize;
+		reorder->no_buffer_packets = raw.no_buffer_packets;
+	}
+}
+
+/* --- JSON views ----------------------------------------------------------- */
 
 int
 stream_info_json(const struct stream *s, cJSON *o)
