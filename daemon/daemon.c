@@ -38,14 +38,16 @@
  * connections' and subscriptions' */
 #define DAEMON_FD_MARGIN	256
 
-struct dif {
+/* One configured interface as it runs: its engine, its flow table, its
+ * streams and one RX worker per rx queue. */
+struct daemon_iface {
 	const struct cfg_interface *ifc;
 	const struct engine_ops *ops;
 	struct engine *eng;
-	struct flow_table *flows;
-	int nstreams;
+	struct flow_table *flows;	/* main's copy; each worker has its own */
+	int nstreams;			/* reorder streams */
 	struct stream *streams[CFG_MAX_REORDERS];
-	const struct cfg_reorder *scfg[CFG_MAX_REORDERS];
+	const struct cfg_reorder *reorder_cfgs[CFG_MAX_REORDERS]; /* of streams[] */
 	int nworkers;
 	struct worker *workers[CFG_MAX_QUEUES];
 	struct stream *raws[CFG_MAX_QUEUES];	/* per rx queue */
@@ -59,11 +61,11 @@ struct daemon {
 	struct mem_region regions[CFG_MAX_REGIONS];
 	bool regions_made;
 	int nifs;
-	struct dif ifs[CFG_MAX_INTERFACES];
+	struct daemon_iface ifs[CFG_MAX_INTERFACES];
 	struct control *ctl;
 	int epfd;
 	int sigfd;
-	int tfd;
+	int tick_fd;
 	uint32_t next_sub_id;
 	uint64_t wd_usec;		/* systemd watchdog interval, 0 = off */
 	uint64_t last_wd_ns;
@@ -75,17 +77,18 @@ struct daemon {
 
 /* Reorder streams first, then the raw stream of every rx queue. */
 static struct stream *
-stream_at(struct dif *f, int j)
+iface_stream_at(struct daemon_iface *di, int j)
 {
-	if (j < f->nstreams)
-		return f->streams[j];
-	return j - f->nstreams < f->nworkers ? f->raws[j - f->nstreams] : NULL;
+	if (j < di->nstreams)
+		return di->streams[j];
+	return j - di->nstreams < di->nworkers ? di->raws[j - di->nstreams] :
+	    NULL;
 }
 
 #define FOR_EACH_STREAM(d, s)						\
 	for (int _i = 0; _i < (d)->nifs; _i++)				\
 		for (int _j = 0;					\
-		    ((s) = stream_at(&(d)->ifs[_i], _j)) != NULL; _j++)
+		    ((s) = iface_stream_at(&(d)->ifs[_i], _j)) != NULL; _j++)
 
 static struct stream *
 find_stream(struct daemon *d, const char *name)
@@ -209,25 +212,25 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 }
 
 static int
-interface_stats_json(struct dif *f, cJSON *o)
+interface_stats_json(struct daemon_iface *di, cJSON *o)
 {
 	uint64_t rx = 0, unmatched = 0, no_stream = 0, misrouted = 0, in = 0;
 	uint64_t drops = 0, truncated = 0;
 	cJSON *qs;
 
-	if (cJSON_AddStringToObject(o, "name", f->ifc->name) == NULL ||
+	if (cJSON_AddStringToObject(o, "name", di->ifc->name) == NULL ||
 	    (qs = cJSON_AddArrayToObject(o, "queues")) == NULL)
 		return -ENOMEM;
-	for (int q = 0; q < f->nworkers; q++) {
+	for (int q = 0; q < di->nworkers; q++) {
 		struct worker_counters c;
 		cJSON *qo = cJSON_CreateObject();
 
 		if (qo == NULL)
 			return -ENOMEM;
 		cJSON_AddItemToArray(qs, qo);
-		if (worker_stats_json(f->workers[q], qo) != 0)
+		if (worker_stats_json(di->workers[q], qo) != 0)
 			return -ENOMEM;
-		worker_snapshot(f->workers[q], &c);
+		worker_snapshot(di->workers[q], &c);
 		rx += c.rx_packets;
 		unmatched += c.unmatched;
 		no_stream += c.no_stream;
@@ -457,7 +460,7 @@ op_flow_list(void *ctx, const char *iface, cJSON *reply, struct daqiri_err *err)
 	return 0;
 }
 
-static struct dif *
+static struct daemon_iface *
 find_interface(struct daemon *d, const char *name)
 {
 	for (int i = 0; i < d->nifs; i++)
@@ -466,28 +469,29 @@ find_interface(struct daemon *d, const char *name)
 	return NULL;
 }
 
-/* Give every worker of f a copy of table t; then t becomes f's table. */
+/* Give every worker of di a copy of table t; then t becomes di's table. */
 static int
-flows_install(struct dif *f, struct flow_table *t, struct daqiri_err *err)
+flows_install(struct daemon_iface *di, struct flow_table *t,
+	      struct daqiri_err *err)
 {
 	/* All or none: no worker may still be taking the previous change. */
-	for (int q = 0; q < f->nworkers; q++)
-		if (worker_flows_busy(f->workers[q])) {
+	for (int q = 0; q < di->nworkers; q++)
+		if (worker_flows_busy(di->workers[q])) {
 			flow_table_free(t);
 			return daqiri_err_set(err, DAQIRI_ST_BUSY, "interface "
 			    "'%s' is still taking the previous flow change; try "
-			    "again", f->ifc->name), DAQIRI_ST_BUSY;
+			    "again", di->ifc->name), DAQIRI_ST_BUSY;
 		}
-	for (int q = 0; q < f->nworkers; q++) {
-		int rc = worker_set_flows(f->workers[q], t);
+	for (int q = 0; q < di->nworkers; q++) {
+		int rc = worker_set_flows(di->workers[q], t);
 
 		if (rc != 0) {
 			flow_table_free(t);
 			return rc;
 		}
 	}
-	flow_table_free(f->flows);
-	f->flows = t;
+	flow_table_free(di->flows);
+	di->flows = t;
 	return 0;
 }
 
@@ -497,17 +501,17 @@ op_flow_add(void *ctx, const struct daqiri_flow_req *req,
 	    struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
-	struct dif *f = find_interface(d, req->iface);
+	struct daemon_iface *di = find_interface(d, req->iface);
 	struct cfg_flow cf;
 	struct flow_table *t;
 	cJSON *o;
 	int rc;
 
-	if (f == NULL || f->flows == NULL)
+	if (di == NULL || di->flows == NULL)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
 		    "no interface '%s' with rx queues", req->iface),
 		    DAQIRI_ST_NO_SUCH_INTERFACE;
-	if (flow_table_find(f->flows, req->id) >= 0)
+	if (flow_table_find(di->flows, req->id) >= 0)
 		return daqiri_err_set(err, DAQIRI_ST_EXISTS, "interface '%s' "
 		    "has a flow %u already", req->iface, req->id),
 		    DAQIRI_ST_EXISTS;
@@ -522,8 +526,8 @@ op_flow_add(void *ctx, const struct daqiri_flow_req *req,
 	for (int i = 0; i < req->nqueues; i++) {
 		bool found = false;
 
-		for (int q = 0; q < f->ifc->rx.nqueues; q++)
-			found |= f->ifc->rx.queues[q].id == req->queues[i];
+		for (int q = 0; q < di->ifc->rx.nqueues; q++)
+			found |= di->ifc->rx.queues[q].id == req->queues[i];
 		if (!found)
 			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 			    "interface '%s' has no rx queue %u", req->iface,
@@ -545,7 +549,7 @@ op_flow_add(void *ctx, const struct daqiri_flow_req *req,
 	cf.has_match = req->has_udp_src || req->has_udp_dst ||
 	    req->has_ipv4_len || req->has_ipv4_src || req->has_ipv4_dst;
 
-	t = flow_table_clone(f->flows, 1);
+	t = flow_table_clone(di->flows, 1);
 	if (t == NULL)
 		return -ENOMEM;
 	rc = flow_table_add(t, &cf);
@@ -556,7 +560,7 @@ op_flow_add(void *ctx, const struct daqiri_flow_req *req,
 		    req->id, strerror(-rc)), rc == -ENOSPC ?
 		    DAQIRI_ST_NO_RESOURCES : DAQIRI_ST_EXISTS;
 	}
-	rc = flows_install(f, t, err);
+	rc = flows_install(di, t, err);
 	if (rc != 0)
 		return rc;
 	log_info("flow %u added on '%s' by pid %d (uid %u)", req->id,
@@ -564,7 +568,7 @@ op_flow_add(void *ctx, const struct daqiri_flow_req *req,
 	o = cJSON_AddObjectToObject(reply, "flow");
 	if (o == NULL)
 		return -ENOMEM;
-	return flow_json(&f->flows->rules[f->flows->nrules - 1], o);
+	return flow_json(&di->flows->rules[di->flows->nrules - 1], o);
 }
 
 static int
@@ -573,23 +577,23 @@ op_flow_del(void *ctx, const struct daqiri_flow_req *req,
 	    struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
-	struct dif *f = find_interface(d, req->iface);
+	struct daemon_iface *di = find_interface(d, req->iface);
 	struct flow_table *t;
 	int rc;
 
-	if (f == NULL || f->flows == NULL)
+	if (di == NULL || di->flows == NULL)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
 		    "no interface '%s' with rx queues", req->iface),
 		    DAQIRI_ST_NO_SUCH_INTERFACE;
-	if (flow_table_find(f->flows, req->id) < 0)
+	if (flow_table_find(di->flows, req->id) < 0)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_FLOW, "interface "
 		    "'%s' has no flow %u", req->iface, req->id),
 		    DAQIRI_ST_NO_SUCH_FLOW;
-	t = flow_table_clone(f->flows, 0);
+	t = flow_table_clone(di->flows, 0);
 	if (t == NULL)
 		return -ENOMEM;
 	(void)flow_table_del(t, req->id);
-	rc = flows_install(f, t, err);
+	rc = flows_install(di, t, err);
 	if (rc != 0)
 		return rc;
 	log_info("flow %u deleted on '%s' by pid %d (uid %u)", req->id,
@@ -715,7 +719,7 @@ queue_frame_bytes(const struct cfg *c, const struct cfg_queue *q)
  * fill the stream with them.
  */
 static int
-stream_limits(const struct cfg *c, struct stream *s)
+apply_stream_limits(const struct cfg *c, struct stream *s)
 {
 	uint32_t room = 2 * (c->daemon.max_consumers +
 	    c->daemon.reserved_admin_connections);
@@ -732,16 +736,17 @@ stream_limits(const struct cfg *c, struct stream *s)
 }
 
 static int
-interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
+interface_up(struct daemon *d, struct daemon_iface *di,
+	     const struct cfg_interface *ifc)
 {
 	const struct cfg *c = d->cfg;
 	struct engine_opts opts = { .rx_mode = ENGINE_RX_BLOCKING };
 	char err[ERRLEN] = "";
 	int rc;
 
-	f->ifc = ifc;
-	f->ops = engine_lookup(c->engine);
-	if (f->ops == NULL) {
+	di->ifc = ifc;
+	di->ops = engine_lookup(c->engine);
+	if (di->ops == NULL) {
 		log_warnx("interface '%s': engine %s is not built into this "
 		    "daqirid (use stream_type socket)", ifc->name,
 		    c->engine == CFG_ENGINE_DPDK ? "dpdk" : "?");
@@ -752,14 +757,14 @@ interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 		    ifc->name);
 		return 0;
 	}
-	f->flows = flow_table_create(ifc);
-	if (f->flows == NULL) {
+	di->flows = flow_table_create(ifc);
+	if (di->flows == NULL) {
 		log_warn("interface '%s': flow table", ifc->name);
 		return -1;
 	}
 	opts.rx_mode = c->daemon.rx_mode == CFG_RX_BUSY_POLL ?
 	    ENGINE_RX_BUSY_POLL : ENGINE_RX_BLOCKING;
-	rc = f->ops->init(&f->eng, c, ifc, d->regions, &opts, err, sizeof(err));
+	rc = di->ops->init(&di->eng, c, ifc, d->regions, &opts, err, sizeof(err));
 	if (rc != 0) {
 		log_warnx("%s", err[0] != '\0' ? err : strerror(-rc));
 		return -1;
@@ -770,51 +775,51 @@ interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 
 		if (be == NULL)
 			return -1;
-		rc = stream_create(&f->streams[j], ifc, r,
+		rc = stream_create(&di->streams[j], ifc, r,
 		    &d->regions[r->region_idx], be, err, sizeof(err));
 		if (rc != 0) {
 			log_warnx("%s", err);
 			return -1;
 		}
-		if (stream_limits(c, f->streams[j]) != 0)
+		if (apply_stream_limits(c, di->streams[j]) != 0)
 			return -1;
-		f->scfg[j] = r;
-		f->nstreams++;
+		di->reorder_cfgs[j] = r;
+		di->nstreams++;
 	}
 	for (int q = 0; q < ifc->rx.nqueues; q++) {
-		rc = stream_create_raw(&f->raws[q], ifc, &ifc->rx.queues[q],
+		rc = stream_create_raw(&di->raws[q], ifc, &ifc->rx.queues[q],
 		    queue_frame_bytes(c, &ifc->rx.queues[q]), err, sizeof(err));
 		if (rc != 0) {
 			log_warnx("%s", err);
 			return -1;
 		}
-		if (stream_limits(c, f->raws[q]) != 0)
+		if (apply_stream_limits(c, di->raws[q]) != 0)
 			return -1;
-		rc = worker_create(&f->workers[q], ifc, q, f->eng, f->flows,
-		    f->streams, f->scfg, f->nstreams, f->raws[q], err,
+		rc = worker_create(&di->workers[q], ifc, q, di->eng, di->flows,
+		    di->streams, di->reorder_cfgs, di->nstreams, di->raws[q], err,
 		    sizeof(err));
 		if (rc != 0) {
 			log_warnx("%s", err);
 			return -1;
 		}
-		f->nworkers++;
+		di->nworkers++;
 	}
 	return 0;
 }
 
 static void
-interface_down(struct dif *f)
+interface_down(struct daemon_iface *di)
 {
-	for (int q = 0; q < f->nworkers; q++)
-		worker_destroy(f->workers[q]);
-	for (int j = 0; j < f->nstreams; j++)
-		stream_destroy(f->streams[j]);
+	for (int q = 0; q < di->nworkers; q++)
+		worker_destroy(di->workers[q]);
+	for (int j = 0; j < di->nstreams; j++)
+		stream_destroy(di->streams[j]);
 	for (int q = 0; q < CFG_MAX_QUEUES; q++)
-		stream_destroy(f->raws[q]);
-	if (f->ops != NULL && f->eng != NULL)
-		f->ops->fini(f->eng);
-	flow_table_free(f->flows);
-	memset(f, 0, sizeof(*f));
+		stream_destroy(di->raws[q]);
+	if (di->ops != NULL && di->eng != NULL)
+		di->ops->fini(di->eng);
+	flow_table_free(di->flows);
+	memset(di, 0, sizeof(*di));
 }
 
 /* The socket's directory: made when missing (e.g. /run/daqiri outside
@@ -928,19 +933,19 @@ loop_setup(struct daemon *d)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
 	d->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->sigfd < 0 || d->tfd < 0 || d->epfd < 0) {
+	if (d->sigfd < 0 || d->tick_fd < 0 || d->epfd < 0) {
 		log_warn("main loop");
 		return -1;
 	}
-	if (timerfd_settime(d->tfd, 0, &its, NULL) != 0)
+	if (timerfd_settime(d->tick_fd, 0, &its, NULL) != 0)
 		return -1;
 	ev.data.fd = d->sigfd;
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sigfd, &ev) != 0)
 		return -1;
-	ev.data.fd = d->tfd;
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tfd, &ev) != 0)
+	ev.data.fd = d->tick_fd;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tick_fd, &ev) != 0)
 		return -1;
 	ev.data.fd = control_fd(d->ctl);
 	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
@@ -953,14 +958,14 @@ notify_status(struct daemon *d)
 	struct stream *s;
 
 	FOR_EACH_STREAM(d, s) {
-		struct reorder_counters rc;
-		struct stream_counters sc;
+		struct reorder_counters reorder;
+		struct stream_counters handoff;
 
-		stream_snapshot(s, &rc, &sc);
-		placed += rc.placed;
-		tensors += sc.published;
-		dropped += rc.duplicate + rc.late + rc.malformed +
-		    rc.no_buffer_packets + rc.backend_error_packets;
+		stream_snapshot(s, &reorder, &handoff);
+		placed += reorder.placed;
+		tensors += handoff.published;
+		dropped += reorder.duplicate + reorder.late + reorder.malformed +
+		    reorder.no_buffer_packets + reorder.backend_error_packets;
 	}
 	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
 	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,
@@ -1006,7 +1011,7 @@ on_tick(struct daemon *d)
 	uint64_t expirations, now = daqiri_mono_ns();
 	struct stream *s;
 
-	(void)!read(d->tfd, &expirations, sizeof(expirations));
+	(void)!read(d->tick_fd, &expirations, sizeof(expirations));
 	FOR_EACH_STREAM(d, s)
 		stream_reap(s, sub_broken, d);
 	for (int i = 0; i < d->nifs; i++)
@@ -1059,7 +1064,7 @@ run_loop(struct daemon *d)
 
 			if (fd == d->sigfd)
 				on_signal(d);
-			else if (fd == d->tfd)
+			else if (fd == d->tick_fd)
 				on_tick(d);
 			else if (fd == control_fd(d->ctl))
 				control_handle(d->ctl, fd, evs[i].events);
@@ -1082,8 +1087,8 @@ teardown(struct daemon *d)
 		mem_regions_destroy(d->regions, d->cfg->nregions);
 	if (d->epfd >= 0)
 		close(d->epfd);
-	if (d->tfd >= 0)
-		close(d->tfd);
+	if (d->tick_fd >= 0)
+		close(d->tick_fd);
 	if (d->sigfd >= 0)
 		close(d->sigfd);
 }
@@ -1100,7 +1105,7 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	d->cfg = c;
 	d->config_file = config_file;
 	d->socket_path = socket_path;
-	d->epfd = d->sigfd = d->tfd = -1;
+	d->epfd = d->sigfd = d->tick_fd = -1;
 	d->start_ns = daqiri_mono_ns();
 	log_init(c->log_level, getenv("JOURNAL_STREAM") != NULL);
 
@@ -1138,18 +1143,18 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	if (d->stale_ns < DAEMON_STALE_MIN_NS)
 		d->stale_ns = DAEMON_STALE_MIN_NS;
 	for (int i = 0; i < d->nifs; i++) {
-		struct dif *f = &d->ifs[i];
+		struct daemon_iface *di = &d->ifs[i];
 
-		if (f->eng != NULL && f->ops->start(f->eng) != 0) {
-			log_warnx("interface '%s': cannot start", f->ifc->name);
+		if (di->eng != NULL && di->ops->start(di->eng) != 0) {
+			log_warnx("interface '%s': cannot start", di->ifc->name);
 			goto out;
 		}
-		for (int q = 0; q < f->nworkers; q++)
-			worker_set_idle(f->workers[q], d->stale_ns / 4);
-		for (int q = 0; q < f->nworkers; q++)
-			if (worker_start(f->workers[q]) != 0) {
+		for (int q = 0; q < di->nworkers; q++)
+			worker_set_idle(di->workers[q], d->stale_ns / 4);
+		for (int q = 0; q < di->nworkers; q++)
+			if (worker_start(di->workers[q]) != 0) {
 				log_warnx("queue '%s': cannot start its worker",
-				    worker_queue_name(f->workers[q]));
+				    worker_queue_name(di->workers[q]));
 				goto out;
 			}
 	}
