@@ -3,8 +3,57 @@
  * The running daemon: memory regions, engines, flow tables, streams and
  * RX workers brought up in that order (and down in reverse), then one
  * epoll loop on the main thread for the control socket, signals (through
- * signalfd) and a timer that reaps subscriptions and feeds the systemd
- * watchdog. The main thread never touches packet data.
+ * signalfd) and a timer that reaps subscriptions, feeds the systemd
+ * watchdog while every worker's heartbeat advances and sends STATUS.
+ * The main thread never touches packet data. Control requests are
+ * answered in daemon_ops.c.
+ *
+ * A map of daemon/ (DESIGN.md "Threads and ownership"): which file owns
+ * which concern, and the thread that runs it. "main" is the thread of
+ * this file's loop; "worker" is the RX worker of one rx queue.
+ *
+ *   daqirid.c        main, start-up: options, config, signal mask, then
+ *                    daemon_run()
+ *   config.c         main, start-up (and daqirid -n): YAML in, a checked
+ *                    struct cfg and file:line:col diagnostics out, and
+ *                    the normalised printout
+ *   daemon.c         main: bring-up and teardown, interfaces up/down, the
+ *                    loop, signals, watchdog, sd_notify
+ *   daemon_ops.c     main: answers to control requests (status, streams,
+ *                    stats, consumers, subscribe/unsubscribe and the
+ *                    daemon-wide admission limits, flow list/add/del)
+ *   control.c        main: the control socket, connections, request
+ *                    validation, fd passing, throttling slow clients
+ *   log.c            any thread, never per packet: the logging API
+ *   mem.c            main, start-up/teardown: memory regions (sealed
+ *                    memfds, huge pages, pinned, device)
+ *   engine.c         main: the table of engines built in
+ *   engine_socket.c  the socket engine: init/start/fini on main, receive,
+ *                    release and counters on the queue's worker
+ *   engine_dpdk.c    the DPDK engine, split the same way
+ *   flow.c           flow tables: compiled on main, a copy per worker
+ *                    classifies every frame on the worker
+ *   worker.c         the worker's loop (receive, route by flow, feed the
+ *                    streams, service them, publish counters); main
+ *                    creates, starts, stops it and posts flow changes
+ *   stream_main.c    main: streams made and freed, subscriptions admitted,
+ *                    made, ended and reaped, counter snapshots and JSON
+ *   stream_worker.c  worker: a stream's buffer pool, publishing into the
+ *                    subscribers' rings, releases, hold timeouts, the
+ *                    main thread's commands, counters published
+ *   reorder.c        worker (plans made on main): the window of open
+ *                    batches, placement, accounting; the CPU backend
+ *   convert_cpu.c    worker: vectorised payload conversion for the CPU
+ *                    backend (element arithmetic in convert.h)
+ *   raw.c            worker: raw bursts copied into burst tensors
+ *   reorder_cuda.cu  the CUDA backend (worker), and the CUDA device calls
+ *                    main makes at start-up (gpu_available(), allocations,
+ *                    IPC handles)
+ *
+ * Private headers: stream_internal.h (struct stream and struct sub, and
+ * how each field crosses between main and worker), daemon_internal.h
+ * (struct daemon, shared by daemon.c and daemon_ops.c); seqlock.h is the
+ * counter snapshot every worker publishes and main reads.
  */
 #include <errno.h>
 #include <signal.h>
