@@ -3,8 +3,57 @@
  * The running daemon: memory regions, engines, flow tables, streams and
  * RX workers brought up in that order (and down in reverse), then one
  * epoll loop on the main thread for the control socket, signals (through
- * signalfd) and a timer that reaps subscriptions and feeds the systemd
- * watchdog. The main thread never touches packet data.
+ * signalfd) and a timer that reaps subscriptions, feeds the systemd
+ * watchdog while every worker's heartbeat advances and sends STATUS.
+ * The main thread never touches packet data. Control requests are
+ * answered in daemon_ops.c.
+ *
+ * A map of daemon/ (DESIGN.md "Threads and ownership"): which file owns
+ * which concern, and the thread that runs it. "main" is the thread of
+ * this file's loop; "worker" is the RX worker of one rx queue.
+ *
+ *   daqirid.c        main, start-up: options, config, signal mask, then
+ *                    daemon_run()
+ *   config.c         main, start-up (and daqirid -n): YAML in, a checked
+ *                    struct cfg and file:line:col diagnostics out, and
+ *                    the normalised printout
+ *   daemon.c         main: bring-up and teardown, interfaces up/down, the
+ *                    loop, signals, watchdog, sd_notify
+ *   daemon_ops.c     main: answers to control requests (status, streams,
+ *                    stats, consumers, subscribe/unsubscribe and the
+ *                    daemon-wide admission limits, flow list/add/del)
+ *   control.c        main: the control socket, connections, request
+ *                    validation, fd passing, throttling slow clients
+ *   log.c            any thread, never per packet: the logging API
+ *   mem.c            main, start-up/teardown: memory regions (sealed
+ *                    memfds, huge pages, pinned, device)
+ *   engine.c         main: the table of engines built in
+ *   engine_socket.c  the socket engine: init/start/fini on main, receive,
+ *                    release and counters on the queue's worker
+ *   engine_dpdk.c    the DPDK engine, split the same way
+ *   flow.c           flow tables: compiled on main, a copy per worker
+ *                    classifies every frame on the worker
+ *   worker.c         the worker's loop (receive, route by flow, feed the
+ *                    streams, service them, publish counters); main
+ *                    creates, starts, stops it and posts flow changes
+ *   stream_main.c    main: streams made and freed, subscriptions admitted,
+ *                    made, ended and reaped, counter snapshots and JSON
+ *   stream_worker.c  worker: a stream's buffer pool, publishing into the
+ *                    subscribers' rings, releases, hold timeouts, the
+ *                    main thread's commands, counters published
+ *   reorder.c        worker (plans made on main): the window of open
+ *                    batches, placement, accounting; the CPU backend
+ *   convert_cpu.c    worker: vectorised payload conversion for the CPU
+ *                    backend (element arithmetic in convert.h)
+ *   raw.c            worker: raw bursts copied into burst tensors
+ *   reorder_cuda.cu  the CUDA backend (worker), and the CUDA device calls
+ *                    main makes at start-up (gpu_available(), allocations,
+ *                    IPC handles)
+ *
+ * Private headers: stream_internal.h (struct stream and struct sub, and
+ * how each field crosses between main and worker), daemon_internal.h
+ * (struct daemon, shared by daemon.c and daemon_ops.c); seqlock.h is the
+ * counter snapshot every worker publishes and main reads.
  */
 #include <errno.h>
 #include <signal.h>
@@ -25,8 +74,11 @@
 
 #include "control.h"
 #include "daemon.h"
+#include "daemon_internal.h"
 #include "engine.h"
 #include "flow.h"
+#include "geometry.h"
+#include "gpu.h"
 #include "log.h"
 #include "mem.h"
 #include "reorder_cuda.h"
@@ -37,602 +89,6 @@
 /* fds of regions, engines, workers, epoll and timers, above the
  * connections' and subscriptions' */
 #define DAEMON_FD_MARGIN	256
-
-struct dif {
-	const struct cfg_interface *ifc;
-	const struct engine_ops *ops;
-	struct engine *eng;
-	struct flow_table *flows;
-	int nstreams;
-	struct stream *streams[CFG_MAX_REORDERS];
-	const struct cfg_reorder *scfg[CFG_MAX_REORDERS];
-	int nworkers;
-	struct worker *workers[CFG_MAX_QUEUES];
-	struct stream *raws[CFG_MAX_QUEUES];	/* per rx queue */
-};
-
-struct daemon {
-	const struct cfg *cfg;
-	const char *config_file;
-	const char *socket_path;
-	uint64_t start_ns;
-	struct mem_region regions[CFG_MAX_REGIONS];
-	bool regions_made;
-	int nifs;
-	struct dif ifs[CFG_MAX_INTERFACES];
-	struct control *ctl;
-	int epfd;
-	int sigfd;
-	int tfd;
-	uint32_t next_sub_id;
-	uint64_t wd_usec;		/* systemd watchdog interval, 0 = off */
-	uint64_t last_wd_ns;
-	uint64_t stale_ns;		/* a heartbeat older than this: stuck */
-	bool wd_stuck;			/* not feeding: a worker is stuck */
-	uint64_t last_status_ns;
-	bool stop;
-};
-
-/* Reorder streams first, then the raw stream of every rx queue. */
-static struct stream *
-stream_at(struct dif *f, int j)
-{
-	if (j < f->nstreams)
-		return f->streams[j];
-	return j - f->nstreams < f->nworkers ? f->raws[j - f->nstreams] : NULL;
-}
-
-#define FOR_EACH_STREAM(d, s)						\
-	for (int _i = 0; _i < (d)->nifs; _i++)				\
-		for (int _j = 0;					\
-		    ((s) = stream_at(&(d)->ifs[_i], _j)) != NULL; _j++)
-
-static struct stream *
-find_stream(struct daemon *d, const char *name)
-{
-	struct stream *s;
-
-	FOR_EACH_STREAM(d, s)
-		if (strcmp(stream_name(s), name) == 0)
-			return s;
-	return NULL;
-}
-
-/* --- control callbacks ----------------------------------------------------- */
-
-static int
-op_streams(void *ctx, cJSON *reply, struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	struct stream *s;
-	cJSON *arr = cJSON_AddArrayToObject(reply, "streams");
-
-	if (arr == NULL)
-		return -ENOMEM;
-	FOR_EACH_STREAM(d, s) {
-		cJSON *o = cJSON_CreateObject();
-
-		if (o == NULL)
-			return -ENOMEM;
-		cJSON_AddItemToArray(arr, o);
-		if (stream_info_json(s, o) != 0)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static int
-count_subs(struct daemon *d)
-{
-	struct stream *s;
-	int n = 0;
-
-	FOR_EACH_STREAM(d, s)
-		n += stream_nsubs(s);
-	return n;
-}
-
-/* Age of a worker's heartbeat at now (0 when it beat after now). */
-static uint64_t
-heartbeat_age(const struct worker *w, uint64_t now)
-{
-	uint64_t b = worker_heartbeat_ns(w);
-
-	return now > b ? now - b : 0;
-}
-
-/* Every RX worker: queue, core, heartbeat age, and stale when the
- * watchdog rule counts it stuck. */
-static int
-workers_json(struct daemon *d, cJSON *reply)
-{
-	cJSON *a = cJSON_AddArrayToObject(reply, "workers");
-	uint64_t now = daqiri_mono_ns();
-
-	if (a == NULL)
-		return -ENOMEM;
-	for (int i = 0; i < d->nifs; i++)
-		for (int q = 0; q < d->ifs[i].nworkers; q++) {
-			struct worker *w = d->ifs[i].workers[q];
-			uint64_t age = heartbeat_age(w, now);
-			cJSON *o = cJSON_CreateObject();
-
-			if (o == NULL || !cJSON_AddItemToArray(a, o) ||
-			    cJSON_AddStringToObject(o, "queue",
-				worker_queue_name(w)) == NULL ||
-			    cJSON_AddNumberToObject(o, "core",
-				worker_core(w)) == NULL ||
-			    cJSON_AddNumberToObject(o, "heartbeat_age_ms",
-				(double)(age / 1000000)) == NULL ||
-			    cJSON_AddBoolToObject(o, "stale",
-				age > d->stale_ns) == NULL)
-				return -ENOMEM;
-		}
-	return 0;
-}
-
-static int
-op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	int nstreams = 0, nqueues = 0;	/* reorder streams, rx queues */
-	cJSON *ctl;
-
-	for (int i = 0; i < d->nifs; i++) {
-		nstreams += d->ifs[i].nstreams;
-		nqueues += d->ifs[i].nworkers;
-	}
-	if (cJSON_AddStringToObject(reply, "daemon_version", DAQIRI_VERSION) == NULL ||
-	    cJSON_AddStringToObject(reply, "state",
-		d->stop ? "stopping" : "running") == NULL ||
-	    cJSON_AddNumberToObject(reply, "pid", getpid()) == NULL ||
-	    cJSON_AddNumberToObject(reply, "uptime_s",
-		(double)(daqiri_mono_ns() - d->start_ns) / 1e9) == NULL ||
-	    cJSON_AddStringToObject(reply, "config", d->config_file != NULL ?
-		d->config_file : "<built-in default>") == NULL ||
-	    cJSON_AddStringToObject(reply, "socket", d->socket_path) == NULL ||
-	    cJSON_AddStringToObject(reply, "engine",
-		d->nifs > 0 ? d->ifs[0].ops->name : "none") == NULL ||
-	    cJSON_AddNumberToObject(reply, "interfaces", d->nifs) == NULL ||
-	    cJSON_AddNumberToObject(reply, "rx_queues", nqueues) == NULL ||
-	    cJSON_AddNumberToObject(reply, "streams", nstreams) == NULL ||
-	    cJSON_AddNumberToObject(reply, "subscriptions", count_subs(d)) == NULL ||
-	    cJSON_AddNumberToObject(reply, "watchdog_ms",
-		(double)(d->wd_usec / 1000)) == NULL ||
-	    cJSON_AddBoolToObject(reply, "watchdog_fed", d->wd_usec != 0 &&
-		!d->wd_stuck) == NULL ||
-	    workers_json(d, reply) != 0)
-		return -ENOMEM;
-	/* who is connected and who was turned away (attack 4 shows here) */
-	ctl = cJSON_AddObjectToObject(reply, "control");
-	return ctl == NULL ? -ENOMEM : control_counters_json(d->ctl, ctl);
-}
-
-static int
-interface_stats_json(struct dif *f, cJSON *o)
-{
-	uint64_t rx = 0, unmatched = 0, no_stream = 0, misrouted = 0, in = 0;
-	uint64_t drops = 0, truncated = 0;
-	cJSON *qs;
-
-	if (cJSON_AddStringToObject(o, "name", f->ifc->name) == NULL ||
-	    (qs = cJSON_AddArrayToObject(o, "queues")) == NULL)
-		return -ENOMEM;
-	for (int q = 0; q < f->nworkers; q++) {
-		struct worker_counters c;
-		cJSON *qo = cJSON_CreateObject();
-
-		if (qo == NULL)
-			return -ENOMEM;
-		cJSON_AddItemToArray(qs, qo);
-		if (worker_stats_json(f->workers[q], qo) != 0)
-			return -ENOMEM;
-		worker_snapshot(f->workers[q], &c);
-		rx += c.rx_packets;
-		unmatched += c.unmatched;
-		no_stream += c.no_stream;
-		misrouted += c.misrouted;
-		drops += c.engine.kernel_drops;
-		truncated += c.engine.truncated;
-		/* taken with rx_packets, so the sums agree at every read */
-		in += c.streams_packets_in;
-	}
-	if (cJSON_AddNumberToObject(o, "rx_packets", (double)rx) == NULL ||
-	    cJSON_AddNumberToObject(o, "streams_packets_in", (double)in) == NULL ||
-	    cJSON_AddNumberToObject(o, "unmatched", (double)unmatched) == NULL ||
-	    cJSON_AddNumberToObject(o, "no_stream", (double)no_stream) == NULL ||
-	    cJSON_AddNumberToObject(o, "misrouted", (double)misrouted) == NULL ||
-	    cJSON_AddNumberToObject(o, "kernel_drops", (double)drops) == NULL ||
-	    cJSON_AddNumberToObject(o, "truncated", (double)truncated) == NULL)
-		return -ENOMEM;
-	return 0;
-}
-
-static int
-op_stats(void *ctx, cJSON *reply, struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	struct stream *s;
-	cJSON *ifs, *ss, *ctl;
-
-	if ((ifs = cJSON_AddArrayToObject(reply, "interfaces")) == NULL ||
-	    (ss = cJSON_AddArrayToObject(reply, "streams")) == NULL ||
-	    (ctl = cJSON_AddObjectToObject(reply, "control")) == NULL)
-		return -ENOMEM;
-	for (int i = 0; i < d->nifs; i++) {
-		cJSON *o = cJSON_CreateObject();
-
-		if (o == NULL)
-			return -ENOMEM;
-		cJSON_AddItemToArray(ifs, o);
-		if (interface_stats_json(&d->ifs[i], o) != 0)
-			return -ENOMEM;
-	}
-	FOR_EACH_STREAM(d, s) {
-		cJSON *o = cJSON_CreateObject();
-
-		if (o == NULL)
-			return -ENOMEM;
-		cJSON_AddItemToArray(ss, o);
-		if (stream_stats_json(s, o) != 0)
-			return -ENOMEM;
-	}
-	return control_counters_json(d->ctl, ctl);
-}
-
-static int
-op_consumers(void *ctx, cJSON *reply, struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	struct stream *s;
-	cJSON *arr = cJSON_AddArrayToObject(reply, "consumers");
-
-	if (arr == NULL)
-		return -ENOMEM;
-	FOR_EACH_STREAM(d, s)
-		if (stream_consumers_json(s, arr) != 0)
-			return -ENOMEM;
-	return 0;
-}
-
-static int
-op_subscribe(void *ctx, const struct daqiri_sub_req *req,
-	     const struct control_peer *peer, struct daqiri_sub_info *info,
-	     struct control_sub_fds *fds, struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	struct stream *s = find_stream(d, req->stream), *t;
-	const struct cfg_daemon *dm = &d->cfg->daemon;
-	uint32_t uid_most = stream_user_share(dm->max_consumers);
-	int rc, mine = 0, live = 0, uid_live = 0;
-
-	if (s == NULL)
-		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
-		    "no stream '%s' (daqirictl streams lists them)",
-		    req->stream), DAQIRI_ST_NO_SUCH_STREAM;
-	/* Subscriptions still ending do not count: they go at the worker's
-	 * next loop. Root and the admin group may use the reserve beyond
-	 * max_consumers; one unprivileged uid at most half of it. */
-	FOR_EACH_STREAM(d, t) {
-		live += stream_live_nsubs(t, false, 0);
-		if (!peer->admin)
-			uid_live += stream_live_nsubs(t, true, peer->uid);
-	}
-	if ((uint32_t)live >= dm->max_consumers + (peer->admin ?
-	    dm->reserved_admin_connections : 0))
-		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
-		    "daemon.max_consumers (%u) reached%s", dm->max_consumers,
-		    peer->admin ? ", and the admin reserve" : ""),
-		    DAQIRI_ST_TOO_MANY_CONSUMERS;
-	if (!peer->admin && (uint32_t)uid_live >= uid_most)
-		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
-		    "uid %u has %d subscriptions, the most one user may "
-		    "have (half of daemon.max_consumers %u)",
-		    (unsigned)peer->uid, uid_live, dm->max_consumers),
-		    DAQIRI_ST_TOO_MANY_CONSUMERS;
-	FOR_EACH_STREAM(d, t)
-		mine += stream_conn_nsubs(t, peer->conn_id);
-	if ((uint32_t)mine >= d->cfg->daemon.max_subscriptions_per_connection)
-		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
-		    "this connection has %d subscriptions, the most "
-		    "daemon.max_subscriptions_per_connection (%u) allows", mine,
-		    d->cfg->daemon.max_subscriptions_per_connection),
-		    DAQIRI_ST_TOO_MANY_CONSUMERS;
-	if (++d->next_sub_id == 0)
-		d->next_sub_id = 1;
-	rc = stream_subscribe(s, req, peer, d->next_sub_id, info, fds->fd,
-	    &fds->n, err);
-	if (rc != 0)
-		return err->status != DAQIRI_ST_OK ? (int)err->status : rc;
-	log_info("consumer pid %d (uid %u) subscribed to '%s' as %u (%s)",
-	    (int)peer->pid, (unsigned)peer->uid, req->stream, info->sub_id,
-	    daqiri_sub_mode_name(req->mode));
-	return 0;
-}
-
-static int
-op_unsubscribe(void *ctx, const struct control_peer *peer, uint32_t sub_id,
-	       struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	struct stream *s;
-	int n = 0;
-
-	if (sub_id == 0)
-		return DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
-	FOR_EACH_STREAM(d, s)
-		n += stream_unsubscribe(s, peer->conn_id, sub_id);
-	return n > 0 ? 0 : DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
-}
-
-static void
-op_conn_closed(void *ctx, const struct control_peer *peer)
-{
-	struct daemon *d = ctx;
-	struct stream *s;
-	int n = 0;
-
-	FOR_EACH_STREAM(d, s)
-		n += stream_unsubscribe(s, peer->conn_id, 0);
-	if (n > 0 && !d->stop)
-		log_info("consumer pid %d gone: %d subscription(s) ended, their "
-		    "buffers returned", (int)peer->pid, n);
-}
-
-static int
-flow_json(const struct flow_rule *r, cJSON *o)
-{
-	cJSON *q, *m;
-	char buf[32];
-
-	if (cJSON_AddNumberToObject(o, "id", r->id) == NULL ||
-	    cJSON_AddStringToObject(o, "name", r->name) == NULL ||
-	    (q = cJSON_AddArrayToObject(o, "queues")) == NULL ||
-	    (m = cJSON_AddObjectToObject(o, "match")) == NULL)
-		return -ENOMEM;
-	for (int i = 0; i < r->nqueue_ids; i++)
-		cJSON_AddItemToArray(q, cJSON_CreateNumber(r->queue_ids[i]));
-	if (r->fields & FLOW_F_UDP_SRC) {
-		snprintf(buf, sizeof(buf), "%u-%u", r->udp_src_lo, r->udp_src_hi);
-		cJSON_AddStringToObject(m, "udp_src", buf);
-	}
-	if (r->fields & FLOW_F_UDP_DST) {
-		snprintf(buf, sizeof(buf), "%u-%u", r->udp_dst_lo, r->udp_dst_hi);
-		cJSON_AddStringToObject(m, "udp_dst", buf);
-	}
-	if (r->fields & FLOW_F_IPV4_LEN)
-		cJSON_AddNumberToObject(m, "ipv4_len", r->ipv4_len);
-	if (r->fields & FLOW_F_IPV4_SRC) {
-		snprintf(buf, sizeof(buf), "%u.%u.%u.%u", r->ipv4_src >> 24,
-		    (r->ipv4_src >> 16) & 255, (r->ipv4_src >> 8) & 255,
-		    r->ipv4_src & 255);
-		cJSON_AddStringToObject(m, "ipv4_src", buf);
-	}
-	if (r->fields & FLOW_F_IPV4_DST) {
-		snprintf(buf, sizeof(buf), "%u.%u.%u.%u", r->ipv4_dst >> 24,
-		    (r->ipv4_dst >> 16) & 255, (r->ipv4_dst >> 8) & 255,
-		    r->ipv4_dst & 255);
-		cJSON_AddStringToObject(m, "ipv4_dst", buf);
-	}
-	return 0;
-}
-
-static int
-op_flow_list(void *ctx, const char *iface, cJSON *reply, struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	cJSON *arr = cJSON_AddArrayToObject(reply, "interfaces");
-	bool found = iface[0] == '\0';
-
-	if (arr == NULL)
-		return -ENOMEM;
-	for (int i = 0; i < d->nifs; i++) {
-		const struct flow_table *t = d->ifs[i].flows;
-		cJSON *o, *fl;
-
-		if (iface[0] != '\0' && strcmp(iface, d->ifs[i].ifc->name) != 0)
-			continue;
-		found = true;
-		if ((o = cJSON_CreateObject()) == NULL)
-			return -ENOMEM;
-		cJSON_AddItemToArray(arr, o);
-		if (cJSON_AddStringToObject(o, "name", d->ifs[i].ifc->name) == NULL ||
-		    cJSON_AddBoolToObject(o, "flow_isolation", t->isolation) == NULL ||
-		    cJSON_AddStringToObject(o, "classified", "software") == NULL ||
-		    (fl = cJSON_AddArrayToObject(o, "flows")) == NULL)
-			return -ENOMEM;
-		for (uint32_t r = 0; r < t->nrules; r++) {
-			cJSON *fo = cJSON_CreateObject();
-
-			if (fo == NULL)
-				return -ENOMEM;
-			cJSON_AddItemToArray(fl, fo);
-			if (flow_json(&t->rules[r], fo) != 0)
-				return -ENOMEM;
-		}
-	}
-	if (!found)
-		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
-		    "no interface '%s'", iface), DAQIRI_ST_NO_SUCH_INTERFACE;
-	return 0;
-}
-
-static struct dif *
-find_interface(struct daemon *d, const char *name)
-{
-	for (int i = 0; i < d->nifs; i++)
-		if (strcmp(d->ifs[i].ifc->name, name) == 0)
-			return &d->ifs[i];
-	return NULL;
-}
-
-/* Give every worker of f a copy of table t; then t becomes f's table. */
-static int
-flows_install(struct dif *f, struct flow_table *t, struct daqiri_err *err)
-{
-	/* All or none: no worker may still be taking the previous change. */
-	for (int q = 0; q < f->nworkers; q++)
-		if (worker_flows_busy(f->workers[q])) {
-			flow_table_free(t);
-			return daqiri_err_set(err, DAQIRI_ST_BUSY, "interface "
-			    "'%s' is still taking the previous flow change; try "
-			    "again", f->ifc->name), DAQIRI_ST_BUSY;
-		}
-	for (int q = 0; q < f->nworkers; q++) {
-		int rc = worker_set_flows(f->workers[q], t);
-
-		if (rc != 0) {
-			flow_table_free(t);
-			return rc;
-		}
-	}
-	flow_table_free(f->flows);
-	f->flows = t;
-	return 0;
-}
-
-static int
-op_flow_add(void *ctx, const struct daqiri_flow_req *req,
-	    const struct control_peer *peer, cJSON *reply,
-	    struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	struct dif *f = find_interface(d, req->iface);
-	struct cfg_flow cf;
-	struct flow_table *t;
-	cJSON *o;
-	int rc;
-
-	if (f == NULL || f->flows == NULL)
-		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
-		    "no interface '%s' with rx queues", req->iface),
-		    DAQIRI_ST_NO_SUCH_INTERFACE;
-	if (flow_table_find(f->flows, req->id) >= 0)
-		return daqiri_err_set(err, DAQIRI_ST_EXISTS, "interface '%s' "
-		    "has a flow %u already", req->iface, req->id),
-		    DAQIRI_ST_EXISTS;
-	if (req->nqueues < 1 || req->nqueues > CFG_MAX_QUEUE_IDS)
-		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
-		    "a flow targets 1 to %d queues", CFG_MAX_QUEUE_IDS),
-		    DAQIRI_ST_OUT_OF_RANGE;
-	memset(&cf, 0, sizeof(cf));
-	snprintf(cf.name, sizeof(cf.name), "%s", req->name);
-	cf.id = req->id;
-	cf.nqueue_ids = req->nqueues;
-	for (int i = 0; i < req->nqueues; i++) {
-		bool found = false;
-
-		for (int q = 0; q < f->ifc->rx.nqueues; q++)
-			found |= f->ifc->rx.queues[q].id == req->queues[i];
-		if (!found)
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "interface '%s' has no rx queue %u", req->iface,
-			    req->queues[i]), DAQIRI_ST_BAD_FIELD;
-		cf.queue_ids[i] = req->queues[i];
-	}
-	cf.match.has_udp_src = req->has_udp_src;
-	cf.match.udp_src_lo = req->udp_src_lo;
-	cf.match.udp_src_hi = req->udp_src_hi;
-	cf.match.has_udp_dst = req->has_udp_dst;
-	cf.match.udp_dst_lo = req->udp_dst_lo;
-	cf.match.udp_dst_hi = req->udp_dst_hi;
-	cf.match.has_ipv4_len = req->has_ipv4_len;
-	cf.match.ipv4_len = req->ipv4_len;
-	cf.match.has_ipv4_src = req->has_ipv4_src;
-	cf.match.ipv4_src = req->ipv4_src;
-	cf.match.has_ipv4_dst = req->has_ipv4_dst;
-	cf.match.ipv4_dst = req->ipv4_dst;
-	cf.has_match = req->has_udp_src || req->has_udp_dst ||
-	    req->has_ipv4_len || req->has_ipv4_src || req->has_ipv4_dst;
-
-	t = flow_table_clone(f->flows, 1);
-	if (t == NULL)
-		return -ENOMEM;
-	rc = flow_table_add(t, &cf);
-	if (rc != 0) {
-		flow_table_free(t);
-		return daqiri_err_set(err, rc == -ENOSPC ?
-		    DAQIRI_ST_NO_RESOURCES : DAQIRI_ST_EXISTS, "flow %u: %s",
-		    req->id, strerror(-rc)), rc == -ENOSPC ?
-		    DAQIRI_ST_NO_RESOURCES : DAQIRI_ST_EXISTS;
-	}
-	rc = flows_install(f, t, err);
-	if (rc != 0)
-		return rc;
-	log_info("flow %u added on '%s' by pid %d (uid %u)", req->id,
-	    req->iface, (int)peer->pid, (unsigned)peer->uid);
-	o = cJSON_AddObjectToObject(reply, "flow");
-	if (o == NULL)
-		return -ENOMEM;
-	return flow_json(&f->flows->rules[f->flows->nrules - 1], o);
-}
-
-static int
-op_flow_del(void *ctx, const struct daqiri_flow_req *req,
-	    const struct control_peer *peer, cJSON *reply,
-	    struct daqiri_err *err)
-{
-	struct daemon *d = ctx;
-	struct dif *f = find_interface(d, req->iface);
-	struct flow_table *t;
-	int rc;
-
-	if (f == NULL || f->flows == NULL)
-		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
-		    "no interface '%s' with rx queues", req->iface),
-		    DAQIRI_ST_NO_SUCH_INTERFACE;
-	if (flow_table_find(f->flows, req->id) < 0)
-		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_FLOW, "interface "
-		    "'%s' has no flow %u", req->iface, req->id),
-		    DAQIRI_ST_NO_SUCH_FLOW;
-	t = flow_table_clone(f->flows, 0);
-	if (t == NULL)
-		return -ENOMEM;
-	(void)flow_table_del(t, req->id);
-	rc = flows_install(f, t, err);
-	if (rc != 0)
-		return rc;
-	log_info("flow %u deleted on '%s' by pid %d (uid %u)", req->id,
-	    req->iface, (int)peer->pid, (unsigned)peer->uid);
-	return 0;
-}
-
-static const struct control_ops daemon_control_ops = {
-	.streams = op_streams,
-	.status = op_status,
-	.stats = op_stats,
-	.consumers = op_consumers,
-	.subscribe = op_subscribe,
-	.unsubscribe = op_unsubscribe,
-	.conn_closed = op_conn_closed,
-	.flow_list = op_flow_list,
-	.flow_add = op_flow_add,
-	.flow_del = op_flow_del,
-};
-
-/* A worker cut a subscription off (a corrupt ring, a buffer held too
- * long): tell the consumer why and end that subscription; everything
- * else carries on. */
-static void
-sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id, const char *why)
-{
-	struct daemon *d = ctx;
-	const struct control_peer *p = control_peer_find(d->ctl, conn_id);
-	struct stream *s;
-	int n = 0;
-
-	log_warnx("consumer pid %d, subscription %u: %s; ending that "
-	    "subscription", p != NULL ? (int)p->pid : -1, sub_id, why);
-	/* Only the subscription ends: the connection stays, so the event
-	 * is never lost in a close, and the consumer's other subscriptions
-	 * go on. Its buffers are already back in the stream. */
-	control_sub_closed(d->ctl, conn_id, sub_id, DAQIRI_ST_BAD_REQUEST, why);
-	FOR_EACH_STREAM(d, s)
-		n += stream_unsubscribe(s, conn_id, sub_id);
-	/* A full command queue: the connection's end frees it instead */
-	if (n == 0)
-		control_close_conn(d->ctl, conn_id);
-}
 
 /* --- bring-up -------------------------------------------------------------- */
 
@@ -694,20 +150,6 @@ backend_for(const struct cfg_interface *ifc, const struct cfg_reorder *r)
 	return reorder_cuda_backend();
 }
 
-/* Longest frame a queue receives: its buffers, at most one IPv4 UDP
- * datagram behind its headers. */
-static uint64_t
-queue_frame_bytes(const struct cfg *c, const struct cfg_queue *q)
-{
-	uint64_t b = 0;
-
-	for (int k = 0; k < q->nregions; k++)
-		b += c->regions[q->region_idx[k]].buf_size;
-	if (b > ENGINE_SYNTH_HDR_LEN + ENGINE_UDP_MAX_PAYLOAD)
-		b = ENGINE_SYNTH_HDR_LEN + ENGINE_UDP_MAX_PAYLOAD;
-	return b > 0 ? b : 2048;
-}
-
 /*
  * A stream may take every subscription the daemon admits, and as many
  * again that are ending: those keep their slot until the worker lets
@@ -715,7 +157,7 @@ queue_frame_bytes(const struct cfg *c, const struct cfg_queue *q)
  * fill the stream with them.
  */
 static int
-stream_limits(const struct cfg *c, struct stream *s)
+apply_stream_limits(const struct cfg *c, struct stream *s)
 {
 	uint32_t room = 2 * (c->daemon.max_consumers +
 	    c->daemon.reserved_admin_connections);
@@ -732,16 +174,17 @@ stream_limits(const struct cfg *c, struct stream *s)
 }
 
 static int
-interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
+interface_up(struct daemon *d, struct daemon_iface *di,
+	     const struct cfg_interface *ifc)
 {
 	const struct cfg *c = d->cfg;
 	struct engine_opts opts = { .rx_mode = ENGINE_RX_BLOCKING };
 	char err[ERRLEN] = "";
 	int rc;
 
-	f->ifc = ifc;
-	f->ops = engine_lookup(c->engine);
-	if (f->ops == NULL) {
+	di->ifc = ifc;
+	di->ops = engine_lookup(c->engine);
+	if (di->ops == NULL) {
 		log_warnx("interface '%s': engine %s is not built into this "
 		    "daqirid (use stream_type socket)", ifc->name,
 		    c->engine == CFG_ENGINE_DPDK ? "dpdk" : "?");
@@ -752,14 +195,14 @@ interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 		    ifc->name);
 		return 0;
 	}
-	f->flows = flow_table_create(ifc);
-	if (f->flows == NULL) {
+	di->flows = flow_table_create(ifc);
+	if (di->flows == NULL) {
 		log_warn("interface '%s': flow table", ifc->name);
 		return -1;
 	}
 	opts.rx_mode = c->daemon.rx_mode == CFG_RX_BUSY_POLL ?
 	    ENGINE_RX_BUSY_POLL : ENGINE_RX_BLOCKING;
-	rc = f->ops->init(&f->eng, c, ifc, d->regions, &opts, err, sizeof(err));
+	rc = di->ops->init(&di->eng, c, ifc, d->regions, &opts, err, sizeof(err));
 	if (rc != 0) {
 		log_warnx("%s", err[0] != '\0' ? err : strerror(-rc));
 		return -1;
@@ -770,51 +213,52 @@ interface_up(struct daemon *d, struct dif *f, const struct cfg_interface *ifc)
 
 		if (be == NULL)
 			return -1;
-		rc = stream_create(&f->streams[j], ifc, r,
+		rc = stream_create(&di->streams[j], ifc, r,
 		    &d->regions[r->region_idx], be, err, sizeof(err));
 		if (rc != 0) {
 			log_warnx("%s", err);
 			return -1;
 		}
-		if (stream_limits(c, f->streams[j]) != 0)
+		if (apply_stream_limits(c, di->streams[j]) != 0)
 			return -1;
-		f->scfg[j] = r;
-		f->nstreams++;
+		di->reorder_cfgs[j] = r;
+		di->nstreams++;
 	}
 	for (int q = 0; q < ifc->rx.nqueues; q++) {
-		rc = stream_create_raw(&f->raws[q], ifc, &ifc->rx.queues[q],
-		    queue_frame_bytes(c, &ifc->rx.queues[q]), err, sizeof(err));
-		if (rc != 0) {
-			log_warnx("%s", err);
-			return -1;
-		}
-		if (stream_limits(c, f->raws[q]) != 0)
-			return -1;
-		rc = worker_create(&f->workers[q], ifc, q, f->eng, f->flows,
-		    f->streams, f->scfg, f->nstreams, f->raws[q], err,
+		rc = stream_create_raw(&di->raws[q], ifc, &ifc->rx.queues[q],
+		    geom_queue_frame_bytes(c, ifc, &ifc->rx.queues[q]), err,
 		    sizeof(err));
 		if (rc != 0) {
 			log_warnx("%s", err);
 			return -1;
 		}
-		f->nworkers++;
+		if (apply_stream_limits(c, di->raws[q]) != 0)
+			return -1;
+		rc = worker_create(&di->workers[q], ifc, q, di->eng, di->flows,
+		    di->streams, di->reorder_cfgs, di->nstreams, di->raws[q], err,
+		    sizeof(err));
+		if (rc != 0) {
+			log_warnx("%s", err);
+			return -1;
+		}
+		di->nworkers++;
 	}
 	return 0;
 }
 
 static void
-interface_down(struct dif *f)
+interface_down(struct daemon_iface *di)
 {
-	for (int q = 0; q < f->nworkers; q++)
-		worker_destroy(f->workers[q]);
-	for (int j = 0; j < f->nstreams; j++)
-		stream_destroy(f->streams[j]);
+	for (int q = 0; q < di->nworkers; q++)
+		worker_destroy(di->workers[q]);
+	for (int j = 0; j < di->nstreams; j++)
+		stream_destroy(di->streams[j]);
 	for (int q = 0; q < CFG_MAX_QUEUES; q++)
-		stream_destroy(f->raws[q]);
-	if (f->ops != NULL && f->eng != NULL)
-		f->ops->fini(f->eng);
-	flow_table_free(f->flows);
-	memset(f, 0, sizeof(*f));
+		stream_destroy(di->raws[q]);
+	if (di->ops != NULL && di->eng != NULL)
+		di->ops->fini(di->eng);
+	flow_table_free(di->flows);
+	memset(di, 0, sizeof(*di));
 }
 
 /* The socket's directory: made when missing (e.g. /run/daqiri outside
@@ -928,19 +372,19 @@ loop_setup(struct daemon *d)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
 	d->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->sigfd < 0 || d->tfd < 0 || d->epfd < 0) {
+	if (d->sigfd < 0 || d->tick_fd < 0 || d->epfd < 0) {
 		log_warn("main loop");
 		return -1;
 	}
-	if (timerfd_settime(d->tfd, 0, &its, NULL) != 0)
+	if (timerfd_settime(d->tick_fd, 0, &its, NULL) != 0)
 		return -1;
 	ev.data.fd = d->sigfd;
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sigfd, &ev) != 0)
 		return -1;
-	ev.data.fd = d->tfd;
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tfd, &ev) != 0)
+	ev.data.fd = d->tick_fd;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tick_fd, &ev) != 0)
 		return -1;
 	ev.data.fd = control_fd(d->ctl);
 	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
@@ -953,14 +397,14 @@ notify_status(struct daemon *d)
 	struct stream *s;
 
 	FOR_EACH_STREAM(d, s) {
-		struct reorder_counters rc;
-		struct stream_counters sc;
+		struct reorder_counters reorder;
+		struct stream_counters handoff;
 
-		stream_snapshot(s, &rc, &sc);
-		placed += rc.placed;
-		tensors += sc.published;
-		dropped += rc.duplicate + rc.late + rc.malformed +
-		    rc.no_buffer_packets + rc.backend_error_packets;
+		stream_snapshot(s, &reorder, &handoff);
+		placed += reorder.placed;
+		tensors += handoff.published;
+		dropped += reorder.duplicate + reorder.late + reorder.malformed +
+		    reorder.no_buffer_packets + reorder.backend_error_packets;
 	}
 	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
 	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,
@@ -1006,9 +450,9 @@ on_tick(struct daemon *d)
 	uint64_t expirations, now = daqiri_mono_ns();
 	struct stream *s;
 
-	(void)!read(d->tfd, &expirations, sizeof(expirations));
+	(void)!read(d->tick_fd, &expirations, sizeof(expirations));
 	FOR_EACH_STREAM(d, s)
-		stream_reap(s, sub_broken, d);
+		stream_reap(s, daemon_sub_broken, d);
 	for (int i = 0; i < d->nifs; i++)
 		for (int q = 0; q < d->ifs[i].nworkers; q++)
 			worker_reap(d->ifs[i].workers[q]);
@@ -1059,7 +503,7 @@ run_loop(struct daemon *d)
 
 			if (fd == d->sigfd)
 				on_signal(d);
-			else if (fd == d->tfd)
+			else if (fd == d->tick_fd)
 				on_tick(d);
 			else if (fd == control_fd(d->ctl))
 				control_handle(d->ctl, fd, evs[i].events);
@@ -1082,8 +526,8 @@ teardown(struct daemon *d)
 		mem_regions_destroy(d->regions, d->cfg->nregions);
 	if (d->epfd >= 0)
 		close(d->epfd);
-	if (d->tfd >= 0)
-		close(d->tfd);
+	if (d->tick_fd >= 0)
+		close(d->tick_fd);
 	if (d->sigfd >= 0)
 		close(d->sigfd);
 }
@@ -1100,7 +544,7 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	d->cfg = c;
 	d->config_file = config_file;
 	d->socket_path = socket_path;
-	d->epfd = d->sigfd = d->tfd = -1;
+	d->epfd = d->sigfd = d->tick_fd = -1;
 	d->start_ns = daqiri_mono_ns();
 	log_init(c->log_level, getenv("JOURNAL_STREAM") != NULL);
 
@@ -1138,18 +582,18 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	if (d->stale_ns < DAEMON_STALE_MIN_NS)
 		d->stale_ns = DAEMON_STALE_MIN_NS;
 	for (int i = 0; i < d->nifs; i++) {
-		struct dif *f = &d->ifs[i];
+		struct daemon_iface *di = &d->ifs[i];
 
-		if (f->eng != NULL && f->ops->start(f->eng) != 0) {
-			log_warnx("interface '%s': cannot start", f->ifc->name);
+		if (di->eng != NULL && di->ops->start(di->eng) != 0) {
+			log_warnx("interface '%s': cannot start", di->ifc->name);
 			goto out;
 		}
-		for (int q = 0; q < f->nworkers; q++)
-			worker_set_idle(f->workers[q], d->stale_ns / 4);
-		for (int q = 0; q < f->nworkers; q++)
-			if (worker_start(f->workers[q]) != 0) {
+		for (int q = 0; q < di->nworkers; q++)
+			worker_set_idle(di->workers[q], d->stale_ns / 4);
+		for (int q = 0; q < di->nworkers; q++)
+			if (worker_start(di->workers[q]) != 0) {
 				log_warnx("queue '%s': cannot start its worker",
-				    worker_queue_name(f->workers[q]));
+				    worker_queue_name(di->workers[q]));
 				goto out;
 			}
 	}

@@ -6,7 +6,8 @@
  * with their shared rings. The RX worker that feeds the stream is the
  * only thread that touches buffer state and rings; the main thread adds
  * and removes subscriptions through a command queue and reads counters
- * through a seqlock snapshot.
+ * through a seqlock snapshot. stream_main.c is the main thread's side,
+ * stream_worker.c the worker's, stream_internal.h what they share.
  */
 #ifndef DAQIRI_STREAM_H
 #define DAQIRI_STREAM_H
@@ -43,11 +44,13 @@ struct stream_counters {
 
 struct stream;
 
+/* --- main thread (stream_main.c) ------------------------------------------ */
+
 /*
  * Create the stream of reorder config r on interface ifc: tensor buffers
- * are the buffers of output region out (one tensor each), the sidecar is
- * a new memfd. backend NULL = CPU. Returns 0 and *out, or a negative
- * errno with a message in err.
+ * are the buffers of region (one tensor each), the sidecar is a new
+ * memfd. backend NULL = CPU. Returns 0 and *out, or a negative errno with
+ * a message in err.
  */
 int stream_create(struct stream **out, const struct cfg_interface *ifc,
 		  const struct cfg_reorder *r, struct mem_region *region,
@@ -72,6 +75,13 @@ int stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
  */
 int stream_set_limits(struct stream *s, uint32_t max_subs,
 		      uint32_t hold_timeout_ms);
+
+/* The eventfd that wakes the stream's worker when a command is queued
+ * (set before the worker starts). */
+void stream_set_wake_fd(struct stream *s, int fd);
+
+/* Flush nothing, free everything (workers must be stopped). NULL-safe. */
+void stream_destroy(struct stream *s);
 
 /*
  * Admission rule: the max_held of a stream's subscriptions add up to at
@@ -98,32 +108,14 @@ stream_user_share(uint32_t total)
 	return total > 1 ? total / 2 : total;
 }
 
-/* Flush nothing, free everything (workers must be stopped). NULL-safe. */
-void stream_destroy(struct stream *s);
-
+/* Fixed at creation; any thread. */
 const char *stream_name(const struct stream *s);
+struct reorder_plan *stream_plan(struct stream *s);
 /* Subscriptions the main thread knows of (ending ones included). */
 int stream_nsubs(const struct stream *s);
-struct reorder_plan *stream_plan(struct stream *s);
-
-/* Worker side. Feed one burst of packets belonging to this stream. */
-void stream_burst(struct stream *s, const struct rx_frame *pkts,
-		  unsigned n, uint64_t now_ns);
-/* Worker side, once per loop: deadlines, releases, commands. */
-void stream_service(struct stream *s, uint64_t now_ns);
-/* Worker side: make the counters visible to stream_snapshot(). */
-void stream_publish_counters(struct stream *s);
-/* Worker side: packets_in right now (reorder or raw). */
-uint64_t stream_packets_in(const struct stream *s);
-/* Nearest deadline of the stream's plan (UINT64_MAX = none). */
-uint64_t stream_next_deadline(const struct stream *s);
-/* Worker side at stop: publish what is open. */
-void stream_flush(struct stream *s, uint64_t now_ns);
-/* Ask the stream's worker to run stream_service() soon (eventfd). */
-void stream_set_wake_fd(struct stream *s, int fd);
 
 /*
- * Main-thread side. Subscribe peer to the stream as subscription sub_id:
+ * Subscribe peer to the stream as subscription sub_id:
  * creates its ring and wake-up socketpair, fills *info and fds[]
  * (read-only tensor memfd, read-only bitmap memfd, ring memfd, the
  * consumer's end of the wake socketpair; the caller owns them whatever
@@ -142,22 +134,40 @@ int stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
  * Returns how many were ended. */
 int stream_unsubscribe(struct stream *s, uint64_t conn_id, uint32_t sub_id);
 /*
- * Main thread, periodically: free subscriptions the worker has let go,
- * and report subscriptions the worker cut off (bad release ring) through
- * cb (conn_id, sub_id, message).
+ * Periodically: free subscriptions the worker has let go, and report
+ * subscriptions the worker cut off (bad release ring, held too long)
+ * through cb (conn_id, sub_id, message).
  */
 void stream_reap(struct stream *s,
 		 void (*cb)(void *ctx, uint64_t conn_id, uint32_t sub_id,
 			    const char *why),
 		 void *ctx);
 
-/* Consistent counter snapshot. For a raw stream rc holds packets_in,
- * placed, no_buffer_packets and (as malformed) oversize frames. */
-void stream_snapshot(struct stream *s, struct reorder_counters *rc,
-		     struct stream_counters *sc);
+/* Consistent counter snapshot, as last published by the worker. For a
+ * raw stream reorder holds packets_in, placed, no_buffer_packets and (as
+ * malformed) oversize frames. Either pointer may be NULL. */
+void stream_snapshot(struct stream *s, struct reorder_counters *reorder,
+		     struct stream_counters *handoff);
 /* JSON views for the control socket. */
 int stream_info_json(const struct stream *s, cJSON *obj);
 int stream_stats_json(struct stream *s, cJSON *obj);
 int stream_consumers_json(struct stream *s, cJSON *arr);
+
+/* --- the stream's RX worker (stream_worker.c) ------------------------------ */
+
+/* Feed one burst of packets belonging to this stream. */
+void stream_burst(struct stream *s, const struct rx_frame *pkts,
+		  unsigned n, uint64_t now_ns);
+/* Once per loop: commands, releases, hold timeouts, deadlines. */
+void stream_service(struct stream *s, uint64_t now_ns);
+/* Make the counters visible to stream_snapshot() (also once at creation,
+ * and by worker_create() before the worker starts). */
+void stream_publish_counters(struct stream *s);
+/* packets_in right now (reorder or raw). */
+uint64_t stream_packets_in(const struct stream *s);
+/* Nearest deadline of the stream's plan (UINT64_MAX = none). */
+uint64_t stream_next_deadline(const struct stream *s);
+/* At stop: publish what is open. */
+void stream_flush(struct stream *s, uint64_t now_ns);
 
 #endif

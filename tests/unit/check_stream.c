@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit tests for daemon/stream.c as the RX worker and a consumer see it,
- * in one process: subscriptions with their real memfds and rings, tensors
- * read through the read-only mappings, broadcast and shared delivery,
- * overruns, bad release rings, unsubscribe, a raw stream, the JSON
- * views, and isolation: sealed memory, a private duplicate-detection
- * bitmap, admission control on held buffers, the hold timeout.
+ * Unit tests for streams (daemon/stream_main.c, stream_worker.c) as the
+ * RX worker and a consumer see them, in one process: subscriptions with
+ * their real memfds and rings, tensors read through the read-only
+ * mappings, broadcast and shared delivery, overruns, bad release rings,
+ * unsubscribe, a raw stream, the JSON views, and isolation: sealed
+ * memory, a private duplicate-detection bitmap, admission control on
+ * held buffers, the hold timeout.
  */
 #include <check.h>
 #include <errno.h>

@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The main thread's answers to control requests: the control_ops table
+ * control.c calls once a request has passed validation (streams, status,
+ * stats, consumers, subscribe and unsubscribe with the daemon-wide
+ * admission limits, a connection's end, flow list/add/del), and what the
+ * main loop does when a worker cut a subscription off. Everything here
+ * runs on the main thread, between two epoll waits; it reads the workers
+ * and streams only through their snapshot and command functions.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "daemon_internal.h"
+#include "flow.h"
+#include "log.h"
+#include "stream.h"
+#include "worker.h"
+
+/* --- views: streams, status, stats, consumers ---------------------------- */
+
+static struct stream *
+find_stream(struct daemon *d, const char *name)
+{
+	struct stream *s;
+
+	FOR_EACH_STREAM(d, s)
+		if (strcmp(stream_name(s), name) == 0)
+			return s;
+	return NULL;
+}
+
+static int
+op_streams(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	cJSON *arr = cJSON_AddArrayToObject(reply, "streams");
+
+	if (arr == NULL)
+		return -ENOMEM;
+	FOR_EACH_STREAM(d, s) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(arr, o);
+		if (stream_info_json(s, o) != 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int
+count_subs(struct daemon *d)
+{
+	struct stream *s;
+	int n = 0;
+
+	FOR_EACH_STREAM(d, s)
+		n += stream_nsubs(s);
+	return n;
+}
+
+/* Every RX worker: queue, core, heartbeat age, and stale when the
+ * watchdog rule counts it stuck. */
+static int
+workers_json(struct daemon *d, cJSON *reply)
+{
+	cJSON *a = cJSON_AddArrayToObject(reply, "workers");
+	uint64_t now = daqiri_mono_ns();
+
+	if (a == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].nworkers; q++) {
+			struct worker *w = d->ifs[i].workers[q];
+			uint64_t age = heartbeat_age(w, now);
+			cJSON *o = cJSON_CreateObject();
+
+			if (o == NULL || !cJSON_AddItemToArray(a, o) ||
+			    cJSON_AddStringToObject(o, "queue",
+				worker_queue_name(w)) == NULL ||
+			    cJSON_AddNumberToObject(o, "core",
+				worker_core(w)) == NULL ||
+			    cJSON_AddNumberToObject(o, "heartbeat_age_ms",
+				(double)(age / 1000000)) == NULL ||
+			    cJSON_AddBoolToObject(o, "stale",
+				age > d->stale_ns) == NULL)
+				return -ENOMEM;
+		}
+	return 0;
+}
+
+static int
+op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	int nstreams = 0, nqueues = 0;	/* reorder streams, rx queues */
+	cJSON *ctl;
+
+	for (int i = 0; i < d->nifs; i++) {
+		nstreams += d->ifs[i].nstreams;
+		nqueues += d->ifs[i].nworkers;
+	}
+	if (cJSON_AddStringToObject(reply, "daemon_version", DAQIRI_VERSION) == NULL ||
+	    cJSON_AddStringToObject(reply, "state",
+		d->stop ? "stopping" : "running") == NULL ||
+	    cJSON_AddNumberToObject(reply, "pid", getpid()) == NULL ||
+	    cJSON_AddNumberToObject(reply, "uptime_s",
+		(double)(daqiri_mono_ns() - d->start_ns) / 1e9) == NULL ||
+	    cJSON_AddStringToObject(reply, "config", d->config_file != NULL ?
+		d->config_file : "<built-in default>") == NULL ||
+	    cJSON_AddStringToObject(reply, "socket", d->socket_path) == NULL ||
+	    cJSON_AddStringToObject(reply, "engine",
+		d->nifs > 0 ? d->ifs[0].ops->name : "none") == NULL ||
+	    cJSON_AddNumberToObject(reply, "interfaces", d->nifs) == NULL ||
+	    cJSON_AddNumberToObject(reply, "rx_queues", nqueues) == NULL ||
+	    cJSON_AddNumberToObject(reply, "streams", nstreams) == NULL ||
+	    cJSON_AddNumberToObject(reply, "subscriptions", count_subs(d)) == NULL ||
+	    cJSON_AddNumberToObject(reply, "watchdog_ms",
+		(double)(d->wd_usec / 1000)) == NULL ||
+	    cJSON_AddBoolToObject(reply, "watchdog_fed", d->wd_usec != 0 &&
+		!d->wd_stuck) == NULL ||
+	    workers_json(d, reply) != 0)
+		return -ENOMEM;
+	/* who is connected and who was turned away (attack 4 shows here) */
+	ctl = cJSON_AddObjectToObject(reply, "control");
+	return ctl == NULL ? -ENOMEM : control_counters_json(d->ctl, ctl);
+}
+
+static int
+interface_stats_json(struct daemon_iface *di, cJSON *o)
+{
+	uint64_t rx = 0, unmatched = 0, no_stream = 0, misrouted = 0, in = 0;
+	uint64_t drops = 0, truncated = 0;
+	cJSON *qs;
+
+	if (cJSON_AddStringToObject(o, "name", di->ifc->name) == NULL ||
+	    (qs = cJSON_AddArrayToObject(o, "queues")) == NULL)
+		return -ENOMEM;
+	for (int q = 0; q < di->nworkers; q++) {
+		struct worker_counters c;
+		cJSON *qo = cJSON_CreateObject();
+
+		if (qo == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(qs, qo);
+		if (worker_stats_json(di->workers[q], qo) != 0)
+			return -ENOMEM;
+		worker_snapshot(di->workers[q], &c);
+		rx += c.rx_packets;
+		unmatched += c.unmatched;
+		no_stream += c.no_stream;
+		misrouted += c.misrouted;
+		drops += c.engine.kernel_drops;
+		truncated += c.engine.truncated;
+		/* taken with rx_packets, so the sums agree at every read */
+		in += c.streams_packets_in;
+	}
+	if (cJSON_AddNumberToObject(o, "rx_packets", (double)rx) == NULL ||
+	    cJSON_AddNumberToObject(o, "streams_packets_in", (double)in) == NULL ||
+	    cJSON_AddNumberToObject(o, "unmatched", (double)unmatched) == NULL ||
+	    cJSON_AddNumberToObject(o, "no_stream", (double)no_stream) == NULL ||
+	    cJSON_AddNumberToObject(o, "misrouted", (double)misrouted) == NULL ||
+	    cJSON_AddNumberToObject(o, "kernel_drops", (double)drops) == NULL ||
+	    cJSON_AddNumberToObject(o, "truncated", (double)truncated) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+static int
+op_stats(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	cJSON *ifs, *ss, *ctl;
+
+	if ((ifs = cJSON_AddArrayToObject(reply, "interfaces")) == NULL ||
+	    (ss = cJSON_AddArrayToObject(reply, "streams")) == NULL ||
+	    (ctl = cJSON_AddObjectToObject(reply, "control")) == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < d->nifs; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(ifs, o);
+		if (interface_stats_json(&d->ifs[i], o) != 0)
+			return -ENOMEM;
+	}
+	FOR_EACH_STREAM(d, s) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(ss, o);
+		if (stream_stats_json(s, o) != 0)
+			return -ENOMEM;
+	}
+	return control_counters_json(d->ctl, ctl);
+}
+
+static int
+op_consumers(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	cJSON *arr = cJSON_AddArrayToObject(reply, "consumers");
+
+	if (arr == NULL)
+		return -ENOMEM;
+	FOR_EACH_STREAM(d, s)
+		if (stream_consumers_json(s, arr) != 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* --- subscriptions ---------------------------------------------------------- */
+
+static int
+op_subscribe(void *ctx, const struct daqiri_sub_req *req,
+	     const struct control_peer *peer, struct daqiri_sub_info *info,
+	     struct control_sub_fds *fds, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s = find_stream(d, req->stream), *t;
+	const struct cfg_daemon *dm = &d->cfg->daemon;
+	uint32_t uid_most = stream_user_share(dm->max_consumers);
+	int rc, mine = 0, live = 0, uid_live = 0;
+
+	if (s == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
+		    "no stream '%s' (daqirictl streams lists them)",
+		    req->stream), DAQIRI_ST_NO_SUCH_STREAM;
+	/* Subscriptions still ending do not count: they go at the worker's
+	 * next loop. Root and the admin group may use the reserve beyond
+	 * max_consumers; one unprivileged uid at most half of it. */
+	FOR_EACH_STREAM(d, t) {
+		live += stream_live_nsubs(t, false, 0);
+		if (!peer->admin)
+			uid_live += stream_live_nsubs(t, true, peer->uid);
+	}
+	if ((uint32_t)live >= dm->max_consumers + (peer->admin ?
+	    dm->reserved_admin_connections : 0))
+		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
+		    "daemon.max_consumers (%u) reached%s", dm->max_consumers,
+		    peer->admin ? ", and the admin reserve" : ""),
+		    DAQIRI_ST_TOO_MANY_CONSUMERS;
+	if (!peer->admin && (uint32_t)uid_live >= uid_most)
+		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
+		    "uid %u has %d subscriptions, the most one user may "
+		    "have (half of daemon.max_consumers %u)",
+		    (unsigned)peer->uid, uid_live, dm->max_consumers),
+		    DAQIRI_ST_TOO_MANY_CONSUMERS;
+	FOR_EACH_STREAM(d, t)
+		mine += stream_conn_nsubs(t, peer->conn_id);
+	if ((uint32_t)mine >= d->cfg->daemon.max_subscriptions_per_connection)
+		return daqiri_err_set(err, DAQIRI_ST_TOO_MANY_CONSUMERS,
+		    "this connection has %d subscriptions, the most "
+		    "daemon.max_subscriptions_per_connection (%u) allows", mine,
+		    d->cfg->daemon.max_subscriptions_per_connection),
+		    DAQIRI_ST_TOO_MANY_CONSUMERS;
+	if (++d->next_sub_id == 0)
+		d->next_sub_id = 1;
+	rc = stream_subscribe(s, req, peer, d->next_sub_id, info, fds->fd,
+	    &fds->n, err);
+	if (rc != 0)
+		return err->status != DAQIRI_ST_OK ? (int)err->status : rc;
+	log_info("consumer pid %d (uid %u) subscribed to '%s' as %u (%s)",
+	    (int)peer->pid, (unsigned)peer->uid, req->stream, info->sub_id,
+	    daqiri_sub_mode_name(req->mode));
+	return 0;
+}
+
+static int
+op_unsubscribe(void *ctx, const struct control_peer *peer, uint32_t sub_id,
+	       struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	int n = 0;
+
+	if (sub_id == 0)
+		return DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+	FOR_EACH_STREAM(d, s)
+		n += stream_unsubscribe(s, peer->conn_id, sub_id);
+	return n > 0 ? 0 : DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+}
+
+static void
+op_conn_closed(void *ctx, const struct control_peer *peer)
+{
+	struct daemon *d = ctx;
+	struct stream *s;
+	int n = 0;
+
+	FOR_EACH_STREAM(d, s)
+		n += stream_unsubscribe(s, peer->conn_id, 0);
+	if (n > 0 && !d->stop)
+		log_info("consumer pid %d gone: %d subscription(s) ended, their "
+		    "buffers returned", (int)peer->pid, n);
+}
+
+/* --- flows ------------------------------------------------------------------ */
+
+static int
+flow_json(const struct flow_rule *r, cJSON *o)
+{
+	cJSON *q, *m;
+	char buf[32];
+
+	if (cJSON_AddNumberToObject(o, "id", r->id) == NULL ||
+	    cJSON_AddStringToObject(o, "name", r->name) == NULL ||
+	    (q = cJSON_AddArrayToObject(o, "queues")) == NULL ||
+	    (m = cJSON_AddObjectToObject(o, "match")) == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < r->nqueue_ids; i++)
+		cJSON_AddItemToArray(q, cJSON_CreateNumber(r->queue_ids[i]));
+	if (r->fields & FLOW_F_UDP_SRC) {
+		snprintf(buf, sizeof(buf), "%u-%u", r->udp_src_lo, r->udp_src_hi);
+		cJSON_AddStringToObject(m, "udp_src", buf);
+	}
+	if (r->fields & FLOW_F_UDP_DST) {
+		snprintf(buf, sizeof(buf), "%u-%u", r->udp_dst_lo, r->udp_dst_hi);
+		cJSON_AddStringToObject(m, "udp_dst", buf);
+	}
+	if (r->fields & FLOW_F_IPV4_LEN)
+		cJSON_AddNumberToObject(m, "ipv4_len", r->ipv4_len);
+	if (r->fields & FLOW_F_IPV4_SRC) {
+		snprintf(buf, sizeof(buf), "%u.%u.%u.%u", r->ipv4_src >> 24,
+		    (r->ipv4_src >> 16) & 255, (r->ipv4_src >> 8) & 255,
+		    r->ipv4_src & 255);
+		cJSON_AddStringToObject(m, "ipv4_src", buf);
+	}
+	if (r->fields & FLOW_F_IPV4_DST) {
+		snprintf(buf, sizeof(buf), "%u.%u.%u.%u", r->ipv4_dst >> 24,
+		    (r->ipv4_dst >> 16) & 255, (r->ipv4_dst >> 8) & 255,
+		    r->ipv4_dst & 255);
+		cJSON_AddStringToObject(m, "ipv4_dst", buf);
+	}
+	return 0;
+}
+
+static int
+op_flow_list(void *ctx, const char *iface, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	cJSON *arr = cJSON_AddArrayToObject(reply, "interfaces");
+	bool found = iface[0] == '\0';
+
+	if (arr == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < d->nifs; i++) {
+		const struct flow_table *t = d->ifs[i].flows;
+		cJSON *o, *fl;
+
+		if (iface[0] != '\0' && strcmp(iface, d->ifs[i].ifc->name) != 0)
+			continue;
+		found = true;
+		if ((o = cJSON_CreateObject()) == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(arr, o);
+		if (cJSON_AddStringToObject(o, "name", d->ifs[i].ifc->name) == NULL ||
+		    cJSON_AddBoolToObject(o, "flow_isolation", t->isolation) == NULL ||
+		    cJSON_AddStringToObject(o, "classified", "software") == NULL ||
+		    (fl = cJSON_AddArrayToObject(o, "flows")) == NULL)
+			return -ENOMEM;
+		for (uint32_t r = 0; r < t->nrules; r++) {
+			cJSON *fo = cJSON_CreateObject();
+
+			if (fo == NULL)
+				return -ENOMEM;
+			cJSON_AddItemToArray(fl, fo);
+			if (flow_json(&t->rules[r], fo) != 0)
+				return -ENOMEM;
+		}
+	}
+	if (!found)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
+		    "no interface '%s'", iface), DAQIRI_ST_NO_SUCH_INTERFACE;
+	return 0;
+}
+
+static struct daemon_iface *
+find_interface(struct daemon *d, const char *name)
+{
+	for (int i = 0; i < d->nifs; i++)
+		if (strcmp(d->ifs[i].ifc->name, name) == 0)
+			return &d->ifs[i];
+	return NULL;
+}
+
+/* Give every worker of di a copy of table t; then t becomes di's table. */
+static int
+flows_install(struct daemon_iface *di, struct flow_table *t,
+	      struct daqiri_err *err)
+{
+	/* All or none: no worker may still be taking the previous change. */
+	for (int q = 0; q < di->nworkers; q++)
+		if (worker_flows_busy(di->workers[q])) {
+			flow_table_free(t);
+			return daqiri_err_set(err, DAQIRI_ST_BUSY, "interface "
+			    "'%s' is still taking the previous flow change; try "
+			    "again", di->ifc->name), DAQIRI_ST_BUSY;
+		}
+	for (int q = 0; q < di->nworkers; q++) {
+		int rc = worker_set_flows(di->workers[q], t);
+
+		if (rc != 0) {
+			flow_table_free(t);
+			return rc;
+		}
+	}
+	flow_table_free(di->flows);
+	di->flows = t;
+	return 0;
+}
+
+static int
+op_flow_add(void *ctx, const struct daqiri_flow_req *req,
+	    const struct control_peer *peer, cJSON *reply,
+	    struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct daemon_iface *di = find_interface(d, req->iface);
+	struct cfg_flow cf;
+	struct flow_table *t;
+	cJSON *o;
+	int rc;
+
+	if (di == NULL || di->flows == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
+		    "no interface '%s' with rx queues", req->iface),
+		    DAQIRI_ST_NO_SUCH_INTERFACE;
+	if (flow_table_find(di->flows, req->id) >= 0)
+		return daqiri_err_set(err, DAQIRI_ST_EXISTS, "interface '%s' "
+		    "has a flow %u already", req->iface, req->id),
+		    DAQIRI_ST_EXISTS;
+	if (req->nqueues < 1 || req->nqueues > CFG_MAX_QUEUE_IDS)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "a flow targets 1 to %d queues", CFG_MAX_QUEUE_IDS),
+		    DAQIRI_ST_OUT_OF_RANGE;
+	memset(&cf, 0, sizeof(cf));
+	snprintf(cf.name, sizeof(cf.name), "%s", req->name);
+	cf.id = req->id;
+	cf.nqueue_ids = req->nqueues;
+	for (int i = 0; i < req->nqueues; i++) {
+		bool found = false;
+
+		for (int q = 0; q < di->ifc->rx.nqueues; q++)
+			found |= di->ifc->rx.queues[q].id == req->queues[i];
+		if (!found)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "interface '%s' has no rx queue %u", req->iface,
+			    req->queues[i]), DAQIRI_ST_BAD_FIELD;
+		cf.queue_ids[i] = req->queues[i];
+	}
+	cf.match.has_udp_src = req->has_udp_src;
+	cf.match.udp_src_lo = req->udp_src_lo;
+	cf.match.udp_src_hi = req->udp_src_hi;
+	cf.match.has_udp_dst = req->has_udp_dst;
+	cf.match.udp_dst_lo = req->udp_dst_lo;
+	cf.match.udp_dst_hi = req->udp_dst_hi;
+	cf.match.has_ipv4_len = req->has_ipv4_len;
+	cf.match.ipv4_len = req->ipv4_len;
+	cf.match.has_ipv4_src = req->has_ipv4_src;
+	cf.match.ipv4_src = req->ipv4_src;
+	cf.match.has_ipv4_dst = req->has_ipv4_dst;
+	cf.match.ipv4_dst = req->ipv4_dst;
+	cf.has_match = req->has_udp_src || req->has_udp_dst ||
+	    req->has_ipv4_len || req->has_ipv4_src || req->has_ipv4_dst;
+
+	t = flow_table_clone(di->flows, 1);
+	if (t == NULL)
+		return -ENOMEM;
+	rc = flow_table_add(t, &cf);
+	if (rc != 0) {
+		flow_table_free(t);
+		return daqiri_err_set(err, rc == -ENOSPC ?
+		    DAQIRI_ST_NO_RESOURCES : DAQIRI_ST_EXISTS, "flow %u: %s",
+		    req->id, strerror(-rc)), rc == -ENOSPC ?
+		    DAQIRI_ST_NO_RESOURCES : DAQIRI_ST_EXISTS;
+	}
+	rc = flows_install(di, t, err);
+	if (rc != 0)
+		return rc;
+	log_info("flow %u added on '%s' by pid %d (uid %u)", req->id,
+	    req->iface, (int)peer->pid, (unsigned)peer->uid);
+	o = cJSON_AddObjectToObject(reply, "flow");
+	if (o == NULL)
+		return -ENOMEM;
+	return flow_json(&di->flows->rules[di->flows->nrules - 1], o);
+}
+
+static int
+op_flow_del(void *ctx, const struct daqiri_flow_req *req,
+	    const struct control_peer *peer, cJSON *reply,
+	    struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct daemon_iface *di = find_interface(d, req->iface);
+	struct flow_table *t;
+	int rc;
+
+	if (di == NULL || di->flows == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
+		    "no interface '%s' with rx queues", req->iface),
+		    DAQIRI_ST_NO_SUCH_INTERFACE;
+	if (flow_table_find(di->flows, req->id) < 0)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_FLOW, "interface "
+		    "'%s' has no flow %u", req->iface, req->id),
+		    DAQIRI_ST_NO_SUCH_FLOW;
+	t = flow_table_clone(di->flows, 0);
+	if (t == NULL)
+		return -ENOMEM;
+	(void)flow_table_del(t, req->id);
+	rc = flows_install(di, t, err);
+	if (rc != 0)
+		return rc;
+	log_info("flow %u deleted on '%s' by pid %d (uid %u)", req->id,
+	    req->iface, (int)peer->pid, (unsigned)peer->uid);
+	return 0;
+}
+
+/* --- what the rest of the daemon calls ------------------------------------- */
+
+const struct control_ops daemon_control_ops = {
+	.streams = op_streams,
+	.status = op_status,
+	.stats = op_stats,
+	.consumers = op_consumers,
+	.subscribe = op_subscribe,
+	.unsubscribe = op_unsubscribe,
+	.conn_closed = op_conn_closed,
+	.flow_list = op_flow_list,
+	.flow_add = op_flow_add,
+	.flow_del = op_flow_del,
+};
+
+/* A worker cut a subscription off (a corrupt ring, a buffer held too
+ * long): tell the consumer why and end that subscription; everything
+ * else carries on. */
+void
+daemon_sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id,
+		  const char *why)
+{
+	struct daemon *d = ctx;
+	const struct control_peer *p = control_peer_find(d->ctl, conn_id);
+	struct stream *s;
+	int n = 0;
+
+	log_warnx("consumer pid %d, subscription %u: %s; ending that "
+	    "subscription", p != NULL ? (int)p->pid : -1, sub_id, why);
+	/* Only the subscription ends: the connection stays, so the event
+	 * is never lost in a close, and the consumer's other subscriptions
+	 * go on. Its buffers are already back in the stream. */
+	control_sub_closed(d->ctl, conn_id, sub_id, DAQIRI_ST_BAD_REQUEST, why);
+	FOR_EACH_STREAM(d, s)
+		n += stream_unsubscribe(s, conn_id, sub_id);
+	/* A full command queue: the connection's end frees it instead */
+	if (n == 0)
+		control_close_conn(d->ctl, conn_id);
+}

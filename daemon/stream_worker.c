@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The RX worker's side of a stream: it lends tensor buffers to the
+ * reorder (or raw) plan, publishes finished tensors into the subscribers'
+ * rings, takes back what they release, ends subscriptions that misbehave,
+ * runs the main thread's commands and publishes the counters. Everything
+ * here runs on the one worker that feeds the stream (stream_pool_fill(),
+ * stream_owner_init() and a first stream_publish_counters() also on the
+ * main thread at creation, before that worker exists). It may touch the
+ * worker-only fields of struct stream and struct sub freely, and crosses
+ * to the main thread only as stream_internal.h says: commands under
+ * cmd_lock, sub.state with release, relaxed counters, the seqlock. It
+ * never allocates and never logs; the one lock it takes is cmd_lock, and
+ * only when a command is pending (main holds it just to append one).
+ *
+ * Buffer life: FREE -> lent to the plan (get) -> published -> held by the
+ * subscribers it was delivered to -> FREE when the last one released it
+ * (or at once when nobody took it). The daemon never waits for a
+ * consumer: a subscriber whose ring is full or who holds max_held
+ * buffers misses the tensor (`overruns`).
+ *
+ * Isolation (DESIGN.md "Isolation"): the plan marks slots in a private
+ * bitmap, copied into the consumers' sealed sidecar at publish, so no
+ * consumer can touch duplicate detection; a buffer held past
+ * hold_timeout_ms ends its subscription; a release ring that names a
+ * buffer its subscriber does not hold cuts that subscriber off.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "raw.h"
+#include "ring.h"
+#include "seqlock.h"
+#include "stream_internal.h"
+
+/* --- buffer pool -------------------------------------------------------- */
+
+static void
+buf_free(struct stream *s, uint32_t i)
+{
+	if (s->buf_state[i] == BUF_PUBLISHED)
+		s->npub--;
+	s->buf_state[i] = BUF_FREE;
+	s->refs[i] = 0;
+	s->free_stack[s->nfree++] = i;
+}
+
+/* Every buffer free, lowest index first out, which keeps tests readable.
+ * Main thread, at creation. */
+void
+stream_pool_fill(struct stream *s)
+{
+	for (uint32_t i = s->nbufs; i-- > 0;)
+		buf_free(s, i);
+}
+
+static int
+owner_get(void *ctx, struct reorder_buf *out)
+{
+	struct stream *s = ctx;
+	uint32_t i;
+
+	if (s->nfree == 0)
+		return -ENOBUFS;
+	i = s->free_stack[--s->nfree];
+	s->buf_state[i] = BUF_LENT;
+	s->nlent++;
+	out->index = i;
+	out->data = mem_host_visible(s->region) ? mem_buf(s->region, i) :
+	    mem_dev_buf(s->region, i);
+	out->bitmap = (uint64_t *)(void *)(s->priv_bitmap +
+	    (size_t)i * s->bitmap_bytes);
+	return 0;
+}
+
+static void
+owner_put(void *ctx, const struct reorder_buf *buf)
+{
+	struct stream *s = ctx;
+
+	if (buf->index < s->nbufs && s->buf_state[buf->index] == BUF_LENT) {
+		s->nlent--;
+		buf_free(s, buf->index);
+	}
+}
+
+/* --- what each subscriber holds --------------------------------------- */
+
+/* u now holds buffer i (delivered at stream time since). */
+static void
+held_add(struct sub *u, uint32_t i, uint64_t since)
+{
+	u->held[u->nheld].idx = i;
+	u->held[u->nheld].since = since;
+	u->held_pos[i] = ++u->nheld;
+	atomic_store_explicit(&u->held_now, u->nheld, memory_order_relaxed);
+}
+
+/* u no longer holds buffer i (which it held). */
+static void
+held_remove(struct sub *u, uint32_t i)
+{
+	uint32_t at = u->held_pos[i] - 1;
+
+	u->held[at] = u->held[--u->nheld];
+	u->held_pos[u->held[at].idx] = at + 1;
+	u->held_pos[i] = 0;
+	atomic_store_explicit(&u->held_now, u->nheld, memory_order_relaxed);
+}
+
+/* Take back every buffer u holds. */
+static void
+sub_return_all(struct stream *s, struct sub *u)
+{
+	while (u->nheld > 0) {
+		uint32_t i = u->held[u->nheld - 1].idx;
+
+		held_remove(u, i);
+		if (--s->refs[i] == 0)
+			buf_free(s, i);
+	}
+}
+
+/* Cut a subscriber off: give back what it held, leave it for main to
+ * report and remove; *counter counts why. */
+static void
+sub_break(struct stream *s, struct sub *u, uint64_t *counter,
+	  const char *why)
+{
+	snprintf(u->why, sizeof(u->why), "%s", why);
+	sub_return_all(s, u);
+	(*counter)++;
+	atomic_store_explicit(&u->state, SUB_BROKEN, memory_order_release);
+}
+
+static void
+sub_drop_from_list(struct stream *s, int k)
+{
+	s->served[k] = s->served[--s->nserved];
+	s->served[s->nserved] = NULL;
+}
+
+/* u missed a tensor; the stream's count only ever grows. */
+static void
+note_overrun(struct stream *s, struct sub *u)
+{
+	atomic_fetch_add_explicit(&u->overruns, 1, memory_order_relaxed);
+	s->ctr.overruns++;
+}
+
+/*
+ * Worker: shared subscription u joins its group (found by name once,
+ * here, so publishing never compares names). A group slot nobody is in
+ * any more is reused, its round-robin cursor reset; live groups are at
+ * most the subscriptions, so a slot is always there.
+ */
+static void
+group_join(struct stream *s, struct sub *u)
+{
+	int g, empty = -1;
+
+	for (g = 0; g < s->ngroups; g++) {
+		if (s->groups[g].nmembers == 0) {
+			if (empty < 0)
+				empty = g;
+			continue;
+		}
+		if (strcmp(s->groups[g].name, u->group) == 0)
+			break;
+	}
+	if (g == s->ngroups) {
+		g = empty >= 0 ? empty : s->ngroups++;
+		snprintf(s->groups[g].name, sizeof(s->groups[g].name), "%s",
+		    u->group);
+		s->groups[g].next = 0;
+	}
+	s->groups[g].nmembers++;
+	u->gi = (uint32_t)g;
+}
+
+/* --- publishing ----------------------------------------------------------- */
+
+/* Try to hand tensor d to u: 1 delivered, 0 missed (overrun), -1 broken. */
+static int
+deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
+{
+	int rc;
+
+	if (u->nheld >= u->max_held) {
+		note_overrun(s, u);
+		return 0;
+	}
+	rc = daqiri_comp_push(&u->ring, d);
+	if (rc == -ENOSPC) {
+		note_overrun(s, u);
+		return 0;
+	}
+	if (rc < 0) {
+		sub_break(s, u, &s->ctr.subs_broken,
+		    "completion ring positions corrupted by the consumer");
+		return -1;
+	}
+	held_add(u, d->buf_index, s->now_ns);
+	atomic_fetch_add_explicit(&u->delivered, 1, memory_order_relaxed);
+	/* Only a consumer that armed need_wakeup is asleep; a busy-polling
+	 * one costs no system call. The send cannot block whatever the
+	 * consumer did to its own socket; a wake-up already queued, or an
+	 * end the consumer closed or moved, needs no action. */
+	if (daqiri_ring_wake_wanted(&u->ring)) {
+		rc = daqiri_wake_signal(u->wake_fd);
+		/* Nothing was sent, and the word is cleared: set it again,
+		 * or a sleeping consumer is never woken for this tensor. */
+		if (rc == -ENOBUFS || rc == -ENOMEM)
+			(void)daqiri_ring_arm(&u->ring);
+	}
+	return 1;
+}
+
+static bool
+sub_can_take(const struct sub *u)
+{
+	return atomic_load_explicit(&u->state, memory_order_relaxed) ==
+	    SUB_ACTIVE && u->nheld < u->max_held &&
+	    daqiri_comp_pending(&u->ring) < u->ring.depth;
+}
+
+static void
+owner_publish(void *ctx, const struct daqiri_desc *dd,
+	      const struct reorder_buf *buf)
+{
+	struct stream *s = ctx;
+	struct daqiri_desc d = *dd;
+	uint32_t i = buf->index;
+	uint32_t refs = 0;
+
+	d.publish_ns = daqiri_mono_ns();
+	/* The consumers' copy of the presence bitmap, before any ring
+	 * carries the descriptor (the push orders it before). */
+	memcpy(s->bitmap + (size_t)i * s->bitmap_bytes,
+	    s->priv_bitmap + (size_t)i * s->bitmap_bytes, s->bitmap_bytes);
+	s->nlent--;
+	s->buf_state[i] = BUF_PUBLISHED;
+	s->npub++;
+	s->ctr.published++;
+
+	/* Broadcast subscribers each get it. */
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
+
+		if (u->mode != DAQIRI_SUB_BROADCAST ||
+		    atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE)
+			continue;
+		if (deliver(s, u, &d) > 0)
+			refs++;
+	}
+	/* Each shared group gives it to one member with room, round robin
+	 * from the member after the last one served; a group where nobody
+	 * has room counts one overrun on the member whose turn it was. The
+	 * active members are bucketed by group first (a counting sort, in
+	 * list order within a group), so this is linear in subscriptions. */
+	for (int g = 0; g < s->ngroups; g++)
+		s->groups[g].count = 0;
+	for (int k = 0; k < s->nserved; k++)
+		if (s->served[k]->mode == DAQIRI_SUB_SHARED &&
+		    atomic_load_explicit(&s->served[k]->state,
+		    memory_order_relaxed) == SUB_ACTIVE)
+			s->groups[s->served[k]->gi].count++;
+	for (int g = 0, at = 0; g < s->ngroups; g++) {
+		s->groups[g].start = (uint32_t)at;
+		at += (int)s->groups[g].count;
+		s->groups[g].count = 0;
+	}
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
+		struct stream_group *gr;
+
+		if (u->mode != DAQIRI_SUB_SHARED ||
+		    atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE)
+			continue;
+		gr = &s->groups[u->gi];
+		s->members[gr->start + gr->count++] = u;
+	}
+	for (int g = 0; g < s->ngroups; g++) {
+		struct stream_group *gr = &s->groups[g];
+		struct sub **m = s->members + gr->start;
+		uint32_t nm = gr->count;
+
+		for (uint32_t j = 0; j < nm; j++) {
+			struct sub *u = m[(gr->next + j) % nm];
+
+			if (sub_can_take(u)) {
+				gr->next = (gr->next + j + 1) % nm;
+				if (deliver(s, u, &d) > 0)
+					refs++;
+				break;
+			}
+			if (j == nm - 1)
+				note_overrun(s, m[gr->next % nm]);
+		}
+	}
+
+	if (refs == 0) {
+		s->ctr.unseen++;
+		buf_free(s, i);
+	} else {
+		s->refs[i] = refs;
+		s->ctr.delivered += refs;
+	}
+}
+
+/* The callbacks through which the stream's plan borrows, returns and
+ * publishes buffers. Main thread, at creation. */
+void
+stream_owner_init(struct stream *s, struct reorder_owner *owner)
+{
+	owner->ctx = s;
+	owner->get = owner_get;
+	owner->put = owner_put;
+	owner->publish = owner_publish;
+}
+
+/* --- the worker's loop -------------------------------------------------- */
+
+/* Take back what every subscriber released. */
+static void
+reclaim(struct stream *s)
+{
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
+		uint32_t idx;
+		int rc;
+
+		if (atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE)
+			continue;
+		while ((rc = daqiri_rel_pop(&u->ring, &idx)) == 1) {
+			char why[DAQIRI_ERR_MSG_MAX];
+
+			if (idx >= s->nbufs || u->held_pos[idx] == 0) {
+				snprintf(why, sizeof(why),
+				    "released buffer %u, which it does not hold",
+				    idx);
+				sub_break(s, u, &s->ctr.subs_broken, why);
+				break;
+			}
+			held_remove(u, idx);
+			atomic_fetch_add_explicit(&u->released, 1,
+			    memory_order_relaxed);
+			if (--s->refs[idx] == 0)
+				buf_free(s, idx);
+		}
+		if (rc < 0)
+			sub_break(s, u, &s->ctr.subs_broken,
+			    "release ring positions corrupted by the consumer");
+	}
+}
+
+/*
+ * End every subscription holding a buffer longer than hold_ns. At most
+ * once per STREAM_HOLD_CHECK_NS of stream time, and O(held buffers): the
+ * admission rule keeps those under nbufs whatever the subscriptions.
+ */
+static void
+check_holds(struct stream *s)
+{
+	if (s->hold_ns == 0 || s->now_ns < s->next_hold_check)
+		return;
+	s->next_hold_check = s->now_ns + STREAM_HOLD_CHECK_NS;
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
+
+		if (atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE)
+			continue;
+		for (uint32_t h = 0; h < u->nheld; h++) {
+			char why[DAQIRI_ERR_MSG_MAX];
+			uint64_t held;
+
+			if (s->now_ns <= u->held[h].since ||
+			    (held = s->now_ns - u->held[h].since) <= s->hold_ns)
+				continue;
+			snprintf(why, sizeof(why), "held too long: buffer %u "
+			    "for %llu ms, more than daemon.hold_timeout_ms %llu",
+			    u->held[h].idx,
+			    (unsigned long long)(held / 1000000u),
+			    (unsigned long long)(s->hold_ns / 1000000u));
+			sub_break(s, u, &s->ctr.subs_held_too_long, why);
+			break;
+		}
+	}
+}
+
+static void
+run_commands(struct stream *s)
+{
+	struct cmd *cmds = s->cmds_run;
+	int n;
+
+	if (!atomic_load_explicit(&s->cmd_pending, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&s->cmd_lock);
+	n = s->ncmds;
+	memcpy(cmds, s->cmds, sizeof(cmds[0]) * (size_t)n);
+	s->ncmds = 0;
+	atomic_store_explicit(&s->cmd_pending, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&s->cmd_lock);
+
+	for (int c = 0; c < n; c++) {
+		struct sub *u = cmds[c].sub;
+
+		if (cmds[c].op == CMD_ADD) {
+			/* main keeps nall <= the list size, so this fits */
+			s->served[s->nserved++] = u;
+			if (u->mode == DAQIRI_SUB_SHARED)
+				group_join(s, u);
+			atomic_store_explicit(&u->state, SUB_ACTIVE,
+			    memory_order_release);
+			continue;
+		}
+		for (int k = 0; k < s->nserved; k++) {
+			if (s->served[k] != u)
+				continue;
+			if (atomic_load_explicit(&u->state,
+			    memory_order_relaxed) == SUB_ACTIVE)
+				sub_return_all(s, u);
+			if (u->mode == DAQIRI_SUB_SHARED)
+				s->groups[u->gi].nmembers--;
+			sub_drop_from_list(s, k);
+			break;
+		}
+		atomic_store_explicit(&u->state, SUB_GONE, memory_order_release);
+	}
+}
+
+/* --- counters and entry points -------------------------------------------- */
+
+/* Also called by main at creation, before the worker exists. */
+void
+stream_publish_counters(struct stream *s)
+{
+	s->ctr.free_bufs = s->nfree;
+	s->ctr.open_bufs = s->nlent;
+	s->ctr.held_bufs = s->npub;
+
+	seqlock_write_begin(&s->snap_lock);
+	if (s->plan != NULL)
+		seqlock_copy((uint64_t *)&s->snap_reorder,
+		    (const uint64_t *)reorder_counters(s->plan),
+		    SEQLOCK_WORDS(s->snap_reorder));
+	else
+		seqlock_copy((uint64_t *)&s->snap_raw,
+		    (const uint64_t *)raw_counters(s->raw),
+		    SEQLOCK_WORDS(s->snap_raw));
+	seqlock_copy((uint64_t *)&s->snap_stream, (const uint64_t *)&s->ctr,
+	    SEQLOCK_WORDS(s->snap_stream));
+	seqlock_write_end(&s->snap_lock);
+}
+
+void
+stream_burst(struct stream *s, const struct rx_frame *pkts, unsigned n,
+	     uint64_t now_ns)
+{
+	s->now_ns = now_ns;
+	if (s->plan != NULL)
+		reorder_burst(s->plan, pkts, n, now_ns);
+	else
+		raw_burst(s->raw, pkts, n, now_ns);
+}
+
+void
+stream_service(struct stream *s, uint64_t now_ns)
+{
+	s->now_ns = now_ns;
+	run_commands(s);
+	reclaim(s);
+	check_holds(s);
+	if (s->plan != NULL)
+		reorder_poll(s->plan, now_ns);
+	else
+		raw_poll(s->raw, now_ns);
+}
+
+uint64_t
+stream_packets_in(const struct stream *s)
+{
+	return s->plan != NULL ? reorder_counters(s->plan)->packets_in :
+	    raw_counters(s->raw)->packets_in;
+}
+
+uint64_t
+stream_next_deadline(const struct stream *s)
+{
+	return s->plan != NULL ? reorder_next_deadline(s->plan) :
+	    raw_next_deadline(s->raw);
+}
+
+void
+stream_flush(struct stream *s, uint64_t now_ns)
+{
+	s->now_ns = now_ns;
+	if (s->plan != NULL)
+		reorder_flush(s->plan, now_ns);
+	else
+		raw_flush(s->raw, now_ns);
+	stream_publish_counters(s);
+}
