@@ -337,16 +337,16 @@ dpdk_eal_args(const struct cfg *c, char *err, size_t errlen)
 	int argc = 0, npci = 0, full = 0;	/* full: argv ran out */
 
 	if (no_huge && dpdk_user_has(c, inmem_opts)) {
-		errbuf(err, errlen, "dpdk_args: --no-huge cannot be combined "
-		    "with --in-memory; use --no-shconf (or a --file-prefix of "
-		    "its own) with --no-huge");
+		log_seterr(err, errlen, "dpdk_args: --no-huge cannot be "
+		    "combined with --in-memory; use --no-shconf (or a "
+		    "--file-prefix of its own) with --no-huge");
 		return -EINVAL;
 	}
 	if (!no_huge && !dpdk_hugepages_free()) {
-		errbuf(err, errlen, "DPDK: no free huge pages on this machine "
-		    "(/sys/kernel/mm/hugepages): reserve some (e.g. 'echo 1024 "
-		    "> /proc/sys/vm/nr_hugepages') or add \"--no-huge\" and "
-		    "\"--no-shconf\" to cfg.dpdk_args");
+		log_seterr(err, errlen, "DPDK: no free huge pages on this "
+		    "machine (/sys/kernel/mm/hugepages): reserve some (e.g. "
+		    "'echo 1024 > /proc/sys/vm/nr_hugepages') or add "
+		    "\"--no-huge\" and \"--no-shconf\" to cfg.dpdk_args");
 		return -ENOMEM;
 	}
 	full |= dpdk_add_arg(&argc, "daqirid");
@@ -376,7 +376,7 @@ dpdk_eal_args(const struct cfg *c, char *err, size_t errlen)
 	for (int i = 0; i < c->ndpdk_args; i++)
 		full |= dpdk_add_arg(&argc, "%s", c->dpdk_args[i]);
 	if (full != 0) {
-		errbuf(err, errlen, "dpdk_args: more than %d EAL arguments",
+		log_seterr(err, errlen, "dpdk_args: more than %d EAL arguments",
 		    DPDK_MAX_ARGS);
 		return -E2BIG;
 	}
@@ -398,8 +398,8 @@ dpdk_eal_init(const struct cfg *c, char *err, size_t errlen)
 	if (dpdk_eal_up)
 		return 0;
 	if (dpdk_eal_gone) {
-		errbuf(err, errlen, "DPDK: EAL was shut down in this process "
-		    "and cannot be started again");
+		log_seterr(err, errlen, "DPDK: EAL was shut down in this "
+		    "process and cannot be started again");
 		return -EALREADY;
 	}
 	if ((argc = dpdk_eal_args(c, err, errlen)) < 0)
@@ -435,7 +435,7 @@ dpdk_eal_init(const struct cfg *c, char *err, size_t errlen)
 	if (rc < 0) {
 		int e = rte_errno;
 
-		errbuf(err, errlen, "DPDK: rte_eal_init failed: %s (EAL "
+		log_seterr(err, errlen, "DPDK: rte_eal_init failed: %s (EAL "
 		    "arguments: %s; EAL's messages above say more)",
 		    rte_strerror(e), line);
 		/* EAL refuses a second rte_eal_init in any case */
@@ -560,14 +560,14 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 	dpdk_share(c, ifc, qi, ridx, &users, &me);
 	nbufs = m->nbufs / users;
 	if (nbufs < DPDK_MIN_BUFS) {
-		errbuf(err, errlen, "interface '%s': queue '%s': %u buffers "
-		    "of memory region '%s' (%u shared by %u queues); DPDK needs "
-		    "at least %u per queue", ifc->name, cq->name, nbufs,
-		    m->name, m->nbufs, users, DPDK_MIN_BUFS);
+		log_seterr(err, errlen, "interface '%s': queue '%s': %u "
+		    "buffers of memory region '%s' (%u shared by %u queues); "
+		    "DPDK needs at least %u per queue", ifc->name, cq->name,
+		    nbufs, m->name, m->nbufs, users, DPDK_MIN_BUFS);
 		return NULL;
 	}
 	if (m->buf_size <= RTE_PKTMBUF_HEADROOM + RTE_ETHER_MIN_LEN) {
-		errbuf(err, errlen, "interface '%s': queue '%s': memory "
+		log_seterr(err, errlen, "interface '%s': queue '%s': memory "
 		    "region '%s': buffers of %llu bytes; DPDK needs more than "
 		    "%d (mbuf headroom %d + a minimal frame)", ifc->name,
 		    cq->name, m->name, (unsigned long long)m->buf_size,
@@ -580,7 +580,7 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 
 	if (!iova_va) {
 		if (dev) {
-			errbuf(err, errlen, "interface '%s': queue '%s': "
+			log_seterr(err, errlen, "interface '%s': queue '%s': "
 			    "device region '%s' needs EAL's IOVA as VA (bind "
 			    "the NIC to vfio-pci, or pass --iova-mode=va)",
 			    ifc->name, cq->name, m->name);
@@ -592,7 +592,7 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 		mp = rte_pktmbuf_pool_create(pname, nbufs, cache, 0, room,
 		    socket);
 		if (mp == NULL)
-			errbuf(err, errlen, "interface '%s': queue '%s': "
+			log_seterr(err, errlen, "interface '%s': queue '%s': "
 			    "mbuf pool of %u x %u bytes: %s", ifc->name,
 			    cq->name, nbufs, room, rte_strerror(rte_errno));
 		return mp;
@@ -607,15 +607,15 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 		len = m->size;
 	}
 	if (va == NULL || (uintptr_t)va % page != 0 || len % page != 0) {
-		errbuf(err, errlen, "interface '%s': queue '%s': memory "
-		    "region '%s' (%zu bytes at %p) is not made of whole %zu-byte "
-		    "pages%s", ifc->name, cq->name, m->name, len, (void *)va,
-		    page, dev ? ": make num_bufs x buf_size a multiple of "
-		    "64 KiB" : "");
+		log_seterr(err, errlen, "interface '%s': queue '%s': memory "
+		    "region '%s' (%zu bytes at %p) is not made of whole "
+		    "%zu-byte pages%s", ifc->name, cq->name, m->name, len,
+		    (void *)va, page, dev ? ": make num_bufs x buf_size a "
+		    "multiple of 64 KiB" : "");
 		return NULL;
 	}
 	if ((rc = dpdk_extmem_get(va, len, page, true)) < 0) {
-		errbuf(err, errlen, "interface '%s': queue '%s': memory "
+		log_seterr(err, errlen, "interface '%s': queue '%s': memory "
 		    "region '%s': rte_extmem_register: %s", ifc->name,
 		    cq->name, m->name, rte_strerror(-rc));
 		return NULL;
@@ -631,14 +631,14 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 			de->maps[de->nmaps].va = va;
 			de->maps[de->nmaps].len = len;
 			de->nmaps++;
-			if (rte_dev_dma_map(de->dev, va, (uint64_t)(uintptr_t)va,
-			    len) != 0) {
+			if (rte_dev_dma_map(de->dev, va,
+			    (uint64_t)(uintptr_t)va, len) != 0) {
 				de->nmaps--;
 				if (rte_errno != ENOTSUP && rte_errno != EEXIST) {
-					errbuf(err, errlen, "interface '%s': "
-					    "memory region '%s': DMA mapping "
-					    "for port '%s': %s", ifc->name,
-					    m->name, de->address,
+					log_seterr(err, errlen, "interface "
+					    "'%s': memory region '%s': DMA "
+					    "mapping for port '%s': %s",
+					    ifc->name, m->name, de->address,
 					    rte_strerror(rte_errno));
 					dpdk_extmem_put(va);
 					return NULL;
@@ -664,7 +664,7 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 	    socket, ext, nbufs);
 	free(ext);
 	if (mp == NULL) {
-		errbuf(err, errlen, "interface '%s': queue '%s': mbuf pool "
+		log_seterr(err, errlen, "interface '%s': queue '%s': mbuf pool "
 		    "on memory region '%s' (%u buffers of %u bytes): %s",
 		    ifc->name, cq->name, m->name, nbufs, room,
 		    rte_strerror(rte_errno));
@@ -719,8 +719,8 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 		int d = cq->region_idx[cq->nregions - 1];
 
 		if (regions == NULL || d < 0 || d >= c->nregions) {
-			errbuf(err, errlen, "interface '%s': queue '%s': no "
-			    "memory region %d", ifc->name, cq->name, d);
+			log_seterr(err, errlen, "interface '%s': queue '%s': "
+			    "no memory region %d", ifc->name, cq->name, d);
 			return -EINVAL;
 		}
 		data = &regions[d];
@@ -728,7 +728,7 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 			int h = cq->region_idx[0];
 
 			if (h < 0 || h >= c->nregions) {
-				errbuf(err, errlen, "interface '%s': queue "
+				log_seterr(err, errlen, "interface '%s': queue "
 				    "'%s': no memory region %d", ifc->name,
 				    cq->name, h);
 				return -EINVAL;
@@ -742,16 +742,16 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 		    info->rx_seg_capa.max_nseg >= 2 &&
 		    info->rx_seg_capa.multi_pools;
 		if (!split)
-			log_warnx("interface '%s': queue '%s': port '%s' cannot "
-			    "split headers from data (no buffer split): frames "
-			    "arrive whole in region '%s', region '%s' is not "
-			    "used", ifc->name, cq->name, de->address,
+			log_warnx("interface '%s': queue '%s': port '%s' "
+			    "cannot split headers from data (no buffer split): "
+			    "frames arrive whole in region '%s', region '%s' "
+			    "is not used", ifc->name, cq->name, de->address,
 			    data->name, hdr->name);
 	}
 	/* The CPU classifies frames and reads their sequence numbers: a
 	 * frame's first part must be host memory. */
 	if (data != NULL && !mem_host_visible(data) && !split) {
-		errbuf(err, errlen, "interface '%s': queue '%s': frames in "
+		log_seterr(err, errlen, "interface '%s': queue '%s': frames in "
 		    "device memory (region '%s') need header-data split (a "
 		    "host region for the headers first, on a NIC that can "
 		    "split): flows and sequence numbers are read by the CPU",
@@ -771,8 +771,8 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 		q->pool = rte_pktmbuf_pool_create(pname, DPDK_PRIVATE_NBUFS,
 		    DPDK_POOL_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
 		if (q->pool == NULL)
-			errbuf(err, errlen, "interface '%s': queue '%s': mbuf "
-			    "pool: %s", ifc->name, cq->name,
+			log_seterr(err, errlen, "interface '%s': queue '%s': "
+			    "mbuf pool: %s", ifc->name, cq->name,
 			    rte_strerror(rte_errno));
 	}
 	if (q->pool == NULL)
@@ -789,14 +789,14 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 		    nbufs / 8 < DPDK_POOL_CACHE ? nbufs / 8 : DPDK_POOL_CACHE,
 		    0, (uint16_t)(RTE_PKTMBUF_HEADROOM + hlen), socket);
 		if (q->hdr_pool == NULL) {
-			errbuf(err, errlen, "interface '%s': queue '%s': "
+			log_seterr(err, errlen, "interface '%s': queue '%s': "
 			    "header mbuf pool: %s", ifc->name, cq->name,
 			    rte_strerror(rte_errno));
 			return -ENOMEM;
 		}
-		log_info("interface '%s': queue '%s': header-data split at byte "
-		    "%u: headers in DPDK memory (they need the mbuf headroom), "
-		    "data in region '%s'", ifc->name, cq->name, hlen,
+		log_info("interface '%s': queue '%s': header-data split at "
+		    "byte %u: headers in DPDK memory (they need the mbuf "
+		    "headroom), data in region '%s'", ifc->name, cq->name, hlen,
 		    data->name);
 		memset(seg, 0, sizeof(seg));
 		seg[0].split.mp = q->hdr_pool;
@@ -818,14 +818,15 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 		nb_rxd /= 2;
 	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(de->port, &nb_rxd,
 	    NULL)) != 0) {
-		errbuf(err, errlen, "interface '%s': queue '%s': descriptor "
-		    "count: %s", ifc->name, cq->name, rte_strerror(-rc));
+		log_seterr(err, errlen, "interface '%s': queue '%s': "
+		    "descriptor count: %s", ifc->name, cq->name,
+		    rte_strerror(-rc));
 		return rc;
 	}
 	rc = rte_eth_rx_queue_setup(de->port, q->qid, nb_rxd, (unsigned)socket,
 	    &rxconf, split ? NULL : q->pool);
 	if (rc != 0) {
-		errbuf(err, errlen, "interface '%s': queue '%s': "
+		log_seterr(err, errlen, "interface '%s': queue '%s': "
 		    "rte_eth_rx_queue_setup (%u descriptors, %u buffers): %s",
 		    ifc->name, cq->name, nb_rxd, nbufs, rte_strerror(-rc));
 		return rc;
@@ -939,16 +940,17 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (ifc->rx.nqueues <= 0 || ifc->rx.nqueues > CFG_MAX_QUEUES) {
-		errbuf(err, errlen, "interface '%s': no rx queue", ifc->name);
+		log_seterr(err, errlen, "interface '%s': no rx queue",
+		    ifc->name);
 		return -EINVAL;
 	}
 	if (o->rx_mode >= ENGINE_RX_MODE_MAX) {
-		errbuf(err, errlen, "interface '%s': bad rx mode %d",
+		log_seterr(err, errlen, "interface '%s': bad rx mode %d",
 		    ifc->name, (int)o->rx_mode);
 		return -EINVAL;
 	}
 	if (ifc->address[0] == '\0') {
-		errbuf(err, errlen, "interface '%s': no address (a PCI "
+		log_seterr(err, errlen, "interface '%s': no address (a PCI "
 		    "address or a DPDK vdev name)", ifc->name);
 		return -EINVAL;
 	}
@@ -966,12 +968,12 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	if (dpdk_find_port(ifc->address, &de->port) != 0) {
 		dpdk_port_names(names, sizeof(names));
 		if (dpdk_vdev_given(c, ifc->address))
-			errbuf(err, errlen, "interface '%s': no DPDK port "
+			log_seterr(err, errlen, "interface '%s': no DPDK port "
 			    "'%s' (ports: %s): its --vdev in cfg.dpdk_args did "
 			    "not start (the driver's messages above say why)",
 			    ifc->name, ifc->address, names);
 		else
-			errbuf(err, errlen, "interface '%s': no DPDK port "
+			log_seterr(err, errlen, "interface '%s': no DPDK port "
 			    "'%s' (ports: %s): for a virtual device add "
 			    "\"--vdev=%s,...\" to cfg.dpdk_args; a NIC must be "
 			    "bound to vfio-pci", ifc->name, ifc->address, names,
@@ -980,13 +982,13 @@ dpdk_init(struct engine **out, const struct cfg *c,
 		goto fail;
 	}
 	if ((rc = rte_eth_dev_info_get(de->port, &info)) != 0) {
-		errbuf(err, errlen, "interface '%s': port '%s': %s",
+		log_seterr(err, errlen, "interface '%s': port '%s': %s",
 		    ifc->name, ifc->address, rte_strerror(-rc));
 		goto fail;
 	}
 	de->dev = info.device;
 	if (ifc->rx.nqueues > info.max_rx_queues) {
-		errbuf(err, errlen, "interface '%s': port '%s' has %u rx "
+		log_seterr(err, errlen, "interface '%s': port '%s' has %u rx "
 		    "queue(s), the config %d%s", ifc->name, ifc->address,
 		    info.max_rx_queues, ifc->rx.nqueues,
 		    strncmp(ifc->address, "net_pcap", 8) == 0 ?
@@ -1014,7 +1016,7 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	rc = rte_eth_dev_configure(de->port, (uint16_t)ifc->rx.nqueues, 0,
 	    &conf);
 	if (rc != 0) {
-		errbuf(err, errlen, "interface '%s': port '%s': "
+		log_seterr(err, errlen, "interface '%s': port '%s': "
 		    "rte_eth_dev_configure (%d rx queues, mtu %u): %s",
 		    ifc->name, ifc->address, ifc->rx.nqueues, conf.rxmode.mtu,
 		    rte_strerror(-rc));
@@ -1035,7 +1037,7 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	return 0;
 fail:
 	if (rc == -ENOMEM && err != NULL && errlen > 0 && err[0] == '\0')
-		errbuf(err, errlen, "interface '%s': out of memory",
+		log_seterr(err, errlen, "interface '%s': out of memory",
 		    ifc->name);
 	dpdk_fini(&de->base);
 	return rc < 0 ? rc : -EINVAL;
@@ -1060,7 +1062,8 @@ dpdk_start(struct engine *e)
 		/* counters from here on: baseline, not reset (not every PMD
 		 * resets) */
 		if (de->q[i]->port_counters)
-			(void)rte_eth_stats_get(de->port, &de->q[i]->base_stats);
+			(void)rte_eth_stats_get(de->port,
+			    &de->q[i]->base_stats);
 	}
 	return 0;
 }

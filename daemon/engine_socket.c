@@ -550,13 +550,13 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 
 		ridx = cq->region_idx[cq->nregions - 1];
 		if (regions == NULL || ridx < 0 || ridx >= c->nregions) {
-			errbuf(err, errlen, "interface '%s': queue '%s': no "
-			    "memory region %d", se->name, cq->name, ridx);
+			log_seterr(err, errlen, "interface '%s': queue '%s': "
+			    "no memory region %d", se->name, cq->name, ridx);
 			return -EINVAL;
 		}
 		m = &regions[ridx];
 		if (!mem_host_visible(m)) {
-			errbuf(err, errlen, "interface '%s': queue '%s': "
+			log_seterr(err, errlen, "interface '%s': queue '%s': "
 			    "memory region '%s' is not host memory; the socket "
 			    "engine needs host, huge or host_pinned", se->name,
 			    cq->name, m->name);
@@ -588,17 +588,18 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (q->private_mem == MAP_FAILED) {
 			q->private_mem = NULL;
-			errbuf(err, errlen, "interface '%s': queue '%s': %zu "
-			    "bytes of buffers: %s", se->name, cq->name,
+			log_seterr(err, errlen, "interface '%s': queue '%s': "
+			    "%zu bytes of buffers: %s", se->name, cq->name,
 			    q->private_len, strerror(errno));
 			return -ENOMEM;
 		}
 		base = q->private_mem;
 	}
 	if (nbufs == 0 || buf_size <= ENGINE_SYNTH_HDR_LEN) {
-		errbuf(err, errlen, "interface '%s': queue '%s': needs buffers "
-		    "of more than %d bytes (the synthetic header) and at least "
-		    "one per queue", se->name, cq->name, ENGINE_SYNTH_HDR_LEN);
+		log_seterr(err, errlen, "interface '%s': queue '%s': needs "
+		    "buffers of more than %d bytes (the synthetic header) and "
+		    "at least one per queue", se->name, cq->name,
+		    ENGINE_SYNTH_HDR_LEN);
 		return -EINVAL;
 	}
 	q->arena = base;
@@ -620,9 +621,9 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 	}
 	if (ifc->socket.max_payload_size > q->slot_size - ENGINE_SYNTH_HDR_LEN)
 		log_warnx("interface '%s': queue '%s': buffers of %llu bytes "
-		    "hold datagrams of up to %llu bytes, max_payload_size is %u: "
-		    "longer ones are dropped as truncated", se->name, cq->name,
-		    (unsigned long long)buf_size,
+		    "hold datagrams of up to %llu bytes, max_payload_size is "
+		    "%u: longer ones are dropped as truncated", se->name,
+		    cq->name, (unsigned long long)buf_size,
 		    (unsigned long long)(q->slot_size - ENGINE_SYNTH_HDR_LEN),
 		    ifc->socket.max_payload_size);
 	return 0;
@@ -630,8 +631,9 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 
 static int
 sock_queue_init(struct sock_engine *se, const struct cfg *c,
-		const struct cfg_interface *ifc, int qi, struct mem_region *regions, const struct engine_opts *o,
-		bool *rcvbuf_warned, char *err, size_t errlen)
+		const struct cfg_interface *ifc, int qi, struct mem_region *regions,
+		const struct engine_opts *o, bool *rcvbuf_warned, char *err,
+		size_t errlen)
 {
 	const struct cfg_queue *cq = &ifc->rx.queues[qi];
 	struct sock_rxq *q;
@@ -670,8 +672,8 @@ sock_queue_init(struct sock_engine *se, const struct cfg *c,
 	q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (q->fd == -1) {
 		rc = -errno;
-		errbuf(err, errlen, "interface '%s': queue '%s': socket: %s",
-		    se->name, cq->name, strerror(errno));
+		log_seterr(err, errlen, "interface '%s': queue '%s': "
+		    "socket: %s", se->name, cq->name, strerror(errno));
 		return rc;
 	}
 	/* Several queues on one address: the kernel spreads the flows. */
@@ -704,7 +706,7 @@ sock_queue_init(struct sock_engine *se, const struct cfg *c,
 	sa.sin_port = htons(se->port);
 	if (bind(q->fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
 		rc = -errno;
-		errbuf(err, errlen, "interface '%s': queue '%s': bind "
+		log_seterr(err, errlen, "interface '%s': queue '%s': bind "
 		    "udp://%s:%u: %s", se->name, cq->name,
 		    inet_ntoa(sa.sin_addr), se->port, strerror(errno));
 		return rc;
@@ -734,21 +736,22 @@ sock_init(struct engine **out, const struct cfg *c,
 
 	*out = NULL;
 	if (!ifc->socket.present || !ifc->socket.local.set) {
-		errbuf(err, errlen, "interface '%s': the socket engine needs "
-		    "socket_config.local_addr to receive", ifc->name);
+		log_seterr(err, errlen, "interface '%s': the socket engine "
+		    "needs socket_config.local_addr to receive", ifc->name);
 		return -EINVAL;
 	}
 	if (ifc->socket.local.transport != CFG_TRANSPORT_UDP) {
-		errbuf(err, errlen, "interface '%s': the socket engine "
+		log_seterr(err, errlen, "interface '%s': the socket engine "
 		    "receives udp:// only", ifc->name);
 		return -ENOTSUP;
 	}
 	if (ifc->rx.nqueues <= 0 || ifc->rx.nqueues > CFG_MAX_QUEUES) {
-		errbuf(err, errlen, "interface '%s': no rx queue", ifc->name);
+		log_seterr(err, errlen, "interface '%s': no rx queue",
+		    ifc->name);
 		return -EINVAL;
 	}
 	if (o->rx_mode >= ENGINE_RX_MODE_MAX) {
-		errbuf(err, errlen, "interface '%s': bad rx mode %d",
+		log_seterr(err, errlen, "interface '%s': bad rx mode %d",
 		    ifc->name, (int)o->rx_mode);
 		return -EINVAL;
 	}
@@ -764,8 +767,8 @@ sock_init(struct engine **out, const struct cfg *c,
 		if (rc < 0) {
 			if (rc == -ENOMEM && err != NULL && errlen > 0 &&
 			    err[0] == '\0')
-				errbuf(err, errlen, "interface '%s': out of "
-				    "memory", ifc->name);
+				log_seterr(err, errlen, "interface '%s': out "
+				    "of memory", ifc->name);
 			sock_fini(&se->base);
 			return rc;
 		}

@@ -82,7 +82,7 @@ LOGFN(log_info, CFG_LOG_INFO, 6, 0)
 LOGFN(log_debug, CFG_LOG_DEBUG, 7, 0)
 
 void
-errbuf(char *err, size_t errlen, const char *fmt, ...)
+log_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -26,7 +26,7 @@ void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Format a message into a caller's error buffer (err NULL or errlen 0:
  * nothing), for functions that report rather than log. */
-void errbuf(char *err, size_t errlen, const char *fmt, ...)
+void log_seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 void fatal(const char *fmt, ...)

@@ -207,14 +207,14 @@ mem_create_device(struct mem_region *m, char *err, size_t errlen)
 	int rc;
 
 	if (!gpu_available(NULL, 0)) {
-		errbuf(err, errlen, "memory region '%s': no CUDA device: %s",
-		    m->name, mem_gpu_why());
+		log_seterr(err, errlen, "memory region '%s': no CUDA device: "
+		    "%s", m->name, mem_gpu_why());
 		return -ENODEV;
 	}
 	m->size = m->nbufs * m->buf_size;
 	if ((rc = gpu_alloc(m->affinity, m->size, &p)) < 0) {
-		errbuf(err, errlen, "memory region '%s': %llu bytes on GPU %d: "
-		    "%s", m->name, (unsigned long long)m->size, m->affinity,
+		log_seterr(err, errlen, "memory region '%s': %llu bytes on GPU "
+		    "%d: %s", m->name, (unsigned long long)m->size, m->affinity,
 		    gpu_last_error());
 		m->size = 0;
 		return rc;
@@ -245,7 +245,7 @@ mem_pin(struct mem_region *m)
 static int
 mem_create_device(struct mem_region *m, char *err, size_t errlen)
 {
-	errbuf(err, errlen, "memory region '%s': kind device needs CUDA, "
+	log_seterr(err, errlen, "memory region '%s': kind device needs CUDA, "
 	    "and this build has none", m->name);
 	return -ENOTSUP;
 }
@@ -273,13 +273,13 @@ mem_region_create(const struct cfg_region *r, struct mem_region *out,
 	m->nbufs = r->num_bufs;
 	m->buf_size = r->buf_size;
 	if (m->nbufs == 0 || m->buf_size == 0) {
-		errbuf(err, errlen, "memory region '%s': num_bufs and buf_size "
-		    "must be > 0", m->name);
+		log_seterr(err, errlen, "memory region '%s': num_bufs and "
+		    "buf_size must be > 0", m->name);
 		return -EINVAL;
 	}
 	if (m->buf_size > (UINT64_MAX - MEM_HUGE_PAGE_SIZE) / m->nbufs) {
-		errbuf(err, errlen, "memory region '%s': %u x %llu bytes is "
-		    "too large", m->name, m->nbufs,
+		log_seterr(err, errlen, "memory region '%s': %u x %llu bytes "
+		    "is too large", m->name, m->nbufs,
 		    (unsigned long long)m->buf_size);
 		return -EOVERFLOW;
 	}
@@ -301,14 +301,15 @@ mem_region_create(const struct cfg_region *r, struct mem_region *out,
 	case DAQIRI_MEM_HOST_PINNED:
 		break;
 	default:
-		errbuf(err, errlen, "memory region '%s': unknown kind %d",
+		log_seterr(err, errlen, "memory region '%s': unknown kind %d",
 		    m->name, (int)m->kind);
 		return -EINVAL;
 	}
 	if ((rc = mem_map_memfd(m, false)) < 0) {
-		errbuf(err, errlen, "memory region '%s': %llu bytes of shared "
-		    "memory: %s", m->name,
-		    (unsigned long long)(m->nbufs * m->buf_size), strerror(-rc));
+		log_seterr(err, errlen, "memory region '%s': %llu bytes of "
+		    "shared memory: %s", m->name,
+		    (unsigned long long)(m->nbufs * m->buf_size),
+		    strerror(-rc));
 		mem_region_destroy(m);
 		return rc;
 	}

@@ -85,8 +85,9 @@ struct worker {
 	struct worker_counters snap;
 };
 
+/* Worker side: make the counters visible to worker_snapshot(). */
 static void
-snapshot(struct worker *w)
+publish_counters(struct worker *w)
 {
 	w->ctr.matched = w->fstats.matched;
 	w->ctr.unmatched = w->fstats.unmatched;
@@ -240,7 +241,7 @@ worker_main(void *arg)
 		/* Counters for the main thread: when idle, else at most every
 		 * WORKER_SNAP_NS (reading the engine's may be a syscall). */
 		if (n <= 0 || now - w->last_snap_ns >= WORKER_SNAP_NS) {
-			snapshot(w);
+			publish_counters(w);
 			w->last_snap_ns = now;
 		}
 	}
@@ -249,7 +250,7 @@ worker_main(void *arg)
 		stream_service(w->ws[k].s, now);
 		stream_flush(w->ws[k].s, now);
 	}
-	snapshot(w);
+	publish_counters(w);
 	return NULL;
 }
 
@@ -431,7 +432,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	eng->ops->set_wake_fd(w->q, w->wake_fd);
 	for (int k = 0; k < w->nws; k++)
 		stream_set_wake_fd(w->ws[k].s, w->wake_fd);
-	snapshot(w);
+	publish_counters(w);
 	*out = w;
 	return 0;
 }

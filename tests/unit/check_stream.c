@@ -101,13 +101,13 @@ fix_fini(struct fix *f)
 
 /* Counters as main sees them, with the accounting invariant checked. */
 static void
-counters(struct fix *f, struct reorder_counters *rc, struct stream_counters *sc)
+counters(struct fix *f, struct reorder_counters *reorder, struct stream_counters *sc)
 {
 	stream_publish_counters(f->s);
-	stream_snapshot(f->s, rc, sc);
-	ck_assert_uint_eq(rc->packets_in, rc->placed + rc->duplicate +
-	    rc->late + rc->malformed + rc->no_buffer_packets +
-	    rc->backend_error_packets);
+	stream_snapshot(f->s, reorder, sc);
+	ck_assert_uint_eq(reorder->packets_in, reorder->placed + reorder->duplicate +
+	    reorder->late + reorder->malformed + reorder->no_buffer_packets +
+	    reorder->backend_error_packets);
 	ck_assert_uint_eq(sc->free_bufs + sc->held_bufs + sc->open_bufs,
 	    f->nbufs);
 }
@@ -362,7 +362,7 @@ START_TEST(test_broadcast_delivers_all)
 	struct fix f;
 	struct cons c;
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	uint64_t ev = 0;
 	void *w;
@@ -385,7 +385,7 @@ START_TEST(test_broadcast_delivers_all)
 	/* before the worker runs the ADD, a tensor reaches nobody */
 	feed(&f, 0, ALL, T0);
 	ck_assert_int_eq(pop(&c, &d), 0);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.published, 1);
 	ck_assert_uint_eq(sc.unseen, 1);
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
@@ -402,11 +402,11 @@ START_TEST(test_broadcast_delivers_all)
 		ck_assert_uint_ne(d.publish_ns, 0);
 		check_tensor(&c, &d, b, ALL);
 		ck_assert_int_eq(pop(&c, &d), 0);
-		counters(&f, &rc, &sc);
+		counters(&f, &reorder, &sc);
 		ck_assert_uint_eq(sc.held_bufs, 1);
 		release(&c, d.buf_index);
 		stream_service(f.s, T0 + b * 1000 + 600);
-		counters(&f, &rc, &sc);
+		counters(&f, &reorder, &sc);
 		ck_assert_uint_eq(sc.held_bufs, 0);
 		ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	}
@@ -428,13 +428,13 @@ START_TEST(test_broadcast_delivers_all)
 	check_tensor(&c, &d, 11, 0xB7);
 	release(&c, d.buf_index);
 	stream_service(f.s, T0 + 22000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.published, 12);
 	ck_assert_uint_eq(sc.delivered, 11);
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_uint_eq(sc.overruns, 0);
-	ck_assert_uint_eq(rc.packets_in, 11 * PPB + 6);
-	ck_assert_uint_eq(rc.placed, 11 * PPB + 6);
+	ck_assert_uint_eq(reorder.packets_in, 11 * PPB + 6);
+	ck_assert_uint_eq(reorder.placed, 11 * PPB + 6);
 	ck_assert_double_eq(sub_field(&f, 1, 1, "delivered"), 11);
 	ck_assert_double_eq(sub_field(&f, 1, 1, "released"), 11);
 	ck_assert_double_eq(sub_field(&f, 1, 1, "held"), 0);
@@ -450,7 +450,7 @@ START_TEST(test_broadcast_overruns)
 	struct fix f;
 	struct cons a, b;
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 
 	fix_init(&f, 6 + SPARE, 0);
@@ -466,7 +466,7 @@ START_TEST(test_broadcast_overruns)
 		check_tensor(&b, &d, k, ALL);
 		release(&b, d.buf_index);
 		stream_service(f.s, T0 + k * 1000 + 500);
-		counters(&f, &rc, &sc);
+		counters(&f, &reorder, &sc);
 		ck_assert_double_eq(sub_field(&f, 1, 1, "overruns"), (double)want);
 		ck_assert_double_eq(sub_field(&f, 2, 1, "overruns"), 0);
 		ck_assert_uint_eq(sc.overruns, want);
@@ -496,7 +496,7 @@ START_TEST(test_shared_round_robin)
 	struct fix f;
 	struct cons m[2];
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	int last = -1, count[2] = { 0, 0 };
 
@@ -528,7 +528,7 @@ START_TEST(test_shared_round_robin)
 	}
 	ck_assert_int_eq(count[0], 6);
 	ck_assert_int_eq(count[1], 6);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.published, 12);
 	ck_assert_uint_eq(sc.delivered, 12);
 	ck_assert_uint_eq(sc.overruns, 0);
@@ -547,7 +547,7 @@ START_TEST(test_shared_skips_full_member)
 	struct fix f;
 	struct cons m[2];
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	int got[2] = { 0, 0 };
 
@@ -563,7 +563,7 @@ START_TEST(test_shared_skips_full_member)
 			got[j]++;
 	ck_assert_int_eq(got[0], 1);
 	ck_assert_int_eq(got[1], 3);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.published, 5);
 	ck_assert_uint_eq(sc.delivered, 4);
 	ck_assert_uint_eq(sc.unseen, 1);
@@ -585,7 +585,7 @@ START_TEST(test_bad_release_ring)
 	struct fix f;
 	struct cons v, o;
 	struct daqiri_desc d0, d1, d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	struct reaped rp;
 	char st[32];
@@ -605,7 +605,7 @@ START_TEST(test_bad_release_ring)
 		release(&o, d.buf_index);
 	}
 	stream_service(f.s, T0 + 2000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.held_bufs, 2);
 
 	switch (_i) {
@@ -621,7 +621,7 @@ START_TEST(test_bad_release_ring)
 	case 2:
 		release(&v, d0.buf_index);
 		stream_service(f.s, T0 + 2500);
-		counters(&f, &rc, &sc);
+		counters(&f, &reorder, &sc);
 		ck_assert_uint_eq(sc.subs_broken, 0);	/* a good release */
 		ck_assert_uint_eq(sc.held_bufs, 1);
 		release(&v, d0.buf_index);
@@ -635,7 +635,7 @@ START_TEST(test_bad_release_ring)
 	}
 	}
 	stream_service(f.s, T0 + 3000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.subs_broken, 1);
 	ck_assert_uint_eq(sc.held_bufs, 0);
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
@@ -659,7 +659,7 @@ START_TEST(test_bad_release_ring)
 	release(&o, d.buf_index);
 	ck_assert_int_eq(daqiri_comp_pop(&v.ring, &d), 0);
 	stream_service(f.s, T0 + 5000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_uint_eq(sc.delivered, 5);
 	ck_assert_uint_eq(sc.subs_broken, 1);
@@ -683,7 +683,7 @@ START_TEST(test_bad_completion_ring)
 	struct fix f;
 	struct cons v, o;
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	struct reaped rp;
 	struct daqiri_ring_shm *h;
@@ -700,11 +700,11 @@ START_TEST(test_bad_completion_ring)
 	h = v.ring_mem;
 	atomic_store(&h->comp_tail, atomic_load(&h->comp_head) + 5);
 	stream_service(f.s, T0 + 1000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.subs_broken, 0);
 	ck_assert_uint_eq(sc.held_bufs, 1);	/* v holds tensor 0 */
 	feed(&f, 1, ALL, T0 + 2000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.subs_broken, 1);
 	ck_assert_uint_eq(sc.held_bufs, 1);	/* tensor 1, held by o only */
 	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "broken");
@@ -713,7 +713,7 @@ START_TEST(test_bad_completion_ring)
 	check_tensor(&o, &d, 1, ALL);
 	release(&o, d.buf_index);
 	stream_service(f.s, T0 + 3000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	stream_reap(f.s, reap_cb, &rp);
 	ck_assert_int_eq(rp.n, 1);
@@ -737,7 +737,7 @@ START_TEST(test_subscribe_limits)
 	struct control_peer peer;
 	struct daqiri_sub_info info;
 	struct daqiri_err err;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	int fds[DAQIRI_SUB_MAX_FDS], nfds = 0;
 
@@ -777,7 +777,7 @@ START_TEST(test_subscribe_limits)
 	ck_assert_int_eq(pop(&c[0], &d), 0);
 	stream_reap(f.s, NULL, NULL);
 	ck_assert_int_eq(stream_nsubs(f.s), 0);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.unseen, 1);
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	cons_close(&c[0]);
@@ -819,15 +819,15 @@ START_TEST(test_subscribe_limits)
 	/* MANY members of one group take one tensor each */
 	for (uint32_t b = 1; b <= MANY; b++)
 		feed(&f, b, ALL, T0 + b * 1000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.delivered, MANY);
 	ck_assert_uint_eq(sc.held_bufs, MANY);
-	ck_assert_uint_eq(rc.batches_no_buffer, 0);
+	ck_assert_uint_eq(reorder.batches_no_buffer, 0);
 	ck_assert_int_eq(stream_unsubscribe(f.s, 10, 0), MANY);
 	stream_service(f.s, T0 + 10000000);
 	stream_reap(f.s, NULL, NULL);
 	ck_assert_int_eq(stream_nsubs(f.s), 0);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.held_bufs, 0);
 	for (int k = 0; k < MANY; k++)
 		cons_close(&c[k]);
@@ -842,7 +842,7 @@ START_TEST(test_unsubscribe)
 	struct fix f;
 	struct cons a, b1, b2;
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	struct reaped rp;
 	char st[32];
@@ -856,7 +856,7 @@ START_TEST(test_unsubscribe)
 	stream_service(f.s, T0);
 	feed(&f, 0, ALL, T0);
 	feed(&f, 1, ALL, T0 + 1000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.held_bufs, 2);
 
 	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 7), 1);
@@ -871,7 +871,7 @@ START_TEST(test_unsubscribe)
 	while (pop(&b2, &d) == 1)
 		release(&b2, d.buf_index);
 	stream_service(f.s, T0 + 2000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.held_bufs, 0);	/* a's held ones came back */
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_int_eq(stream_nsubs(f.s), 3);	/* not reaped yet */
@@ -901,12 +901,12 @@ START_TEST(test_unsubscribe)
 	stream_reap(f.s, reap_cb, &rp);
 	ck_assert_int_eq(stream_nsubs(f.s), 0);
 	ck_assert_int_eq(rp.n, 0);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	ck_assert_uint_eq(sc.held_bufs, 0);
 	/* with nobody subscribed, tensors are unseen and come straight back */
 	feed(&f, 3, ALL, T0 + 5000);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.unseen, 1);
 	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
 	cons_close(&a);
@@ -941,7 +941,7 @@ one_batch(struct fix *f, struct cons *c, uint32_t b)
 START_TEST(test_wake_cannot_block)
 {
 	uint64_t big = 0xfffffffffffffffeull;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	struct fix f;
 	struct cons c;
@@ -963,7 +963,7 @@ START_TEST(test_wake_cannot_block)
 #endif
 		one_batch(&f, &c, k);
 	}
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.published, 2000);
 	ck_assert_uint_eq(sc.unseen, 0);
 	/* The daemon wrote nothing into its own end: only wake-ups wait
@@ -986,7 +986,7 @@ START_TEST(test_wake_cannot_block)
 		ck_assert_int_eq(daqiri_ring_arm(&c.ring), 0);
 		one_batch(&f, &c, k);
 	}
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.published, 2020);
 	cons_close(&c);
 	fix_fini(&f);
@@ -1117,7 +1117,7 @@ START_TEST(test_sidecar_is_a_copy)
 	struct fix f;
 	struct cons c;
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	uint8_t *side;
 
@@ -1130,9 +1130,9 @@ START_TEST(test_sidecar_is_a_copy)
 	feed(&f, 0, 0x0F, T0 + 100);		/* the same four again */
 	memset(side, 0, c.bitmaps_len);
 	feed(&f, 0, 0x03, T0 + 200);		/* and two once more */
-	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(rc.duplicate, 6);
-	ck_assert_uint_eq(rc.placed, 4);
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(reorder.duplicate, 6);
+	ck_assert_uint_eq(reorder.placed, 4);
 	ck_assert_uint_eq(sc.published, 0);
 	ck_assert_int_eq(pop(&c, &d), 0);
 	memset(side, 0xFF, c.bitmaps_len);
@@ -1141,9 +1141,9 @@ START_TEST(test_sidecar_is_a_copy)
 	ck_assert_uint_eq(d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(d.packets_received, PPB);
 	check_tensor(&c, &d, 0, ALL);		/* the bitmap copied at publish */
-	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(rc.placed, PPB);
-	ck_assert_uint_eq(rc.missing_slots, 0);
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(reorder.placed, PPB);
+	ck_assert_uint_eq(reorder.missing_slots, 0);
 	cons_close(&c);
 	fix_fini(&f);
 }
@@ -1236,7 +1236,7 @@ START_TEST(test_one_conn_cannot_starve)
 	struct fix f;
 	struct cons good, bad[NB];
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	int nbad = 0, rcode;
 	uint32_t held = 0;
@@ -1266,9 +1266,9 @@ START_TEST(test_one_conn_cannot_starve)
 		release(&good, d.buf_index);
 		stream_service(f.s, T0 + k * 1000 + 500);
 	}
-	counters(&f, &rc, &sc);
-	ck_assert_uint_eq(rc.batches_no_buffer, 0);
-	ck_assert_uint_eq(rc.no_buffer_packets, 0);
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(reorder.batches_no_buffer, 0);
+	ck_assert_uint_eq(reorder.no_buffer_packets, 0);
 	ck_assert_uint_eq(sc.published, BATCHES);
 	ck_assert_uint_le(sc.held_bufs, held);
 	ck_assert_double_eq(sub_field(&f, 1, 1, "overruns"), 0);
@@ -1289,7 +1289,7 @@ START_TEST(test_hold_timeout)
 	struct fix f;
 	struct cons h, g;
 	struct daqiri_desc d, hd;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	struct reaped rp;
 	char st[32], want[128];
@@ -1316,13 +1316,13 @@ START_TEST(test_hold_timeout)
 		stream_service(f.s, t + ms + 1);
 	}
 	stream_service(f.s, T0 + 10 * ms + PPB);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.subs_held_too_long, 0);	/* 10 ms, not more */
 	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "active");
 	ck_assert_double_eq(sub_field(&f, 1, 1, "held"), 4);
 	/* checked at most every STREAM_HOLD_CHECK_NS: surely by then */
 	stream_service(f.s, T0 + 10 * ms + PPB + STREAM_HOLD_CHECK_NS);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.subs_held_too_long, 1);
 	ck_assert_uint_eq(sc.subs_broken, 0);
 	ck_assert_uint_eq(sc.held_bufs, 0);
@@ -1353,7 +1353,7 @@ START_TEST(test_hold_forever)
 	struct fix f;
 	struct cons h;
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 
 	fix_init(&f, 4 + SPARE, 0);
@@ -1363,7 +1363,7 @@ START_TEST(test_hold_forever)
 	feed(&f, 0, ALL, T0);
 	ck_assert_int_eq(pop(&h, &d), 1);
 	stream_service(f.s, T0 + 3600ull * 1000000000ull);
-	counters(&f, &rc, &sc);
+	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(sc.subs_held_too_long, 0);
 	ck_assert_uint_eq(sc.held_bufs, 1);
 	cons_close(&h);
@@ -1383,7 +1383,7 @@ START_TEST(test_raw_stream)
 	struct daqiri_err err;
 	struct daqiri_ring ring;
 	struct daqiri_desc d;
-	struct reorder_counters rc;
+	struct reorder_counters reorder;
 	struct stream_counters sc;
 	struct rx_frame k[5];
 	uint8_t fr[5][80];
@@ -1467,18 +1467,18 @@ START_TEST(test_raw_stream)
 	ck_assert_int_eq(daqiri_comp_pop(&ring, &d), 0);
 	ck_assert_int_eq(daqiri_comp_pop(&ring, &d), 0);
 	stream_publish_counters(s);
-	stream_snapshot(s, &rc, &sc);
-	ck_assert_uint_eq(rc.packets_in, 5);
-	ck_assert_uint_eq(rc.placed, 4);
-	ck_assert_uint_eq(rc.malformed, 1);		/* the oversize frame */
-	ck_assert_uint_eq(rc.packets_in, rc.placed + rc.malformed +
-	    rc.no_buffer_packets + rc.backend_error_packets);
+	stream_snapshot(s, &reorder, &sc);
+	ck_assert_uint_eq(reorder.packets_in, 5);
+	ck_assert_uint_eq(reorder.placed, 4);
+	ck_assert_uint_eq(reorder.malformed, 1);		/* the oversize frame */
+	ck_assert_uint_eq(reorder.packets_in, reorder.placed + reorder.malformed +
+	    reorder.no_buffer_packets + reorder.backend_error_packets);
 	ck_assert_uint_eq(sc.published, 1);
 	ck_assert_uint_eq(sc.held_bufs, 1);
 	ck_assert_int_eq(daqiri_rel_push(&ring, idx), 0);
 	stream_service(s, T0 + 20);
 	stream_publish_counters(s);
-	stream_snapshot(s, &rc, &sc);
+	stream_snapshot(s, &reorder, &sc);
 	ck_assert_uint_eq(sc.free_bufs, RAW_NBUFS);
 	ck_assert_uint_eq(sc.subs_broken, 0);
 
