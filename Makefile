@@ -33,7 +33,7 @@ endif
 # Dependencies, all through pkg-config (targets that only print or clean
 # need none).
 PKGS := libdpdk yaml-0.1 libsystemd libcjson check
-NODEPS_GOALS := clean deps help check demo
+NODEPS_GOALS := clean deps help check demo layout
 ifneq ($(filter-out $(NODEPS_GOALS),$(if $(MAKECMDGOALS),$(MAKECMDGOALS),all)),)
 MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
 ifneq ($(MISSING),)
@@ -106,7 +106,7 @@ LIBCLIENT_SO := $(BUILD)/libdaqiri-client.so
 PROGS := $(BUILD)/daqirid $(addprefix $(BUILD)/,$(CLIENT_TOOLS)) $(BUILD)/daqiri-sim \
 	$(BUILD)/bench_reorder
 
-.PHONY: all check unit unit-run golden system system-tools system-asan fuzz fuzz-run asan demo run bench \
+.PHONY: all check layout unit unit-run golden system system-tools system-asan fuzz fuzz-run asan demo run bench \
 	install uninstall clean deps help
 .DEFAULT_GOAL := all
 
@@ -188,6 +188,11 @@ unit-run: unit
 golden: $(BUILD)/daqirid
 	$(Q)DAQIRID=$(BUILD)/daqirid sh tests/config/run.sh
 
+# The layout rules of README.md "Layout": maps complete, proto/ alone,
+# no source file over 1500 lines without a reason.
+layout:
+	$(Q)sh tests/layout.sh
+
 # Small helper programs of the system tests (tests/system/*.c).
 SYS_TOOLS := $(patsubst tests/system/%.c,$(BUILD)/tests/%,$(wildcard tests/system/*.c))
 $(BUILD)/tests/%: $(BUILD)/obj/tests/system/%.o $(LIBCLIENT_A)
@@ -232,6 +237,7 @@ fuzz-run: fuzz
 	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_BIN)
 
 check: deps
+	$(Q)$(MAKE) --no-print-directory layout
 	$(Q)$(MAKE) --no-print-directory all unit
 	$(Q)$(MAKE) --no-print-directory unit-run
 	$(Q)$(MAKE) --no-print-directory golden

@@ -14,9 +14,19 @@
  *
  *   daqirid.c        main, start-up: options, config, signal mask, then
  *                    daemon_run()
- *   config.c         main, start-up (and daqirid -n): YAML in, a checked
- *                    struct cfg and file:line:col diagnostics out, and
- *                    the normalised printout
+ *   cfg_load.c       main, start-up (and daqirid -n): the loader, text in,
+ *                    a checked struct cfg and file:line:col diagnostics
+ *                    out (a pure function; config.h is its interface)
+ *   cfg_yaml.c       the loader's YAML access: typed getters, maps with
+ *                    "did you mean", the diagnostics list
+ *   cfg_parse.c      the schema walk, section by section, with defaults
+ *   cfg_check.c      the checks across sections (regions, queues, flows,
+ *                    addresses, reorder geometry)
+ *   cfg_print.c      the normalised printout (-n -v) and cfg_equal()
+ *   cfg_names.c      the YAML spelling of every config enum, lookups
+ *   geometry.c       any thread, pure: frame, slot, window and tensor
+ *                    sizes, the one place both the checker and the
+ *                    stages take them from
  *   daemon.c         main: bring-up and teardown, interfaces up/down, the
  *                    loop, signals, watchdog, sd_notify
  *   daemon_ops.c     main: answers to control requests (status, streams,
@@ -46,14 +56,18 @@
  *   convert_cpu.c    worker: vectorised payload conversion for the CPU
  *                    backend (element arithmetic in convert.h)
  *   raw.c            worker: raw bursts copied into burst tensors
- *   reorder_cuda.cu  the CUDA backend (worker), and the CUDA device calls
- *                    main makes at start-up (gpu_available(), allocations,
- *                    IPC handles)
+ *   reorder_cuda.cu  worker (plans made on main): the CUDA backend, its
+ *                    placement and conversion kernels
+ *   gpu.cu           CUDA device management: allocations, pinned host
+ *                    memory, IPC handles and events (main), the range and
+ *                    event lookups the backend makes (worker)
  *
- * Private headers: stream_internal.h (struct stream and struct sub, and
- * how each field crosses between main and worker), daemon_internal.h
- * (struct daemon, shared by daemon.c and daemon_ops.c); seqlock.h is the
- * counter snapshot every worker publishes and main reads.
+ * Shared headers: rx_frame.h is the one descriptor of a received frame,
+ * from engine to stage; seqlock.h is the counter snapshot every worker
+ * publishes and main reads. Private headers: cfg_internal.h (the loader's
+ * parse context, cfg_*.c only), stream_internal.h (struct stream and
+ * struct sub, and how each field crosses between main and worker),
+ * daemon_internal.h (struct daemon, shared by daemon.c and daemon_ops.c).
  */
 #include <errno.h>
 #include <signal.h>
