@@ -399,22 +399,32 @@ static int
 flows_install(struct daemon_iface *di, struct flow_table *t,
 	      struct daqiri_err *err)
 {
+	struct flow_change *change[CFG_MAX_QUEUES];
+	int q;
+
 	/* All or none: no worker may still be taking the previous change. */
-	for (int q = 0; q < di->nworkers; q++)
+	for (q = 0; q < di->nworkers; q++)
 		if (worker_flows_busy(di->workers[q])) {
 			flow_table_free(t);
 			return daqiri_err_set(err, DAQIRI_ST_BUSY, "interface "
 			    "'%s' is still taking the previous flow change; try "
 			    "again", di->ifc->name), DAQIRI_ST_BUSY;
 		}
-	for (int q = 0; q < di->nworkers; q++) {
-		int rc = worker_set_flows(di->workers[q], t);
+	/* Every worker's copy made before any is posted: a copy that cannot
+	 * be made leaves every queue on the old table. */
+	for (q = 0; q < di->nworkers; q++) {
+		change[q] = worker_flows_prepare(di->workers[q], t);
+		if (change[q] == NULL) {
+			int rc = errno == EBUSY ? -EBUSY : -ENOMEM;
 
-		if (rc != 0) {
+			while (q-- > 0)
+				worker_flows_discard(change[q]);
 			flow_table_free(t);
 			return rc;
 		}
 	}
+	for (q = 0; q < di->nworkers; q++)
+		worker_flows_post(di->workers[q], change[q]);
 	flow_table_free(di->flows);
 	di->flows = t;
 	return 0;

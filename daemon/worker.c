@@ -298,41 +298,59 @@ worker_flows_busy(struct worker *w)
 	return atomic_load_explicit(&w->pending, memory_order_acquire) != NULL;
 }
 
-int
-worker_set_flows(struct worker *w, const struct flow_table *t)
+static void
+flow_change_free(struct flow_change *fc)
 {
-	struct flow_change *fc, *old;
+	if (fc == NULL)
+		return;
+	flow_table_free(fc->flows);
+	free(fc->rule_stream);
+	free(fc);
+}
 
-	if (atomic_load_explicit(&w->pending, memory_order_acquire) != NULL)
-		return -EBUSY;
-	/* The previous change's leftovers, if the worker returned them. */
-	old = atomic_exchange_explicit(&w->retired, NULL, memory_order_acquire);
-	if (old != NULL) {
-		flow_table_free(old->flows);
-		free(old->rule_stream);
-		free(old);
+struct flow_change *
+worker_flows_prepare(struct worker *w, const struct flow_table *t)
+{
+	struct flow_change *fc;
+
+	if (atomic_load_explicit(&w->pending, memory_order_acquire) != NULL) {
+		errno = EBUSY;
+		return NULL;
 	}
+	/* The previous change's leftovers, if the worker returned them. */
+	flow_change_free(atomic_exchange_explicit(&w->retired, NULL,
+	    memory_order_acquire));
 	fc = calloc(1, sizeof(*fc));
 	if (fc == NULL)
-		return -ENOMEM;
+		return NULL;
 	fc->flows = flow_table_clone(t, 0);
 	fc->rule_stream = fc->flows != NULL ? make_routes(w, fc->flows) : NULL;
 	if (fc->flows == NULL || fc->rule_stream == NULL) {
-		flow_table_free(fc->flows);
-		free(fc->rule_stream);
-		free(fc);
-		return -ENOMEM;
+		flow_change_free(fc);
+		errno = ENOMEM;
+		return NULL;
 	}
+	return fc;
+}
+
+void
+worker_flows_discard(struct flow_change *fc)
+{
+	flow_change_free(fc);
+}
+
+void
+worker_flows_post(struct worker *w, struct flow_change *fc)
+{
 	if (!w->started) {
 		/* Not running: swap here. */
 		atomic_store_explicit(&w->pending, fc, memory_order_relaxed);
 		take_flow_change(w);
-		return 0;
+		return;
 	}
 	atomic_store_explicit(&w->pending, fc, memory_order_release);
 	if (w->wake_fd >= 0)
 		(void)!write(w->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
-	return 0;
 }
 
 void

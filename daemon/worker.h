@@ -61,11 +61,18 @@ int worker_create(struct worker **out, const struct cfg_interface *ifc,
 		  const struct cfg_reorder *const *stream_cfg, int nstreams,
 		  struct stream *raw, char *err, size_t errlen);
 /*
- * Hand the worker a new flow table (copied; the caller keeps t). It takes
- * it between two bursts. -EBUSY while the previous change is not taken
- * yet, -ENOMEM. Main thread only.
+ * A flow change in two steps, so that one table can go to every worker of
+ * an interface or to none: prepare copies t for w (the caller keeps t) and
+ * may fail (NULL, errno EBUSY while w's previous change is not taken yet,
+ * or ENOMEM); post hands the copy to w, which takes it between two
+ * bursts, and cannot fail; discard frees a copy never posted. Main thread
+ * only.
  */
-int worker_set_flows(struct worker *w, const struct flow_table *t);
+struct flow_change;
+struct flow_change *worker_flows_prepare(struct worker *w,
+					 const struct flow_table *t);
+void worker_flows_post(struct worker *w, struct flow_change *fc);
+void worker_flows_discard(struct flow_change *fc);
 /* True while the previous flow change is not taken yet. */
 bool worker_flows_busy(struct worker *w);
 /* Free the tables the worker has let go of (main thread, periodically). */
