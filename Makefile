@@ -63,7 +63,7 @@ else
 CUDA_CFLAGS :=
 CUDA_LIBS :=
 ifeq ($(filter $(NODEPS_GOALS),$(MAKECMDGOALS)),)
-$(info note: $(NVCC) not found: building without CUDA (no gpu reorder, no device regions))
+$(info note: $(if $(wildcard $(NVCC)),HAVE_CUDA=0,$(NVCC) not found): building without CUDA (no gpu reorder, no device regions))
 endif
 endif
 

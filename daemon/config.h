@@ -281,7 +281,7 @@ void cfg_defaults(struct cfg *c);
 /* Names of the enums, as they are spelt in YAML. */
 const char *cfg_log_level_name(enum cfg_log_level l);
 
-/* Bytes of one input/output element times 2 (int4 is half a byte). */
+/* Bits of one input/output element (int4: 4; raw bytes: 8; 0 unknown). */
 unsigned cfg_dtype_bits(enum daqiri_dtype t);
 
 /*
