@@ -6,18 +6,23 @@
 # How each line is run:
 #  - make demo / make check / make install, and lines that need systemd or
 #    root (systemd-sysusers, systemd-tmpfiles, systemctl): checked for
-#    existence only (`make -n TARGET`, `command -v`). make demo binds the
-#    fixed port 5005 and installs packages; make check is the whole suite.
+#    existence only (`make -n TARGET`, `command -v`, a note where this
+#    machine has no systemd). make demo binds the fixed port 5005 and
+#    installs packages; make check is the whole suite.
 #  - the tools run from $BUILD, find our daemon by $DAQIRI_SOCKET, and
 #    daqiri-sim reads the test's config (the default one on our port);
 #  - a line ending in `&` runs in the background and the walk waits until
 #    it has subscribed; `wait` waits for it and wants exit 0;
 #  - `./consumer` (the C example) runs in the background, outlives a gap
-#    longer than its one-second timeout, receives two tensors, and ends
+#    longer than its one-second timeout, receives and releases every
+#    tensor two simulated batches publish, and ends
 #    with an error message when the daemon stops.
 . tests/system/lib.sh
 
 README=README.md
+for c in cc pkg-config; do
+	command -v "$c" > /dev/null || { echo "SKIP: no $c"; exit 77; }
+done
 start_daemon
 mkdir "$T/bin" "$T/pc" "$T/src"
 cat > "$T/bin/daqiri-sim" <<SIM
@@ -59,8 +64,12 @@ while IFS= read -r line; do
 		make -n "$tgt" > /dev/null 2>&1 || fail "README: no make target '$tgt'"
 		echo "     (target exists)" ;;
 	systemd-sysusers*|systemd-tmpfiles*|systemctl*)
-		command -v "$first" > /dev/null || fail "README: no command $first"
-		echo "     (command exists)" ;;
+		# a machine without systemd may run the tests: a note, not a failure
+		if command -v "$first" > /dev/null; then
+			echo "     (command exists)"
+		else
+			echo "     (no $first on this machine)"
+		fi ;;
 	./consumer)
 		CPROG=1 ;;
 	wait)

@@ -62,7 +62,7 @@ run_sim --batches 2 --rate 20kpps
 wait_gone "$C" 30
 sed 's/^/   | /' "$T/c.err"
 expect_eq "exit" "$GONE_RC" 0
-expect_eq "files saved" "$(ls "$T/save" | wc -l)" 2
+expect_eq "files saved" "$(find "$T/save" -type f | wc -l)" 2
 for f in "$T"/save/*; do
 	echo "$f" | grep -q '/sensor0_sensor_tensor-[0-9]\{12\}\.npy$' || fail "file name $f"
 done
