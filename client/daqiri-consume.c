@@ -22,6 +22,8 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include <cjson/cJSON.h>
+
 #include "convert.h"
 #include "daqiri_client.h"
 #include "desc.h"
@@ -77,12 +79,14 @@ usage(FILE *fp, int code)
 	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
 	    "  --verify             check every element against the "
 	    "simulator pattern\n"
-	    "  --save DIR           write each tensor as DIR/<stream>-<seq>.npy\n"
+	    "  --save DIR           write each tensor as "
+	    "DIR/<iface>_<name>-<seq, 12 digits>.npy\n"
 	    "  --count N            stop after N tensors\n"
 	    "  --busy-poll          spin on the ring instead of sleeping\n"
 	    "  --quiet              no line per tensor, only the summary\n"
 	    "  --group NAME         shared subscription in group NAME\n"
-	    "  --timeout SEC        stop when no tensor came for SEC seconds\n",
+	    "  --timeout SEC        stop when no tensor came for SEC seconds\n"
+	    "Exit status: 0 all well, 1 a failure (said on stderr), 2 usage.\n",
 	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
 	exit(code);
 }
@@ -308,12 +312,15 @@ host_view(const struct daqiri_tensor *t, uint8_t *copy)
 static void
 print_summary(const struct summary *sm, const struct opts *o)
 {
+	/* In a shared group the sequence numbers this member skips went to
+	 * the other members: not a loss. */
 	fprintf(stderr, "daqiri-consume: %s: tensors %llu, complete %llu, "
-	    "partial %llu, missing slots %llu, seq gaps %llu",
+	    "partial %llu, missing slots %llu, %s %llu",
 	    o->stream, (unsigned long long)sm->tensors,
 	    (unsigned long long)sm->complete, (unsigned long long)sm->partial,
 	    (unsigned long long)sm->missing_slots,
-	    (unsigned long long)sm->seq_gaps);
+	    o->group != NULL ? "seq skipped (other group members)" :
+	    "seq gaps", (unsigned long long)sm->seq_gaps);
 	if (o->verify)
 		fprintf(stderr, ", verified elements %llu, errors %llu",
 		    (unsigned long long)sm->verified,
@@ -324,6 +331,37 @@ print_summary(const struct summary *sm, const struct opts *o)
 		fprintf(stderr, ", latency avg %.1f us max %.1f us",
 		    sm->lat_sum_us / (double)sm->tensors, sm->lat_max_us);
 	fputc('\n', stderr);
+}
+
+/* The daemon's count of packets of `stream` dropped as malformed, or -1
+ * when it cannot be had. */
+static long long
+stream_malformed(struct daqiri *d, const char *stream)
+{
+	cJSON *o, *ss, *st, *v;
+	char *reply = NULL;
+	long long n = -1;
+
+	if (daqiri_request(d, "{\"type\":\"stats\"}", &reply) < 0 ||
+	    (o = cJSON_Parse(reply)) == NULL) {
+		free(reply);
+		return -1;
+	}
+	ss = cJSON_GetObjectItemCaseSensitive(o, "streams");
+	cJSON_ArrayForEach(st, ss) {
+		v = cJSON_GetObjectItemCaseSensitive(st, "name");
+		if (!cJSON_IsString(v) || strcmp(v->valuestring, stream) != 0)
+			continue;
+		v = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(st, "reorder"),
+		    "malformed");
+		if (cJSON_IsNumber(v))
+			n = (long long)v->valuedouble;
+		break;
+	}
+	cJSON_Delete(o);
+	free(reply);
+	return n;
 }
 
 static void
@@ -414,6 +452,7 @@ main(int argc, char **argv)
 	char fl[80];
 	int r, rc = 0;
 	bool have_seq = false;
+	long long malformed0;
 
 	memset(&sm, 0, sizeof(sm));
 	parse_args(argc, argv, &o);
@@ -456,6 +495,9 @@ main(int argc, char **argv)
 		return 1;
 	}
 	daqiri_sub_info(sub, &in);
+	/* To explain a run that got nothing: see whether the daemon dropped
+	 * the stream's packets meanwhile. */
+	malformed0 = stream_malformed(d, in.name);
 	if (!o.quiet)
 		fprintf(stderr, "daqiri-consume: %s: %u x %llu %s (%llu bytes "
 		    "per slot), %u buffers, %s memory, ring %u\n", in.name,
@@ -482,10 +524,20 @@ main(int argc, char **argv)
 		if (r == 0 || r == -EINTR) {
 			if (o.timeout_s > 0 && daqiri_mono_ns() - idle_since >
 			    (uint64_t)o.timeout_s * 1000000000ull) {
-				fprintf(stderr, "daqiri-consume: no tensor for "
-				    "%ld s\n", o.timeout_s);
-				if (o.count != 0)
+				if (o.count != 0) {
+					fprintf(stderr, "daqiri-consume: "
+					    "timeout: no tensor for %ld s: "
+					    "received %llu of %llu tensors\n",
+					    o.timeout_s,
+					    (unsigned long long)sm.tensors,
+					    o.count);
 					rc = 1;
+				} else {
+					fprintf(stderr, "daqiri-consume: "
+					    "no tensor for %ld s: received "
+					    "%llu tensors\n", o.timeout_s,
+					    (unsigned long long)sm.tensors);
+				}
 				break;
 			}
 			continue;
@@ -565,6 +617,24 @@ main(int argc, char **argv)
 	print_summary(&sm, &o);
 	if (sm.errors > 0)
 		rc = 1;
+	if (sm.tensors == 0) {
+		long long m = malformed0 >= 0 ? stream_malformed(d, in.name) : -1;
+
+		if (m > malformed0) {
+			fprintf(stderr, "daqiri-consume: %lld packets were "
+			    "dropped as malformed by the daemon: their length "
+			    "does not match payload_bytes of the stream's "
+			    "config (or is too short for its sequence or "
+			    "batch field); check the sender's layout\n",
+			    m - malformed0);
+			rc = 1;
+		}
+		if (o.verify) {
+			fprintf(stderr, "daqiri-consume: --verify: no tensor "
+			    "arrived, nothing was verified\n");
+			rc = 1;
+		}
+	}
 	expect_fini(&x);
 	free(copy);
 	daqiri_unsubscribe(sub);

@@ -43,6 +43,7 @@
 #define SIM_SNDBUF		(4 << 20)
 #define SIM_DEFAULT_BATCHES	10
 #define SIM_MAX_SHUFFLE		(1u << 20)
+#define SIM_MAX_PPB		(1u << 20)	/* larger needs --allow-huge-batch */
 
 /* What to send: one reorder config's layout, resolved. */
 struct sim_layout {
@@ -69,7 +70,7 @@ struct sim_opts {
 	double loss, dup;
 	uint64_t seed;
 	uint32_t gso;
-	bool quiet, allow_remote;
+	bool quiet, allow_remote, allow_huge;
 	/* flags that replace (or, without a config, define) the layout */
 	bool has_seq, has_batch, has_ppb, has_poff, has_pbytes, has_dtype,
 	    has_endian;
@@ -110,15 +111,16 @@ usage(int rc)
 	    "[--batches N] [--shuffle W]\n"
 	    "                  [--loss P] [--dup P] [--seed S] [--gso N] "
 	    "[--quiet] [--allow-remote]\n"
+	    "                  [--allow-huge-batch]\n"
 	    "                  [--seq OFF:WIDTH] [--batch-field OFF:WIDTH] "
 	    "[--ppb N]\n"
 	    "                  [--payload-offset BYTES] [--payload-bytes N] "
-	    "[--dtype int4|int8|int16|int32]\n"
+	    "[--dtype int4|int8|int16|int32|none]\n"
 	    "                  [--endian host|network]\n"
 	    "Without -c the built-in default config is read. Layout flags "
 	    "replace the config's\nvalues; bit and byte offsets count from the "
 	    "first byte of the Ethernet frame\n(UDP payload byte k is frame "
-	    "byte 42 + k). --batches 0 sends until interrupted.\n");
+	    "byte 42 + k). Default: 10 batches; --batches 0 sends until interrupted.\n");
 	exit(rc);
 }
 
@@ -247,7 +249,7 @@ parse_dtype(const char *s)
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (strcmp(s, types[i].name) == 0)
 			return types[i].t;
-	die("--dtype: '%s' is not int4, int8, int16 or int32", s);
+	die("--dtype: '%s' is not int4, int8, int16, int32 or none", s);
 }
 
 /* udp://A.B.C.D:PORT, both in host byte order. */
@@ -278,7 +280,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		OPT_STREAM = 256, OPT_DEST, OPT_RATE, OPT_BATCHES, OPT_SHUFFLE,
 		OPT_LOSS, OPT_DUP, OPT_SEED, OPT_GSO, OPT_QUIET, OPT_REMOTE,
 		OPT_SEQ, OPT_BATCH, OPT_PPB, OPT_POFF, OPT_PBYTES, OPT_DTYPE,
-		OPT_ENDIAN,
+		OPT_ENDIAN, OPT_HUGE,
 	};
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -293,6 +295,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		{ "gso", required_argument, NULL, OPT_GSO },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "allow-remote", no_argument, NULL, OPT_REMOTE },
+		{ "allow-huge-batch", no_argument, NULL, OPT_HUGE },
 		{ "seq", required_argument, NULL, OPT_SEQ },
 		{ "batch-field", required_argument, NULL, OPT_BATCH },
 		{ "ppb", required_argument, NULL, OPT_PPB },
@@ -343,7 +346,9 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 			o->gso = (uint32_t)parse_u64("--gso", optarg,
 			    SIM_MAX_GSO);
 			if (o->gso == 0)
-				o->gso = 1;
+				die("--gso: 0 is not 1..%d (1 sends one "
+				    "datagram per call, without GSO)",
+				    SIM_MAX_GSO);
 			break;
 		case 'q':
 		case OPT_QUIET:
@@ -351,6 +356,9 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 			break;
 		case OPT_REMOTE:
 			o->allow_remote = true;
+			break;
+		case OPT_HUGE:
+			o->allow_huge = true;
 			break;
 		case OPT_SEQ:
 			o->seq = parse_field("--seq", optarg);
@@ -401,7 +409,9 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		o->seed = 1;	/* xorshift needs a non-zero state */
 }
 
-/* The reorder config named by --stream, or the first one there is. */
+/* The reorder config named by --stream, or the first one there is; with
+ * no --stream and no reorder config, *r_out is NULL and *ifc_out the first
+ * interface (NULL if none), for a layout given entirely by flags. */
 static void
 pick_stream(const struct cfg *c, const char *want,
 	    const struct cfg_interface **ifc_out,
@@ -430,10 +440,11 @@ pick_stream(const struct cfg *c, const char *want,
 			}
 		}
 	}
-	if (want == NULL)
-		die("the config has no reorder_configs to simulate; give the "
-		    "layout with --seq, --ppb, --payload-offset, "
-		    "--payload-bytes");
+	if (want == NULL) {
+		*ifc_out = c->ninterfaces > 0 ? &c->interfaces[0] : NULL;
+		*r_out = NULL;
+		return;
+	}
 	die("--stream: no stream '%s' (there are: %s)", want,
 	    names[0] ? names : "none");
 }
@@ -457,8 +468,8 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 {
 	const struct cfg_interface *ifc = NULL;
 	const struct cfg_reorder *r = NULL;
-	bool flags_only = o->config == NULL && o->has_seq && o->has_ppb &&
-	    o->has_poff && o->has_pbytes;
+	bool all_flags = o->has_seq && o->has_ppb && o->has_poff &&
+	    o->has_pbytes;
 	uint32_t end, elem_bits;
 	static struct cfg c;
 	static struct cfg_diags d;
@@ -466,7 +477,10 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 	memset(l, 0, sizeof(*l));
 	*daddr = 0;
 	*dport = 0;
-	if (!flags_only) {
+	/* The layout flags replace single values of the config's layout,
+	 * all four of them too; only a config without reorder_configs leaves
+	 * the layout to the flags alone. */
+	{
 		int rc = o->config != NULL ? cfg_load(o->config, &c, &d) :
 		    cfg_parse(cfg_default_text, cfg_default_len,
 		    "<built-in default>", &c, &d);
@@ -477,6 +491,16 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 			    "<built-in default>");
 		}
 		pick_stream(&c, o->stream, &ifc, &r);
+	}
+	if (r == NULL && !all_flags)
+		die("the config has no reorder_configs to simulate; give the "
+		    "layout with --seq, --ppb, --payload-offset and "
+		    "--payload-bytes");
+	if (ifc != NULL && ifc->socket.present && ifc->socket.local.set) {
+		*daddr = ifc->socket.local.addr;
+		*dport = ifc->socket.local.port;
+	}
+	if (r != NULL) {
 		snprintf(l->stream, sizeof(l->stream), "%s/%s", ifc->name,
 		    r->name);
 		l->method = r->method;
@@ -487,10 +511,6 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 		l->payload_bytes = r->payload_bytes;
 		l->dtype = r->has_data_types ? r->input_type : DAQIRI_DTYPE_RAW;
 		l->endian = r->endianness;
-		if (ifc->socket.present && ifc->socket.local.set) {
-			*daddr = ifc->socket.local.addr;
-			*dport = ifc->socket.local.port;
-		}
 	} else {
 		snprintf(l->stream, sizeof(l->stream), "(flags)");
 		l->method = CFG_METHOD_SEQ_PACKETS_PER_BATCH;
@@ -521,6 +541,17 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 	}
 	if (l->ppb == 0)
 		die("packets per batch is 0");
+	if (l->ppb > SIM_MAX_PPB && !o->allow_huge) {
+		if (l->method == CFG_METHOD_SEQ_BATCH_NUMBER && !o->has_ppb)
+			die("a batch of %u packets (2^(%u-bit sequence - %u-bit "
+			    "batch field)) is more than %u: give --ppb N, a "
+			    "wider --batch-field, or --allow-huge-batch to send "
+			    "it anyway", l->ppb, l->seq.bit_width,
+			    l->batch.bit_width, SIM_MAX_PPB);
+		die("a batch of %u packets is more than %u: give a smaller "
+		    "--ppb, or --allow-huge-batch to send it anyway", l->ppb,
+		    SIM_MAX_PPB);
+	}
 	if (l->payload_offset < SIM_HDR_LEN)
 		die("payload_byte_offset %u lies in the Ethernet/IPv4/UDP "
 		    "header (the first %d bytes)", l->payload_offset,
@@ -944,6 +975,18 @@ main(int argc, char **argv)
 	total = o.batches == 0 ? UINT64_MAX : o.batches * (uint64_t)l.ppb;
 	if (o.batches != 0 && total / l.ppb != o.batches)
 		die("--batches: too many");
+	if (!o.quiet) {
+		fprintf(stderr, "daqiri-sim: %u packets of %u bytes per batch "
+		    "(%llu bytes); ", l.ppb, l.dgram_len,
+		    (unsigned long long)l.ppb * l.dgram_len);
+		if (o.batches == 0)
+			fprintf(stderr, "sending until interrupted\n");
+		else
+			fprintf(stderr, "%llu batches: %llu packets, %llu "
+			    "bytes to send\n", (unsigned long long)o.batches,
+			    (unsigned long long)total,
+			    (unsigned long long)total * l.dgram_len);
+	}
 	t->t0 = daqiri_mono_ns();
 	while (g < total && !sim_stop) {
 		n = 0;
