@@ -69,6 +69,7 @@
  * struct sub, and how each field crosses between main and worker),
  * daemon_internal.h (struct daemon, shared by daemon.c and daemon_ops.c).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -546,6 +547,63 @@ teardown(struct daemon *d)
 		close(d->sigfd);
 }
 
+/* Streams of one interface, as `daqirictl streams` lists them. */
+static int
+iface_count_streams(struct daemon_iface *di)
+{
+	int n = 0;
+
+	while (iface_stream_at(di, n) != NULL)
+		n++;
+	return n;
+}
+
+/*
+ * The one line that says the daemon is up: the config it read, each
+ * interface's engine and endpoint, its queues and streams, the control
+ * socket. Logged at info, and also at the default level (warn), so a
+ * newcomer sees it; error, critical and off keep it quiet.
+ */
+static void
+log_started(struct daemon *d)
+{
+	enum cfg_log_level saved = log_get_level();
+	char line[900];
+	size_t n = 0;
+
+#define ADD(...) do {							\
+		if (n < sizeof(line))					\
+			n += (size_t)snprintf(line + n, sizeof(line) - n, \
+			    __VA_ARGS__);				\
+	} while (0)
+	ADD("daqirid %s: config %s", DAQIRI_VERSION, d->config_file != NULL ?
+	    d->config_file : "<built-in default>");
+	for (int i = 0; i < d->nifs; i++) {
+		struct daemon_iface *di = &d->ifs[i];
+		const struct cfg_endpoint *e = &di->ifc->socket.local;
+		int ns = iface_count_streams(di);
+
+		ADD(": interface '%s' %s", di->ifc->name, di->ops->name);
+		if (di->ifc->socket.present && e->set) {
+			struct in_addr a = { .s_addr = htonl(e->addr) };
+			char ip[INET_ADDRSTRLEN];
+
+			inet_ntop(AF_INET, &a, ip, sizeof(ip));
+			ADD(" %s://%s:%u", e->transport == CFG_TRANSPORT_TCP ?
+			    "tcp" : "udp", ip, e->port);
+		} else if (di->ifc->address[0] != '\0')
+			ADD(" %s", di->ifc->address);
+		ADD(" (%d queue%s, %d stream%s)", di->nworkers,
+		    di->nworkers == 1 ? "" : "s", ns, ns == 1 ? "" : "s");
+	}
+	ADD("; control %s", d->socket_path);
+#undef ADD
+	if (saved == CFG_LOG_WARN)
+		log_set_level(CFG_LOG_INFO);
+	log_info("%s", line);
+	log_set_level(saved);
+}
+
 int
 daemon_run(const struct cfg *c, const char *socket_path,
 	   const char *config_file)
@@ -611,8 +669,7 @@ daemon_run(const struct cfg *c, const char *socket_path,
 				goto out;
 			}
 	}
-	log_info("daqirid %s running: %d interface(s), control socket %s",
-	    DAQIRI_VERSION, d->nifs, d->socket_path);
+	log_started(d);
 	sd_notifyf(0, "READY=1\nSTATUS=receiving; control socket %s\nMAINPID=%d",
 	    d->socket_path, (int)getpid());
 	d->last_status_ns = daqiri_mono_ns();

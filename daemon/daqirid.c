@@ -5,6 +5,7 @@
  * in order, runs the main loop and takes them down in reverse.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -43,18 +44,28 @@ struct options {
 	int verbose;
 };
 
+/*
+ * Read -c FILE, else DAQIRID_DEFAULT_CONFIG when it exists, else the
+ * built-in default. *used is the file read, as named in diagnostics, or
+ * NULL for the built-in default; abs (PATH_MAX bytes) receives its
+ * absolute path for status and the start-up line.
+ */
 static int
-load_config(const struct options *o, struct cfg *c, struct cfg_diags *d)
+load_config(const struct options *o, struct cfg *c, struct cfg_diags *d,
+	    const char **used, char *abs)
 {
 	int rc;
 
-	if (o->config != NULL)
-		rc = cfg_load(o->config, c, d);
-	else if (access(DAQIRID_DEFAULT_CONFIG, F_OK) == 0)
-		rc = cfg_load(DAQIRID_DEFAULT_CONFIG, c, d);
+	*used = o->config;
+	if (*used == NULL && access(DAQIRID_DEFAULT_CONFIG, F_OK) == 0)
+		*used = DAQIRID_DEFAULT_CONFIG;
+	if (*used != NULL)
+		rc = cfg_load(*used, c, d);
 	else
 		rc = cfg_parse(cfg_default_text, cfg_default_len,
 			       "<built-in default>", c, d);
+	if (*used != NULL && realpath(*used, abs) == NULL)
+		snprintf(abs, PATH_MAX, "%s", *used);
 	cfg_diags_print(d, stderr);
 	if (d->ndiags < d->nerrors + d->nwarnings)
 		fprintf(stderr, "%s: %d more diagnostics not shown\n", d->file,
@@ -68,7 +79,9 @@ main(int argc, char **argv)
 {
 	static struct cfg cfg;
 	static struct cfg_diags diags;
+	static char abs_config[PATH_MAX];
 	struct options o = { .level = -1 };
+	const char *used;
 	sigset_t sigs;
 	int ch;
 
@@ -132,7 +145,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (load_config(&o, &cfg, &diags) != 0)
+	if (load_config(&o, &cfg, &diags, &used, abs_config) != 0)
 		return 1;
 	if (o.check_only) {
 		if (o.verbose) {
@@ -142,11 +155,11 @@ main(int argc, char **argv)
 				return 1;
 			}
 		} else
-			printf("configuration OK\n");
+			printf("%s: configuration OK\n", diags.file);
 		return 0;
 	}
 	if (o.level >= 0)
 		cfg.log_level = (enum cfg_log_level)o.level;
 	return daemon_run(&cfg, o.socket != NULL ? o.socket :
-	    cfg.daemon.control_socket, o.config);
+	    cfg.daemon.control_socket, used != NULL ? abs_config : NULL);
 }

@@ -1,0 +1,39 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# What a newcomer reads first: daqirid -n names the file it checked; the
+# daemon, at the default log level, logs one start-up line naming the
+# config file, each interface and the control socket; daqirictl status
+# reports the file actually read, as an absolute path, and a stream count
+# that agrees with daqirictl streams.
+. tests/system/lib.sh
+
+make_config
+B=$(cd "$BUILD" && pwd)
+
+note "-n names the file it checked"
+out=$(cd "$T" && "$B/daqirid" -n -c daqirid.yaml) || fail "-n failed"
+expect_eq "-n output" "$out" "daqirid.yaml: configuration OK"
+
+note "at the default log level, one start-up line"
+bg "$B/tests/sdnotify-recv" "$T/notify" 30 > "$T/notify.log"
+i=0
+while [ ! -S "$T/notify" ]; do
+	i=$((i + 1)); [ $i -lt 100 ] || fail "notify listener did not start"
+	sleep 0.05
+done
+# a relative -c, from the config's directory, and no -l
+(cd "$T" && NOTIFY_SOCKET=$T/notify exec "$B/daqirid" -c daqirid.yaml \
+	-s "$SOCK" 2> "$T/daemon.log") &
+PIDS="$PIDS $!"
+DAEMON_PID=$!
+wait_ready
+abs=$(realpath "$T/daqirid.yaml")
+grep -q "^daqirid: daqirid [0-9.]*: config $abs: interface 'sensor0' socket udp://127.0.0.1:$PORT (1 queue, 2 streams); control $SOCK\$" \
+	"$T/daemon.log" || fail "no start-up line: $(cat "$T/daemon.log")"
+expect_eq "start-up lines" "$(wc -l < "$T/daemon.log" | tr -d ' ')" 1
+
+note "status reports the file read, absolute"
+expect_eq "status config" "$(ctl -j status | jq -r .config)" "$abs"
+ctl status | grep -q "^config: $abs\$" || fail "status text: no config line"
+stop_daemon
+echo "ok"
