@@ -99,13 +99,14 @@ static int
 op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
-	int nstreams = 0, nqueues = 0;	/* reorder streams, rx queues */
+	int nstreams = 0, nqueues = 0;	/* as `streams` lists them, rx queues */
+	struct stream *s;
 	cJSON *ctl;
 
-	for (int i = 0; i < d->nifs; i++) {
-		nstreams += d->ifs[i].nstreams;
+	FOR_EACH_STREAM(d, s)
+		nstreams++;
+	for (int i = 0; i < d->nifs; i++)
 		nqueues += d->ifs[i].nworkers;
-	}
 	if (cJSON_AddStringToObject(reply, "daemon_version", DAQIRI_VERSION) == NULL ||
 	    cJSON_AddStringToObject(reply, "state",
 		d->stop ? "stopping" : "running") == NULL ||

@@ -35,5 +35,10 @@ expect_eq "start-up lines" "$(wc -l < "$T/daemon.log" | tr -d ' ')" 1
 note "status reports the file read, absolute"
 expect_eq "status config" "$(ctl -j status | jq -r .config)" "$abs"
 ctl status | grep -q "^config: $abs\$" || fail "status text: no config line"
+
+note "status counts the streams that streams lists (reorder and raw)"
+expect_eq "status streams" "$(ctl -j status | jq .streams)" \
+	"$(ctl -j streams | jq '.streams | length')"
+expect_eq "streams listed" "$(ctl -j streams | jq '.streams | length')" 2
 stop_daemon
 echo "ok"
