@@ -576,8 +576,8 @@ log_started(struct daemon *d)
 			n += (size_t)snprintf(line + n, sizeof(line) - n, \
 			    __VA_ARGS__);				\
 	} while (0)
-	ADD("daqirid %s: config %s", DAQIRI_VERSION, d->config_file != NULL ?
-	    d->config_file : "<built-in default>");
+	ADD("daqirid %s running: config %s", DAQIRI_VERSION,
+	    d->config_file != NULL ? d->config_file : "<built-in default>");
 	for (int i = 0; i < d->nifs; i++) {
 		struct daemon_iface *di = &d->ifs[i];
 		const struct cfg_endpoint *e = &di->ifc->socket.local;

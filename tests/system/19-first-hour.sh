@@ -28,7 +28,7 @@ PIDS="$PIDS $!"
 DAEMON_PID=$!
 wait_ready
 abs=$(realpath "$T/daqirid.yaml")
-grep -q "^daqirid: daqirid [0-9.]*: config $abs: interface 'sensor0' socket udp://127.0.0.1:$PORT (1 queue, 2 streams); control $SOCK\$" \
+grep -q "^daqirid: daqirid [0-9.]* running: config $abs: interface 'sensor0' socket udp://127.0.0.1:$PORT (1 queue, 2 streams); control $SOCK\$" \
 	"$T/daemon.log" || fail "no start-up line: $(cat "$T/daemon.log")"
 expect_eq "start-up lines" "$(wc -l < "$T/daemon.log" | tr -d ' ')" 1
 
