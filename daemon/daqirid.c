@@ -25,15 +25,17 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 	    "usage: daqirid [-c FILE] [-n [-v]] [-s SOCKET] [-l LEVEL]\n"
-	    "       daqirid -h | -V\n"
-	    "  -c FILE    configuration (default " DAQIRID_DEFAULT_CONFIG ",\n"
-	    "             or the built-in default when that file does not exist)\n"
-	    "  -n         check the configuration and exit\n"
-	    "  -v         with -n: print the normalised configuration\n"
-	    "  -s SOCKET  control socket path (overrides daemon.control_socket)\n"
-	    "  -l LEVEL   log level: trace debug info warn error critical off\n"
-	    "  -h         this help\n"
-	    "  -V         print the version\n");
+	    "       daqirid -h | --help | -V | --version\n"
+	    "  -c FILE        configuration (default " DAQIRID_DEFAULT_CONFIG ",\n"
+	    "                 or the built-in default when that file does not\n"
+	    "                 exist)\n"
+	    "  -n             check the configuration and exit\n"
+	    "  -v             with -n: print the normalised configuration\n"
+	    "  -s SOCKET      control socket path (overrides\n"
+	    "                 daemon.control_socket)\n"
+	    "  -l LEVEL       log level: trace debug info warn error critical off\n"
+	    "  -h, --help     print this help and exit\n"
+	    "  -V, --version  print the version and exit\n");
 }
 
 struct options {
@@ -85,7 +87,14 @@ main(int argc, char **argv)
 	sigset_t sigs;
 	int ch;
 
-	while ((ch = getopt(argc, argv, "c:nvs:l:hV")) != -1) {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+
+	while ((ch = getopt_long(argc, argv, "c:nvs:l:hV", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o.config = optarg;

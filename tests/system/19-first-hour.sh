@@ -10,6 +10,15 @@
 make_config
 B=$(cd "$BUILD" && pwd)
 
+note "--help and --version, like -h and -V: stdout, exit 0"
+"$B/daqirid" --help > "$T/help" 2> "$T/help.err" || fail "--help exited non-zero"
+[ ! -s "$T/help.err" ] || fail "--help wrote to stderr: $(cat "$T/help.err")"
+grep -q '^usage: daqirid ' "$T/help" || fail "--help printed no usage"
+"$B/daqirid" -h | cmp -s - "$T/help" || fail "-h and --help differ"
+expect_eq "--version" "$("$B/daqirid" --version)" "daqirid $("$B/daqirid" -V | cut -d' ' -f2)"
+"$B/daqirid" --version | grep -q '^daqirid [0-9][0-9.]*$' || fail "--version: $("$B/daqirid" --version)"
+"$B/daqirid" --no-such-option > /dev/null 2>&1 && fail "an unknown long option was accepted"
+
 note "-n names the file it checked"
 out=$(cd "$T" && "$B/daqirid" -n -c daqirid.yaml) || fail "-n failed"
 expect_eq "-n output" "$out" "daqirid.yaml: configuration OK"
