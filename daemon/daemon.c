@@ -71,6 +71,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -294,6 +295,32 @@ make_socket_dir(const char *path)
 }
 
 /*
+ * daemon.socket_group, or "" when it names no group: the shipped
+ * "daqiri" on a machine where systemd-sysusers never made it (make demo,
+ * the tests) must not stop the daemon. The socket then keeps the
+ * daemon's own group, which only narrows who may connect. Any other
+ * lookup failure is left to control_init() to report.
+ */
+static const char *
+socket_group(const struct cfg *c)
+{
+	const char *g = c->daemon.socket_group;
+	struct group *own;
+
+	if (g[0] == '\0')
+		return g;
+	errno = 0;
+	if (getgrnam(g) != NULL || errno != 0)
+		return g;
+	own = getgrgid(getegid());
+	log_warnx("daemon.socket_group \"%s\": no such group; the socket "
+	    "keeps the daemon's group \"%s\" (create \"%s\", e.g. with "
+	    "systemd-sysusers, or change the key)", g, own != NULL ?
+	    own->gr_name : "?", g);
+	return "";
+}
+
+/*
  * The control socket: the one systemd passes (daqirid.socket, socket
  * activation) or our own at socket_path.
  */
@@ -301,7 +328,7 @@ static int
 control_up(struct daemon *d)
 {
 	const struct cfg *c = d->cfg;
-	const struct control_opts o = {
+	struct control_opts o = {
 		.mode = c->daemon.socket_mode,
 		.group = c->daemon.socket_group,
 		.admin_group = c->daemon.admin_group,
@@ -324,6 +351,7 @@ control_up(struct daemon *d)
 		    "SOCK_SEQPACKET listener; making our own at %s", n,
 		    d->socket_path);
 	make_socket_dir(d->socket_path);
+	o.group = socket_group(c);
 	return control_init(&d->ctl, d->socket_path, &o, &daemon_control_ops,
 	    d);
 }

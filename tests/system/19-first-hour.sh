@@ -7,7 +7,15 @@
 # that agrees with daqirictl streams.
 . tests/system/lib.sh
 
-make_config
+# socket_group: a group that exists, so the start-up line is the only
+# one; as root, one other than our own, so the chown is seen
+OWN_GROUP=$(id -gn)
+SOCK_GROUP=$OWN_GROUP
+if [ "$(id -u)" = 0 ] && getent group daemon > /dev/null; then
+	SOCK_GROUP=daemon
+fi
+make_config -e "s/socket_group: daqiri/socket_group: $SOCK_GROUP/"
+grep -q "socket_group: $SOCK_GROUP" "$T/daqirid.yaml" || fail "config has no socket_group daqiri"
 B=$(cd "$BUILD" && pwd)
 
 note "--help and --version, like -h and -V: stdout, exit 0"
@@ -49,5 +57,17 @@ note "status counts the streams that streams lists (reorder and raw)"
 expect_eq "status streams" "$(ctl -j status | jq .streams)" \
 	"$(ctl -j streams | jq '.streams | length')"
 expect_eq "streams listed" "$(ctl -j streams | jq '.streams | length')" 2
+expect_eq "socket group" "$(command stat -c %G "$SOCK")" "$SOCK_GROUP"
+stop_daemon
+
+note "a socket_group that does not exist: a warning, the daemon's own group"
+NOGROUP=daqiri-test-no-such-group
+! getent group "$NOGROUP" > /dev/null || fail "group $NOGROUP exists here"
+make_config -e "s/socket_group: daqiri/socket_group: $NOGROUP/"
+start_daemon
+grep -q "daemon.socket_group \"$NOGROUP\": no such group; the socket keeps the daemon's group \"$OWN_GROUP\"" \
+	"$T/daemon.log" || fail "no warning naming the group: $(cat "$T/daemon.log")"
+expect_eq "socket group" "$(command stat -c %G "$SOCK")" "$OWN_GROUP"
+ctl status > /dev/null || fail "daemon does not answer"
 stop_daemon
 echo "ok"
