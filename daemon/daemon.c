@@ -292,6 +292,10 @@ make_socket_dir(const char *path)
 	*slash = '\0';
 	if (mkdir(dir, 0755) == 0)
 		log_info("made the control socket's directory %s", dir);
+	else if (errno != EEXIST)
+		log_warnx("control socket %s: cannot make its directory %s: "
+		    "%s; make it, or choose another path with -s or "
+		    "daemon.control_socket", path, dir, strerror(errno));
 }
 
 /*

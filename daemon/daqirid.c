@@ -93,7 +93,8 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 
-	while ((ch = getopt_long(argc, argv, "c:nvs:l:hV", longopts,
+	opterr = 0;			/* ours, with the "daqirid: " prefix */
+	while ((ch = getopt_long(argc, argv, ":c:nvs:l:hV", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -123,7 +124,21 @@ main(int argc, char **argv)
 		case 'V':
 			printf("daqirid %s\n", DAQIRI_VERSION);
 			return 0;
+		case ':':
+			fprintf(stderr, "daqirid: -%c needs an argument\n",
+				optopt);
+			usage(stderr);
+			return 1;
 		default:
+			/* optopt 0: an unknown long option; h or V: --help
+			 * or --version given an argument. Either way the
+			 * whole word was taken. */
+			if (optopt == 0 || optopt == 'h' || optopt == 'V')
+				fprintf(stderr, "daqirid: unknown option '%s'\n",
+					argv[optind - 1]);
+			else
+				fprintf(stderr, "daqirid: unknown option -%c\n",
+					optopt);
 			usage(stderr);
 			return 1;
 		}
