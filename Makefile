@@ -187,6 +187,7 @@ unit-run: unit
 
 golden: $(BUILD)/daqirid
 	$(Q)DAQIRID=$(BUILD)/daqirid sh tests/config/run.sh
+	$(Q)DAQIRID=$(BUILD)/daqirid sh tests/config/man-examples.sh
 
 # The layout rules of README.md "Layout": maps complete, proto/ alone,
 # no source file over 1500 lines without a reason.

@@ -69,7 +69,9 @@
  * struct sub, and how each field crosses between main and worker),
  * daemon_internal.h (struct daemon, shared by daemon.c and daemon_ops.c).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -290,6 +292,36 @@ make_socket_dir(const char *path)
 	*slash = '\0';
 	if (mkdir(dir, 0755) == 0)
 		log_info("made the control socket's directory %s", dir);
+	else if (errno != EEXIST)
+		log_warnx("control socket %s: cannot make its directory %s: "
+		    "%s; make it, or choose another path with -s or "
+		    "daemon.control_socket", path, dir, strerror(errno));
+}
+
+/*
+ * daemon.socket_group, or "" when it names no group: the shipped
+ * "daqiri" on a machine where systemd-sysusers never made it (make demo,
+ * the tests) must not stop the daemon. The socket then keeps the
+ * daemon's own group, which only narrows who may connect. Any other
+ * lookup failure is left to control_init() to report.
+ */
+static const char *
+socket_group(const struct cfg *c)
+{
+	const char *g = c->daemon.socket_group;
+	struct group *own;
+
+	if (g[0] == '\0')
+		return g;
+	errno = 0;
+	if (getgrnam(g) != NULL || errno != 0)
+		return g;
+	own = getgrgid(getegid());
+	log_warnx("daemon.socket_group \"%s\": no such group; the socket "
+	    "keeps the daemon's group \"%s\" (create \"%s\", e.g. with "
+	    "systemd-sysusers, or change the key)", g, own != NULL ?
+	    own->gr_name : "?", g);
+	return "";
 }
 
 /*
@@ -300,7 +332,7 @@ static int
 control_up(struct daemon *d)
 {
 	const struct cfg *c = d->cfg;
-	const struct control_opts o = {
+	struct control_opts o = {
 		.mode = c->daemon.socket_mode,
 		.group = c->daemon.socket_group,
 		.admin_group = c->daemon.admin_group,
@@ -323,6 +355,7 @@ control_up(struct daemon *d)
 		    "SOCK_SEQPACKET listener; making our own at %s", n,
 		    d->socket_path);
 	make_socket_dir(d->socket_path);
+	o.group = socket_group(c);
 	return control_init(&d->ctl, d->socket_path, &o, &daemon_control_ops,
 	    d);
 }
@@ -546,6 +579,63 @@ teardown(struct daemon *d)
 		close(d->sigfd);
 }
 
+/* Streams of one interface, as `daqirictl streams` lists them. */
+static int
+iface_count_streams(struct daemon_iface *di)
+{
+	int n = 0;
+
+	while (iface_stream_at(di, n) != NULL)
+		n++;
+	return n;
+}
+
+/*
+ * The one line that says the daemon is up: the config it read, each
+ * interface's engine and endpoint, its queues and streams, the control
+ * socket. Logged at info, and also at the default level (warn), so a
+ * newcomer sees it; error, critical and off keep it quiet.
+ */
+static void
+log_started(struct daemon *d)
+{
+	enum cfg_log_level saved = log_get_level();
+	char line[900];
+	size_t n = 0;
+
+#define ADD(...) do {							\
+		if (n < sizeof(line))					\
+			n += (size_t)snprintf(line + n, sizeof(line) - n, \
+			    __VA_ARGS__);				\
+	} while (0)
+	ADD("daqirid %s running: config %s", DAQIRI_VERSION,
+	    d->config_file != NULL ? d->config_file : "<built-in default>");
+	for (int i = 0; i < d->nifs; i++) {
+		struct daemon_iface *di = &d->ifs[i];
+		const struct cfg_endpoint *e = &di->ifc->socket.local;
+		int ns = iface_count_streams(di);
+
+		ADD(": interface '%s' %s", di->ifc->name, di->ops->name);
+		if (di->ifc->socket.present && e->set) {
+			struct in_addr a = { .s_addr = htonl(e->addr) };
+			char ip[INET_ADDRSTRLEN];
+
+			inet_ntop(AF_INET, &a, ip, sizeof(ip));
+			ADD(" %s://%s:%u", e->transport == CFG_TRANSPORT_TCP ?
+			    "tcp" : "udp", ip, e->port);
+		} else if (di->ifc->address[0] != '\0')
+			ADD(" %s", di->ifc->address);
+		ADD(" (%d queue%s, %d stream%s)", di->nworkers,
+		    di->nworkers == 1 ? "" : "s", ns, ns == 1 ? "" : "s");
+	}
+	ADD("; control %s", d->socket_path);
+#undef ADD
+	if (saved == CFG_LOG_WARN)
+		log_set_level(CFG_LOG_INFO);
+	log_info("%s", line);
+	log_set_level(saved);
+}
+
 int
 daemon_run(const struct cfg *c, const char *socket_path,
 	   const char *config_file)
@@ -611,8 +701,7 @@ daemon_run(const struct cfg *c, const char *socket_path,
 				goto out;
 			}
 	}
-	log_info("daqirid %s running: %d interface(s), control socket %s",
-	    DAQIRI_VERSION, d->nifs, d->socket_path);
+	log_started(d);
 	sd_notifyf(0, "READY=1\nSTATUS=receiving; control socket %s\nMAINPID=%d",
 	    d->socket_path, (int)getpid());
 	d->last_status_ns = daqiri_mono_ns();

@@ -99,13 +99,14 @@ static int
 op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
-	int nstreams = 0, nqueues = 0;	/* reorder streams, rx queues */
+	int nstreams = 0, nqueues = 0;	/* as `streams` lists them, rx queues */
+	struct stream *s;
 	cJSON *ctl;
 
-	for (int i = 0; i < d->nifs; i++) {
-		nstreams += d->ifs[i].nstreams;
+	FOR_EACH_STREAM(d, s)
+		nstreams++;
+	for (int i = 0; i < d->nifs; i++)
 		nqueues += d->ifs[i].nworkers;
-	}
 	if (cJSON_AddStringToObject(reply, "daemon_version", DAQIRI_VERSION) == NULL ||
 	    cJSON_AddStringToObject(reply, "state",
 		d->stop ? "stopping" : "running") == NULL ||
@@ -430,6 +431,42 @@ flows_install(struct daemon_iface *di, struct flow_table *t,
 	return 0;
 }
 
+/*
+ * An interface holds at most its configured flows plus
+ * rx.dynamic_flow_capacity at run time (a deleted flow makes room for
+ * another), and never more than FLOW_MAX_RULES. Returns 0 when one more
+ * fits, else the status, with err saying which key to raise and where.
+ */
+static int
+flow_room(const struct daemon *d, const struct daemon_iface *di,
+	  struct daqiri_err *err)
+{
+	const struct cfg_rx *rx = &di->ifc->rx;
+	uint64_t limit = (uint64_t)rx->nflows + rx->dynamic_flow_capacity;
+	const char *file = d->config_file != NULL ? d->config_file :
+	    "a file given with -c (this daqirid runs the built-in default)";
+
+	if (di->flows->nrules >= FLOW_MAX_RULES)
+		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+		    "interface '%s' holds %u flows, the most an interface "
+		    "takes", di->ifc->name, (unsigned)di->flows->nrules),
+		    DAQIRI_ST_NO_RESOURCES;
+	if (di->flows->nrules < limit)
+		return 0;
+	if (rx->dynamic_flow_capacity == 0)
+		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+		    "dynamic_flow_capacity 0 allows no flows added at run "
+		    "time beyond the %d configured; raise it in interface "
+		    "'%s' of %s", rx->nflows, di->ifc->name, file),
+		    DAQIRI_ST_NO_RESOURCES;
+	return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+	    "interface '%s' holds %u flows, its %d configured and "
+	    "dynamic_flow_capacity %u; raise it in interface '%s' of %s",
+	    di->ifc->name, (unsigned)di->flows->nrules, rx->nflows,
+	    (unsigned)rx->dynamic_flow_capacity, di->ifc->name, file),
+	    DAQIRI_ST_NO_RESOURCES;
+}
+
 static int
 op_flow_add(void *ctx, const struct daqiri_flow_req *req,
 	    const struct control_peer *peer, cJSON *reply,
@@ -454,6 +491,8 @@ op_flow_add(void *ctx, const struct daqiri_flow_req *req,
 		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
 		    "a flow targets 1 to %d queues", CFG_MAX_QUEUE_IDS),
 		    DAQIRI_ST_OUT_OF_RANGE;
+	if ((rc = flow_room(d, di, err)) != 0)
+		return rc;
 	memset(&cf, 0, sizeof(cf));
 	snprintf(cf.name, sizeof(cf.name), "%s", req->name);
 	cf.id = req->id;

@@ -5,6 +5,7 @@
  * in order, runs the main loop and takes them down in reverse.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,15 +25,17 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 	    "usage: daqirid [-c FILE] [-n [-v]] [-s SOCKET] [-l LEVEL]\n"
-	    "       daqirid -h | -V\n"
-	    "  -c FILE    configuration (default " DAQIRID_DEFAULT_CONFIG ",\n"
-	    "             or the built-in default when that file does not exist)\n"
-	    "  -n         check the configuration and exit\n"
-	    "  -v         with -n: print the normalised configuration\n"
-	    "  -s SOCKET  control socket path (overrides daemon.control_socket)\n"
-	    "  -l LEVEL   log level: trace debug info warn error critical off\n"
-	    "  -h         this help\n"
-	    "  -V         print the version\n");
+	    "       daqirid -h | --help | -V | --version\n"
+	    "  -c FILE        configuration (default " DAQIRID_DEFAULT_CONFIG ",\n"
+	    "                 or the built-in default when that file does not\n"
+	    "                 exist)\n"
+	    "  -n             check the configuration and exit\n"
+	    "  -v             with -n: print the normalised configuration\n"
+	    "  -s SOCKET      control socket path (overrides\n"
+	    "                 daemon.control_socket)\n"
+	    "  -l LEVEL       log level: trace debug info warn error critical off\n"
+	    "  -h, --help     print this help and exit\n"
+	    "  -V, --version  print the version and exit\n");
 }
 
 struct options {
@@ -43,18 +46,28 @@ struct options {
 	int verbose;
 };
 
+/*
+ * Read -c FILE, else DAQIRID_DEFAULT_CONFIG when it exists, else the
+ * built-in default. *used is the file read, as named in diagnostics, or
+ * NULL for the built-in default; abs (PATH_MAX bytes) receives its
+ * absolute path for status and the start-up line.
+ */
 static int
-load_config(const struct options *o, struct cfg *c, struct cfg_diags *d)
+load_config(const struct options *o, struct cfg *c, struct cfg_diags *d,
+	    const char **used, char *abs)
 {
 	int rc;
 
-	if (o->config != NULL)
-		rc = cfg_load(o->config, c, d);
-	else if (access(DAQIRID_DEFAULT_CONFIG, F_OK) == 0)
-		rc = cfg_load(DAQIRID_DEFAULT_CONFIG, c, d);
+	*used = o->config;
+	if (*used == NULL && access(DAQIRID_DEFAULT_CONFIG, F_OK) == 0)
+		*used = DAQIRID_DEFAULT_CONFIG;
+	if (*used != NULL)
+		rc = cfg_load(*used, c, d);
 	else
 		rc = cfg_parse(cfg_default_text, cfg_default_len,
 			       "<built-in default>", c, d);
+	if (*used != NULL && realpath(*used, abs) == NULL)
+		snprintf(abs, PATH_MAX, "%s", *used);
 	cfg_diags_print(d, stderr);
 	if (d->ndiags < d->nerrors + d->nwarnings)
 		fprintf(stderr, "%s: %d more diagnostics not shown\n", d->file,
@@ -68,11 +81,21 @@ main(int argc, char **argv)
 {
 	static struct cfg cfg;
 	static struct cfg_diags diags;
+	static char abs_config[PATH_MAX];
 	struct options o = { .level = -1 };
+	const char *used;
 	sigset_t sigs;
 	int ch;
 
-	while ((ch = getopt(argc, argv, "c:nvs:l:hV")) != -1) {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+
+	opterr = 0;			/* ours, with the "daqirid: " prefix */
+	while ((ch = getopt_long(argc, argv, ":c:nvs:l:hV", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o.config = optarg;
@@ -101,7 +124,21 @@ main(int argc, char **argv)
 		case 'V':
 			printf("daqirid %s\n", DAQIRI_VERSION);
 			return 0;
+		case ':':
+			fprintf(stderr, "daqirid: -%c needs an argument\n",
+				optopt);
+			usage(stderr);
+			return 1;
 		default:
+			/* optopt 0: an unknown long option; h or V: --help
+			 * or --version given an argument. Either way the
+			 * whole word was taken. */
+			if (optopt == 0 || optopt == 'h' || optopt == 'V')
+				fprintf(stderr, "daqirid: unknown option '%s'\n",
+					argv[optind - 1]);
+			else
+				fprintf(stderr, "daqirid: unknown option -%c\n",
+					optopt);
 			usage(stderr);
 			return 1;
 		}
@@ -132,7 +169,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (load_config(&o, &cfg, &diags) != 0)
+	if (load_config(&o, &cfg, &diags, &used, abs_config) != 0)
 		return 1;
 	if (o.check_only) {
 		if (o.verbose) {
@@ -142,11 +179,11 @@ main(int argc, char **argv)
 				return 1;
 			}
 		} else
-			printf("configuration OK\n");
+			printf("%s: configuration OK\n", diags.file);
 		return 0;
 	}
 	if (o.level >= 0)
 		cfg.log_level = (enum cfg_log_level)o.level;
 	return daemon_run(&cfg, o.socket != NULL ? o.socket :
-	    cfg.daemon.control_socket, o.config);
+	    cfg.daemon.control_socket, used != NULL ? abs_config : NULL);
 }

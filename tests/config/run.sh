@@ -9,7 +9,7 @@
 # A case that passes (exit 0) must also survive the round trip: `-n -v`
 # prints the normalised config, which must print itself again unchanged.
 # Then every shipped config (etc/daqirid.yaml, etc/examples/*.yaml) must
-# print exactly "configuration OK" and survive the same round trip.
+# print exactly "FILE: configuration OK" and survive the same round trip.
 #
 # Usage: DAQIRID=build/daqirid sh tests/config/run.sh [NN-name ...]
 # UPDATE=1 rewrites the .expected files from the current output (review
@@ -93,7 +93,7 @@ if [ $# -eq 0 ]; then
 	for y in "$top"/etc/daqirid.yaml "$top"/etc/examples/*.yaml; do
 		[ -f "$y" ] || continue
 		name=${y#"$top"/}
-		printf 'exit: 0\nconfiguration OK\n' >"$tmp/want"
+		printf 'exit: 0\n%s: configuration OK\n' "$y" >"$tmp/want"
 		run_check "$y" >"$tmp/got"
 		if ! diff -u "$tmp/want" "$tmp/got"; then
 			echo "FAIL $name"
