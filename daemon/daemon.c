@@ -599,7 +599,6 @@ iface_count_streams(struct daemon_iface *di)
 static void
 log_started(struct daemon *d)
 {
-	enum cfg_log_level saved = log_get_level();
 	char line[900];
 	size_t n = 0;
 
@@ -630,10 +629,7 @@ log_started(struct daemon *d)
 	}
 	ADD("; control %s", d->socket_path);
 #undef ADD
-	if (saved == CFG_LOG_WARN)
-		log_set_level(CFG_LOG_INFO);
-	log_info("%s", line);
-	log_set_level(saved);
+	log_notice("%s", line);
 }
 
 int

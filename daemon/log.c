@@ -78,6 +78,8 @@ vlog(enum cfg_log_level lvl, int sd_prio, const char *fmt, va_list ap,
 
 LOGFN(log_warn, CFG_LOG_WARN, 4, 1)
 LOGFN(log_warnx, CFG_LOG_WARN, 4, 0)
+/* notice: a once-per-run event an operator wants at the default level */
+LOGFN(log_notice, CFG_LOG_WARN, 5, 0)
 LOGFN(log_info, CFG_LOG_INFO, 6, 0)
 LOGFN(log_debug, CFG_LOG_DEBUG, 7, 0)
 

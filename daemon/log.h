@@ -22,6 +22,9 @@ int log_level_parse(const char *name);
 
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Shown at the default level (warn) and below, with priority notice (5):
+ * the rare events an operator wants to see, such as the start-up line. */
+void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Format a message into a caller's error buffer (err NULL or errlen 0:
