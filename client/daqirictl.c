@@ -952,18 +952,10 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	r = daqiri_connect(sock, &c.d);
 	if (r < 0) {
-		if (sock == NULL)
-			sock = getenv(DAQIRI_SOCKET_ENV);
-		if (sock == NULL || sock[0] == '\0')
-			sock = DAQIRI_DEFAULT_SOCKET;
-		if (daqiri_last_error(NULL)[0] != '\0')
-			fprintf(stderr, "daqirictl: cannot connect to %s: %s\n",
-			    sock, daqiri_last_error(NULL));
-		else
-			fprintf(stderr, "daqirictl: cannot connect to %s: %s\n",
-			    sock, r == -EPROTONOSUPPORT ? "the daemon speaks "
-			    "another protocol version" : r == -EUSERS ?
-			    "too many connections" : strerror(-r));
+		char hint[512];
+
+		fprintf(stderr, "daqirictl: %s\n", daqiri_connect_hint(r, sock,
+		    hint, sizeof(hint)));
 		return 1;
 	}
 	current = cmd;
