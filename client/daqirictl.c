@@ -28,7 +28,8 @@
 #define CTL_NAME_MAX		128
 
 struct ctl {
-	struct daqiri *d;
+	struct daqiri *d;		/* connected by the first request */
+	const char *sock;		/* -s, or NULL for the default */
 	bool json;
 };
 
@@ -367,6 +368,15 @@ request(struct ctl *c, cJSON *req, const char *what, cJSON **out)
 		fprintf(stderr, "daqirictl: out of memory\n");
 		return 1;
 	}
+	/* Connected only now: a usage error needs no daemon. */
+	if (c->d == NULL && (r = daqiri_connect(c->sock, &c->d)) < 0) {
+		char hint[512];
+
+		fprintf(stderr, "daqirictl: %s\n", daqiri_connect_hint(r,
+		    c->sock, hint, sizeof(hint)));
+		free(text);
+		return 1;
+	}
 	r = daqiri_request(c->d, text, &reply);
 	free(text);
 	if (r < 0 && reply == NULL) {
@@ -468,13 +478,74 @@ add_word(cJSON *o, const char *key, const char *v)
 		cJSON_AddStringToObject(o, key, v);
 }
 
+/* The KEY=VALUE words of flow add, in usage order. */
+static const char *const flow_keys[] = { "name", "udp_src", "udp_dst",
+    "ipv4_src", "ipv4_dst", "ipv4_len", NULL };
+#define FLOW_KEYS_LIST	"name, udp_src, udp_dst, ipv4_src, ipv4_dst, ipv4_len"
+
+/* Edit distance of a and b, capped: enough to suggest a near key. */
+static int
+edit_distance(const char *a, const char *b)
+{
+	int prev[CTL_NAME_MAX + 1], cur[CTL_NAME_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b), i, j;
+
+	if (la > CTL_NAME_MAX || lb > CTL_NAME_MAX)
+		return CTL_NAME_MAX;
+	for (j = 0; j <= lb; j++)
+		prev[j] = (int)j;
+	for (i = 1; i <= la; i++) {
+		cur[0] = (int)i;
+		for (j = 1; j <= lb; j++) {
+			int d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (prev[j] + 1 < d)
+				d = prev[j] + 1;
+			if (cur[j - 1] + 1 < d)
+				d = cur[j - 1] + 1;
+			cur[j] = d;
+		}
+		memcpy(prev, cur, sizeof(prev[0]) * (lb + 1));
+	}
+	return prev[lb];
+}
+
+/* " (did you mean ...?)" for an unknown flow key, or "". */
+static void
+flow_key_suggest(const char *key, char *out, size_t cap)
+{
+	const char *us = strchr(key, '_');
+	size_t n = 0;
+	int k, best = 3, hits = 0;
+
+	out[0] = '\0';
+	for (k = 0; flow_keys[k] != NULL; k++)
+		if (edit_distance(key, flow_keys[k]) < best)
+			best = edit_distance(key, flow_keys[k]);
+	if (best < 3) {
+		for (k = 0; flow_keys[k] != NULL; k++)
+			if (edit_distance(key, flow_keys[k]) == best)
+				n += (size_t)snprintf(out + n, n < cap ? cap - n : 0,
+				    "%s%s", hits++ ? " or " : "; did you mean ",
+				    flow_keys[k]);
+	} else if (us != NULL) {
+		/* same family: udp_port -> udp_src or udp_dst */
+		for (k = 0; flow_keys[k] != NULL; k++)
+			if (strncmp(flow_keys[k], key, (size_t)(us - key) + 1) ==
+			    0)
+				n += (size_t)snprintf(out + n, n < cap ? cap - n : 0,
+				    "%s%s", hits++ ? " or " : "; did you mean ",
+				    flow_keys[k]);
+	}
+	if (hits > 0 && n + 1 < cap)
+		snprintf(out + n, cap - n, "?");
+}
+
 static int
 cmd_flow_add(struct ctl *c, int argc, char **argv)
 {
-	static const char *const match_keys[] = { "udp_src", "udp_dst",
-	    "ipv4_src", "ipv4_dst", "ipv4_len", NULL };
 	cJSON *o = new_req("flow_add"), *q, *m = NULL;
-	char *list, *tok, *save = NULL;
+	char *list, *tok, *save = NULL, hint[128];
 	int i, k;
 
 	if (o == NULL)
@@ -498,29 +569,32 @@ cmd_flow_add(struct ctl *c, int argc, char **argv)
 	for (i = 3; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
 
-		if (eq == NULL)
-			goto bad;
+		if (eq == NULL) {
+			fprintf(stderr, "daqirictl: flow add: \"%s\" is not "
+			    "KEY=VALUE (keys: %s)\n", argv[i], FLOW_KEYS_LIST);
+			cJSON_Delete(o);
+			return 2;
+		}
 		*eq = '\0';
-		if (strcmp(argv[i], "name") == 0) {
+		for (k = 0; flow_keys[k] != NULL; k++)
+			if (strcmp(flow_keys[k], argv[i]) == 0)
+				break;
+		if (flow_keys[k] == NULL) {
+			flow_key_suggest(argv[i], hint, sizeof(hint));
+			fprintf(stderr, "daqirictl: flow add: unknown key \"%s\" "
+			    "(valid: %s)%s\n", argv[i], FLOW_KEYS_LIST, hint);
+			cJSON_Delete(o);
+			return 2;
+		}
+		if (k == 0) {
 			cJSON_AddStringToObject(o, "name", eq + 1);
 			continue;
 		}
-		for (k = 0; match_keys[k] != NULL; k++)
-			if (strcmp(match_keys[k], argv[i]) == 0)
-				break;
-		if (match_keys[k] == NULL)
-			goto bad;
 		if (m == NULL)
 			m = cJSON_AddObjectToObject(o, "match");
 		add_word(m, argv[i], eq + 1);
 	}
 	return request(c, o, "flow add", NULL);
-bad:
-	fprintf(stderr, "daqirictl: flow add: \"%s\" is not KEY=VALUE with KEY "
-	    "one of name, udp_src, udp_dst, ipv4_src, ipv4_dst, ipv4_len\n",
-	    argv[i]);
-	cJSON_Delete(o);
-	return 2;
 }
 
 static int
@@ -874,7 +948,8 @@ cmd_top(struct ctl *c, int argc, char **argv)
 		count = strtol(argv[0], &end, 10);
 		if (*end != '\0' || count < 0) {
 			fprintf(stderr, "daqirictl: top: COUNT must be a "
-			    "number\n");
+			    "number of refreshes (0: until q or Ctrl-C); got "
+			    "'%s'\n", argv[0]);
 			return 2;
 		}
 	}
@@ -914,6 +989,25 @@ cmd_top(struct ctl *c, int argc, char **argv)
 	return r;
 }
 
+/* Why nargs words do not fit cmd, then its usage line. */
+static void
+bad_args(const struct command *cmd, int nargs, char **args)
+{
+	if (cmd->max_args == 0)
+		fprintf(stderr, "daqirictl: %s takes no arguments; got '%s'\n",
+		    cmd->name, args[0]);
+	else if (nargs > cmd->max_args)
+		fprintf(stderr, "daqirictl: %s takes at most %d argument%s; "
+		    "'%s' is one too many\n", cmd->name, cmd->max_args,
+		    cmd->max_args == 1 ? "" : "s", args[cmd->max_args]);
+	else
+		fprintf(stderr, "daqirictl: %s needs %s%d argument%s, got %d\n",
+		    cmd->name, cmd->min_args < cmd->max_args ? "at least " : "",
+		    cmd->min_args, cmd->min_args == 1 ? "" : "s", nargs);
+	fprintf(stderr, "usage: daqirictl [-s SOCKET] [-j] %s%s%s\n",
+	    cmd->name, cmd->args[0] ? " " : "", cmd->args);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -945,19 +1039,11 @@ main(int argc, char **argv)
 		return 2;
 	nargs = argc - used;
 	if (nargs < cmd->min_args || nargs > cmd->max_args) {
-		fprintf(stderr, "usage: daqirictl [-s SOCKET] [-j] %s%s%s\n",
-		    cmd->name, cmd->args[0] ? " " : "", cmd->args);
+		bad_args(cmd, nargs, argv + used);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	r = daqiri_connect(sock, &c.d);
-	if (r < 0) {
-		char hint[512];
-
-		fprintf(stderr, "daqirictl: %s\n", daqiri_connect_hint(r, sock,
-		    hint, sizeof(hint)));
-		return 1;
-	}
+	c.sock = sock;
 	current = cmd;
 	r = cmd->handler(&c, nargs, argv + used);
 	daqiri_disconnect(c.d);

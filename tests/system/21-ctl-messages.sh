@@ -31,3 +31,24 @@ expect_err "daqirictl, a regular file" 1 "^daqirictl: $T/plain is not a socket" 
 	"$BUILD/daqirictl" -s "$T/plain" status
 expect_err "daqiri-consume, a regular file" 1 "^daqiri-consume: $T/plain is not a socket" \
 	"$BUILD/daqiri-consume" -s "$T/plain" sensor0/sensor_tensor
+
+note "usage errors name the mistake (and need no daemon)"
+N=$T/none.sock
+expect_err "flow add, unknown key" 2 \
+	'^daqirictl: flow add: unknown key "udp_port" \(valid: name, udp_src, udp_dst, ipv4_src, ipv4_dst, ipv4_len\); did you mean udp_src or udp_dst\?$' \
+	"$BUILD/daqirictl" -s "$N" flow add eth0 7 1 udp_port=7000
+expect_err "flow add, a typo" 2 'unknown key "udp_dts" .*; did you mean udp_dst\?$' \
+	"$BUILD/daqirictl" -s "$N" flow add eth0 7 1 udp_dts=7000
+expect_err "flow add, no =" 2 '"udp_dst" is not KEY=VALUE \(keys: name, udp_src' \
+	"$BUILD/daqirictl" -s "$N" flow add eth0 7 1 udp_dst
+expect_err "status with an argument" 2 "^daqirictl: status takes no arguments; got 'extra'$" \
+	"$BUILD/daqirictl" -s "$N" status extra
+grep -q '^usage: daqirictl \[-s SOCKET\] \[-j\] status$' "$T/err" || fail "no usage line after it"
+expect_err "flow del, too few" 2 "^daqirictl: flow del needs 2 arguments, got 1$" \
+	"$BUILD/daqirictl" -s "$N" flow del eth0
+expect_err "flow list, too many" 2 "^daqirictl: flow list takes at most 1 argument; 'b' is one too many$" \
+	"$BUILD/daqirictl" -s "$N" flow list a b
+expect_err "top, not a count" 2 "^daqirictl: top: COUNT must be a number of refreshes \(0: until q or Ctrl-C\); got 'x'$" \
+	"$BUILD/daqirictl" -s "$N" top x
+expect_err "unknown command" 2 '^daqirictl: unknown command "frob"; valid: status, streams, consumers, stats, flow, top, metrics$' \
+	"$BUILD/daqirictl" -s "$N" frob
