@@ -74,9 +74,12 @@ usage(FILE *fp, int code)
 {
 	size_t i;
 
-	fprintf(fp, "usage: daqirictl [-s SOCKET] [-j] COMMAND [ARGS]\n\n"
-	    "  -s SOCKET  control socket (default $%s or %s)\n"
-	    "  -j         print the daemon's JSON as it is\n\ncommands:\n",
+	fprintf(fp, "usage: daqirictl [-s SOCKET] [-j] COMMAND [ARGS]\n"
+	    "       daqirictl -h | -V\n\n"
+	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
+	    "  -j, --json           print the daemon's JSON as it is\n"
+	    "  -h, --help           print this help\n"
+	    "  -V, --version        print the version\n\ncommands:\n",
 	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
 	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(fp, "  %s%s%s\n      %s\n", commands[i].name,
@@ -1016,7 +1019,16 @@ main(int argc, char **argv)
 	const struct command *cmd;
 	int ch, used = 0, r, nargs;
 
-	while ((ch = getopt(argc, argv, "+s:jh")) != -1) {
+	static const struct option lo[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+
+	opterr = 0;		/* our own words for a bad option */
+	while ((ch = getopt_long(argc, argv, "+:s:jhV", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			sock = optarg;
@@ -1026,8 +1038,24 @@ main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout, 0);
+		case 'V':
+			printf("daqirictl %s\n", DAQIRI_VERSION);
+			return 0;
+		case ':':
+			fprintf(stderr, "daqirictl: option '%s' needs an "
+			    "argument (daqirictl --help lists the options)\n",
+			    argv[optind - 1]);
+			return 2;
 		default:
-			usage(stderr, 2);
+			if (optopt != 0)
+				fprintf(stderr, "daqirictl: unknown option "
+				    "'-%c' (daqirictl --help lists the "
+				    "options)\n", optopt);
+			else
+				fprintf(stderr, "daqirictl: unknown option "
+				    "'%s' (daqirictl --help lists the "
+				    "options)\n", argv[optind - 1]);
+			return 2;
 		}
 	}
 	argc -= optind;

@@ -52,3 +52,19 @@ expect_err "top, not a count" 2 "^daqirictl: top: COUNT must be a number of refr
 	"$BUILD/daqirictl" -s "$N" top x
 expect_err "unknown command" 2 '^daqirictl: unknown command "frob"; valid: status, streams, consumers, stats, flow, top, metrics$' \
 	"$BUILD/daqirictl" -s "$N" frob
+
+note "--help and --version"
+"$BUILD/daqirictl" --help > "$T/out" 2> "$T/err" || fail "--help exits non-zero"
+[ -s "$T/err" ] && fail "--help wrote to stderr: $(cat "$T/err")"
+for c in status streams consumers stats "flow list" "flow add" "flow del" top metrics; do
+	grep -q "^  $c" "$T/out" || fail "--help lacks command $c"
+done
+echo "   ok  --help: the usage and every command on stdout, exit 0"
+"$BUILD/daqirictl" -h | cmp -s - "$T/out" || fail "-h differs from --help"
+expect_eq "--version" "$("$BUILD/daqirictl" --version)" "daqirictl 0.1.0"
+expect_eq "-V" "$("$BUILD/daqirictl" -V)" "daqirictl 0.1.0"
+expect_err "unknown long option" 2 "^daqirictl: unknown option '--bogus' \(daqirictl --help lists the options\)$" \
+	"$BUILD/daqirictl" --bogus status
+expect_err "-s without a socket" 2 "^daqirictl: option '-s' needs an argument" \
+	"$BUILD/daqirictl" -s
+expect_err "--socket=PATH" 1 "no daqirid is listening at $N " "$BUILD/daqirictl" --socket="$N" status
