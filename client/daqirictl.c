@@ -31,6 +31,13 @@ struct ctl {
 	struct daqiri *d;		/* connected by the first request */
 	const char *sock;		/* -s, or NULL for the default */
 	bool json;
+	bool table;			/* -t, or stdout is a terminal */
+};
+
+/* One column of a command's table view: a field of each record. */
+struct column {
+	const char *key;
+	const char *header;
 };
 
 struct command {
@@ -40,6 +47,23 @@ struct command {
 	int (*handler)(struct ctl *c, int argc, char **argv);
 	const char *args;		/* for usage */
 	const char *help;
+	const char *list;		/* the reply's list for the table view */
+	const struct column *cols;	/* NULL-key ended; NULL: no table */
+};
+
+static const struct column stream_cols[] = {
+	{ "name", "NAME" }, { "kind", "KIND" }, { "dtype", "DTYPE" },
+	{ "memory_kind", "MEMORY" }, { "nbufs", "BUFS" },
+	{ "packets_per_batch", "PKTS/BATCH" }, { "tensor_bytes", "TENSOR_BYTES" },
+	{ "subscribers", "SUBS" }, { NULL, NULL }
+};
+
+static const struct column consumer_cols[] = {
+	{ "stream", "STREAM" }, { "conn", "CONN" }, { "sub_id", "SUB" },
+	{ "pid", "PID" }, { "uid", "UID" }, { "mode", "MODE" },
+	{ "group", "GROUP" }, { "state", "STATE" },
+	{ "delivered", "DELIVERED" }, { "released", "RELEASED" },
+	{ "overruns", "OVERRUNS" }, { "held", "HELD" }, { NULL, NULL }
 };
 
 static int cmd_simple(struct ctl *c, int argc, char **argv);
@@ -50,22 +74,24 @@ static int cmd_top(struct ctl *c, int argc, char **argv);
 static int cmd_metrics(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "status", 0, 0, cmd_simple, "", "daemon state and totals" },
-	{ "streams", 0, 0, cmd_simple, "", "streams and their tensor geometry" },
-	{ "consumers", 0, 0, cmd_simple, "", "subscriptions and their counters" },
+	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
+	{ "streams", 0, 0, cmd_simple, "", "streams and their tensor geometry",
+	    "streams", stream_cols },
+	{ "consumers", 0, 0, cmd_simple, "", "subscriptions and their counters",
+	    "consumers", consumer_cols },
 	{ "stats", 0, 0, cmd_simple, "",
-	    "counters of interfaces, streams and the control socket" },
-	{ "flow list", 0, 1, cmd_flow_list, "[IFACE]", "flow rules" },
+	    "counters of interfaces, streams and the control socket", NULL, NULL },
+	{ "flow list", 0, 1, cmd_flow_list, "[IFACE]", "flow rules", NULL, NULL },
 	{ "flow add", 3, 9, cmd_flow_add,
 	    "IFACE FLOW_ID QUEUE[,QUEUE...] [name=N] [udp_src=P[-P]] "
 	    "[udp_dst=P[-P]] [ipv4_src=A] [ipv4_dst=A] [ipv4_len=N]",
-	    "add a flow rule (root or admin group)" },
+	    "add a flow rule (root or admin group)", NULL, NULL },
 	{ "flow del", 2, 2, cmd_flow_del, "IFACE FLOW_ID",
-	    "remove a flow rule (root or admin group)" },
+	    "remove a flow rule (root or admin group)", NULL, NULL },
 	{ "top", 0, 1, cmd_top, "[COUNT]",
-	    "live rates, refreshed every second (q or Ctrl-C quits)" },
+	    "live rates, refreshed every second (q or Ctrl-C quits)", NULL, NULL },
 	{ "metrics", 0, 0, cmd_metrics, "",
-	    "stats in Prometheus text format" },
+	    "stats in Prometheus text format", NULL, NULL },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -74,10 +100,12 @@ usage(FILE *fp, int code)
 {
 	size_t i;
 
-	fprintf(fp, "usage: daqirictl [-s SOCKET] [-j] COMMAND [ARGS]\n"
+	fprintf(fp, "usage: daqirictl [-s SOCKET] [-j | -t] COMMAND [ARGS]\n"
 	    "       daqirictl -h | -V\n\n"
 	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
 	    "  -j, --json           print the daemon's JSON as it is\n"
+	    "  -t, --table          streams and consumers as a table (the "
+	    "default on a terminal)\n"
 	    "  -h, --help           print this help\n"
 	    "  -V, --version        print the version\n\ncommands:\n",
 	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
@@ -444,10 +472,60 @@ new_req(const char *type)
 
 static const struct command *current;
 
+/* The records of list a, one row each, in the columns cols: "-" for a
+ * field that is absent or empty. */
+static void
+print_table(const cJSON *a, const struct column *cols)
+{
+	int width[CTL_TABLE_MAX_COLS * 2], ncols, i;
+	const cJSON *e, *f;
+
+	for (ncols = 0; cols[ncols].key != NULL; ncols++)
+		width[ncols] = (int)strlen(cols[ncols].header);
+	cJSON_ArrayForEach(e, a)
+		for (i = 0; i < ncols; i++) {
+			f = cJSON_GetObjectItemCaseSensitive(e, cols[i].key);
+			if (f != NULL && is_scalar(f) && scalar_width(f) >
+			    width[i])
+				width[i] = scalar_width(f);
+		}
+	for (i = 0; i < ncols; i++)
+		printf("%-*s%s", i + 1 < ncols ? width[i] : 0, cols[i].header,
+		    i + 1 < ncols ? "  " : "\n");
+	cJSON_ArrayForEach(e, a) {
+		for (i = 0; i < ncols; i++) {
+			int w = 1;
+
+			f = cJSON_GetObjectItemCaseSensitive(e, cols[i].key);
+			if (f != NULL && is_scalar(f) && !(cJSON_IsString(f) &&
+			    f->valuestring[0] == '\0')) {
+				print_scalar(stdout, f);
+				w = scalar_width(f);
+			} else {
+				putchar('-');
+			}
+			if (i + 1 < ncols)
+				printf("%*s", width[i] - w + 2, "");
+		}
+		putchar('\n');
+	}
+}
+
 static int
 cmd_simple(struct ctl *c, int argc, char **argv)
 {
-	return request(c, new_req(current->name), current->name, NULL);
+	cJSON *o = NULL;
+	int r;
+
+	if (c->json || !c->table || current->cols == NULL)
+		return request(c, new_req(current->name), current->name, NULL);
+	r = request(c, new_req(current->name), current->name, &o);
+	if (r != 0)
+		return r;
+	print_table(cJSON_GetObjectItemCaseSensitive(o, current->list),
+	    current->cols);
+	cJSON_Delete(o);
+	return 0;
 }
 
 static int
@@ -1007,7 +1085,7 @@ bad_args(const struct command *cmd, int nargs, char **args)
 		fprintf(stderr, "daqirictl: %s needs %s%d argument%s, got %d\n",
 		    cmd->name, cmd->min_args < cmd->max_args ? "at least " : "",
 		    cmd->min_args, cmd->min_args == 1 ? "" : "s", nargs);
-	fprintf(stderr, "usage: daqirictl [-s SOCKET] [-j] %s%s%s\n",
+	fprintf(stderr, "usage: daqirictl [-s SOCKET] [-j | -t] %s%s%s\n",
 	    cmd->name, cmd->args[0] ? " " : "", cmd->args);
 }
 
@@ -1018,23 +1096,28 @@ main(int argc, char **argv)
 	struct ctl c = { .d = NULL };
 	const struct command *cmd;
 	int ch, used = 0, r, nargs;
+	bool table = isatty(STDOUT_FILENO);
 
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "table", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 
 	opterr = 0;		/* our own words for a bad option */
-	while ((ch = getopt_long(argc, argv, "+:s:jhV", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:s:jthV", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			sock = optarg;
 			break;
 		case 'j':
 			c.json = true;
+			break;
+		case 't':
+			table = true;
 			break;
 		case 'h':
 			usage(stdout, 0);
@@ -1072,6 +1155,7 @@ main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	c.sock = sock;
+	c.table = table;
 	current = cmd;
 	r = cmd->handler(&c, nargs, argv + used);
 	daqiri_disconnect(c.d);

@@ -43,7 +43,7 @@ expect_err "flow add, no =" 2 '"udp_dst" is not KEY=VALUE \(keys: name, udp_src'
 	"$BUILD/daqirictl" -s "$N" flow add eth0 7 1 udp_dst
 expect_err "status with an argument" 2 "^daqirictl: status takes no arguments; got 'extra'$" \
 	"$BUILD/daqirictl" -s "$N" status extra
-grep -q '^usage: daqirictl \[-s SOCKET\] \[-j\] status$' "$T/err" || fail "no usage line after it"
+grep -q '^usage: daqirictl \[-s SOCKET\] \[-j | -t\] status$' "$T/err" || fail "no usage line after it"
 expect_err "flow del, too few" 2 "^daqirictl: flow del needs 2 arguments, got 1$" \
 	"$BUILD/daqirictl" -s "$N" flow del eth0
 expect_err "flow list, too many" 2 "^daqirictl: flow list takes at most 1 argument; 'b' is one too many$" \

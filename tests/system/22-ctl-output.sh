@@ -1,0 +1,57 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# What daqirictl prints is what daqirictl(8) says: streams and consumers
+# as tables with -t (and on a terminal), blocks otherwise, -j the daemon's
+# JSON unchanged by either; top's labelled rates and totals; metrics in a
+# text format promtool accepts, every family with HELP and TYPE.
+. tests/system/lib.sh
+
+start_daemon
+bg "$BUILD/daqiri-consume" -s "$SOCK" --quiet "$STREAM"
+CONSUMER_PID=$LAST_PID
+wait_consumers "[.consumers[] | select(.pid == $CONSUMER_PID)] | length == 1"
+
+note "streams and consumers: a table with -t"
+ctl -t streams > "$T/out"
+expect_eq "streams header" "$(head -1 "$T/out" | tr -s ' ')" \
+	"NAME KIND DTYPE MEMORY BUFS PKTS/BATCH TENSOR_BYTES SUBS"
+expect_eq "streams rows" "$(($(wc -l < "$T/out") - 1))" "$(ctl -j streams | jq '.streams | length')"
+row=$(grep "^$STREAM " "$T/out" | tr -s ' ')
+want=$(ctl -j streams | jq -r --arg s "$STREAM" '.streams[] | select(.name == $s) |
+	"\(.name) \(.kind) \(.dtype) \(.memory_kind) \(.nbufs) \(.packets_per_batch) \(.tensor_bytes) \(.subscribers)"')
+expect_eq "streams row of $STREAM" "$row" "$want"
+ctl -t consumers > "$T/out"
+expect_eq "consumers header" "$(head -1 "$T/out" | tr -s ' ')" \
+	"STREAM CONN SUB PID UID MODE GROUP STATE DELIVERED RELEASED OVERRUNS HELD"
+row=$(awk -v p="$CONSUMER_PID" '$4 == p' "$T/out" | tr -s ' ')
+want=$(ctl -j consumers | jq -r --argjson p "$CONSUMER_PID" '.consumers[] | select(.pid == $p) |
+	"\(.stream) \(.conn) \(.sub_id) \(.pid) \(.uid) \(.mode) \(if .group == "" then "-" else .group end) \(.state) \(.delivered) \(.released) \(.overruns) \(.held)"')
+expect_eq "consumers row of pid $CONSUMER_PID" "$row" "$want"
+# the columns line up: every row's fields start where the header's do
+awk 'NR == 1 { for (i = 1; i <= length($0); i++) h[i] = substr($0, i, 1) != " " && (i == 1 || substr($0, i - 1, 1) == " ") }
+	NR > 1 { for (i = 1; i <= length($0); i++) if (substr($0, i, 1) != " " && (i == 1 || substr($0, i - 1, 1) == " ") && !h[i]) exit 1 }' \
+	"$T/out" || fail "consumers table is not aligned: $(cat "$T/out")"
+
+note "not a terminal, no -t: blocks with every field"
+ctl streams > "$T/out"
+expect_eq "streams first line" "$(head -1 "$T/out")" "streams:"
+grep -q "^    name: $STREAM\$" "$T/out" || fail "no name: $STREAM block"
+grep -q "^    slot_bytes: " "$T/out" || fail "blocks lack slot_bytes"
+if command -v script > /dev/null; then
+	note "a terminal: the table without -t"
+	script -qec "$BUILD/daqirictl -s $SOCK consumers" /dev/null | tr -d '\r' > "$T/out"
+	expect_eq "consumers on a tty" "$(head -1 "$T/out" | tr -s ' ')" \
+		"STREAM CONN SUB PID UID MODE GROUP STATE DELIVERED RELEASED OVERRUNS HELD"
+fi
+
+note "-j is the daemon's JSON, whatever -t says"
+for c in streams consumers status; do
+	ctl -j "$c" > "$T/j1"
+	ctl -t -j "$c" > "$T/j2"
+	jq -e --arg c "$c" '.type == "reply" and .re == $c and .status == "ok"' "$T/j1" > /dev/null ||
+		fail "-j $c is not the reply: $(cat "$T/j1")"
+	[ "$(wc -l < "$T/j1")" -eq 1 ] || fail "-j $c is not one line"
+done
+ctl -j streams > "$T/j1"; ctl -t -j streams > "$T/j2"
+cmp "$T/j1" "$T/j2" || fail "-t changed -j streams"
+echo "   ok  -j unchanged by -t"
