@@ -9,6 +9,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +90,8 @@ static const struct command commands[] = {
 	{ "flow del", 2, 2, cmd_flow_del, "IFACE FLOW_ID",
 	    "remove a flow rule (root or admin group)", NULL, NULL },
 	{ "top", 0, 1, cmd_top, "[COUNT]",
-	    "live rates, refreshed every second (q or Ctrl-C quits)", NULL, NULL },
+	    "rates (/s) and totals, redrawn every second; COUNT frames, "
+	    "0 or none until q or Ctrl-C", NULL, NULL },
 	{ "metrics", 0, 0, cmd_metrics, "",
 	    "stats in Prometheus text format", NULL, NULL },
 };
@@ -909,32 +911,54 @@ num_at(const cJSON *o, const char *path)
 
 struct top_row {
 	char name[CTL_NAME_MAX + 4];
-	double in, pub;
+	double in, pub, bytes;
 };
 
-static double
-prev_of(const struct top_row *rows, int n, const char *name, bool pub)
+static const struct top_row *
+prev_of(const struct top_row *rows, int n, const char *name)
 {
 	int i;
 
 	for (i = 0; i < n; i++)
 		if (strcmp(rows[i].name, name) == 0)
-			return pub ? rows[i].pub : rows[i].in;
+			return &rows[i];
+	return NULL;
+}
+
+/* Per second since the last refresh; 0 on the first (nothing before). */
+static double
+rate(double now, const struct top_row *before, size_t off, double dt)
+{
+	double b;
+
+	if (before == NULL || dt <= 0)
+		return 0;
+	b = *(const double *)(const void *)((const char *)before + off);
+	return now < b ? 0 : (now - b) / dt;
+}
+
+/* Subscribers of stream name in a streams reply, -1 when unknown. */
+static double
+subscribers_of(const cJSON *streams, const char *name)
+{
+	const cJSON *e, *nm;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(streams,
+	    "streams")) {
+		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+		if (cJSON_IsString(nm) && strcmp(nm->valuestring, name) == 0)
+			return num_at(e, "subscribers");
+	}
 	return -1;
 }
 
-static double
-rate(double now, double before, double dt)
-{
-	return before < 0 || dt <= 0 || now < before ? 0 : (now - before) / dt;
-}
-
 static void
-top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
-	 bool tty)
+top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
+	 int *nrows, double dt, bool tty)
 {
 	struct top_row cur[CTL_TOP_MAX_ROWS];
-	const cJSON *a, *e, *nm;
+	const struct top_row *pr;
+	const cJSON *a, *e, *nm, *q;
 	char tbuf[32];
 	time_t now = time(NULL);
 	int n = 0, w;
@@ -954,52 +978,69 @@ top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
 		fputs("\033[H\033[2J", stdout);
 	else
 		puts("----");
-	printf("daqiri top  %s%s\n\n", tbuf, tty ? "  (q quits)" : "");
-	printf("%-*s %12s %14s %10s %10s\n", w, "INTERFACE", "RX/s", "RX",
-	    "UNMATCHED", "DROPS");
+	printf("daqiri top  %s%s\n", tbuf, tty ? "  (q quits)" : "");
+	printf("/s: per second since the last refresh%s; other columns: "
+	    "totals since daqirid started\n\n", dt > 0 ? "" :
+	    " (0 until the second one)");
+	printf("%-*s %12s %14s %14s %10s %10s\n", w, "INTERFACE", "RX/s",
+	    "BYTES/s", "RX", "UNMATCHED", "DROPS");
 	a = cJSON_GetObjectItemCaseSensitive(st, "interfaces");
 	cJSON_ArrayForEach(e, a) {
 		char key[CTL_NAME_MAX + 4];
-		double rx = num_at(e, "rx_packets");
+		double rx = num_at(e, "rx_packets"), bytes = 0;
 
+		cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(e,
+		    "queues"))
+			bytes += num_at(q, "rx_bytes");
 		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
 		snprintf(key, sizeof(key), "if:%s", cJSON_IsString(nm) ?
 		    nm->valuestring : "?");
-		printf("%-*.*s %12.0f %14.0f %10.0f %10.0f\n", w, w, key + 3,
-		    rate(rx, prev_of(rows, *nrows, key, false), dt), rx,
+		pr = prev_of(rows, *nrows, key);
+		printf("%-*.*s %12.0f %14.0f %14.0f %10.0f %10.0f\n", w, w,
+		    key + 3, rate(rx, pr, offsetof(struct top_row, in), dt),
+		    rate(bytes, pr, offsetof(struct top_row, bytes), dt), rx,
 		    num_at(e, "unmatched"), num_at(e, "kernel_drops"));
 		if (n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[n].name, sizeof(cur[n].name), "%s", key);
 			cur[n].in = rx;
+			cur[n].bytes = bytes;
 			cur[n++].pub = 0;
 		}
 	}
-	printf("\n%-*s %12s %10s %9s %8s %8s %8s %8s %8s %9s\n", w, "STREAM",
-	    "PKTS/s", "TENSORS/s", "COMPLETE", "TIMEOUT", "EVICTED", "DUP+LATE",
-	    "MALFORM", "NOBUF", "OVERRUNS");
+	printf("\n%-*s %10s %9s %9s %9s %8s %8s %9s %5s %9s %8s %9s\n", w,
+	    "STREAM", "PKTS/s", "TENSORS/s", "CONSUMERS", "COMPLETE", "TIMEOUT",
+	    "EVICTED", "DUPLICATE", "LATE", "MALFORMED", "NOBUF", "OVERRUNS");
 	a = cJSON_GetObjectItemCaseSensitive(st, "streams");
 	cJSON_ArrayForEach(e, a) {
 		const char *name;
 		double in = num_at(e, "reorder.packets_in") +
 		    num_at(e, "raw.packets_in");
-		double pub = num_at(e, "handoff.published");
+		double pub = num_at(e, "handoff.published"), subs;
 
 		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
 		name = cJSON_IsString(nm) ? nm->valuestring : "?";
-		printf("%-*.*s %12.0f %10.1f %9.0f %8.0f %8.0f %8.0f %8.0f "
-		    "%8.0f %9.0f\n", w, w, name,
-		    rate(in, prev_of(rows, *nrows, name, false), dt),
-		    rate(pub, prev_of(rows, *nrows, name, true), dt),
+		pr = prev_of(rows, *nrows, name);
+		subs = subscribers_of(streams, name);
+		printf("%-*.*s %10.0f %9.1f ", w, w, name,
+		    rate(in, pr, offsetof(struct top_row, in), dt),
+		    rate(pub, pr, offsetof(struct top_row, pub), dt));
+		if (subs < 0)
+			printf("%9s", "-");
+		else
+			printf("%9.0f", subs);
+		printf(" %9.0f %8.0f %8.0f %9.0f %5.0f %9.0f %8.0f %9.0f\n",
 		    num_at(e, "reorder.batches_complete"),
 		    num_at(e, "reorder.batches_timeout"),
 		    num_at(e, "reorder.batches_evicted"),
-		    num_at(e, "reorder.duplicate") + num_at(e, "reorder.late"),
+		    num_at(e, "reorder.duplicate"), num_at(e, "reorder.late"),
 		    num_at(e, "reorder.malformed"),
-		    num_at(e, "reorder.no_buffer_packets"),
+		    num_at(e, "reorder.no_buffer_packets") +
+		    num_at(e, "raw.no_buffer_packets"),
 		    num_at(e, "handoff.overruns"));
 		if (n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[n].name, sizeof(cur[n].name), "%s", name);
 			cur[n].in = in;
+			cur[n].bytes = 0;
 			cur[n++].pub = pub;
 		}
 	}
@@ -1021,7 +1062,7 @@ cmd_top(struct ctl *c, int argc, char **argv)
 	int nrows = 0, r = 0;
 	double dt = 0;
 	char ch;
-	cJSON *o;
+	cJSON *o, *sl;
 
 	if (argc > 0) {
 		char *end;
@@ -1050,15 +1091,20 @@ cmd_top(struct ctl *c, int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; !top_stop && (count == 0 || i < count); i++) {
 		o = NULL;
+		sl = NULL;
 		r = request(c, new_req("stats"), "top", &o);
+		if (r == 0 && (r = request(c, new_req("streams"), "top",
+		    &sl)) != 0)
+			cJSON_Delete(o);
 		if (r != 0)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		dt = (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		t0 = t1;
-		top_draw(o, rows, &nrows, i == 0 ? 0 : dt, tty_out);
+		top_draw(o, sl, rows, &nrows, i == 0 ? 0 : dt, tty_out);
 		cJSON_Delete(o);
+		cJSON_Delete(sl);
 		if (count != 0 && i + 1 == count)
 			break;
 		if (poll(&p, tty_in ? 1 : 0, CTL_TOP_INTERVAL_MS) > 0 &&

@@ -55,3 +55,26 @@ done
 ctl -j streams > "$T/j1"; ctl -t -j streams > "$T/j2"
 cmp "$T/j1" "$T/j2" || fail "-t changed -j streams"
 echo "   ok  -j unchanged by -t"
+
+note "top: rates are /s, the rest totals; duplicate and late apart; consumers"
+run_sim --batches 4 --dup 0.05 --seed 1 --rate 20kpps
+sent=$(sim_field sent)
+wait_for ".interfaces[0].rx_packets == $sent"
+wait_for "[.streams[] | select(.name == \"$STREAM\")][0].reorder.packets_in == $sent"
+wait_for "[.streams[] | select(.name == \"$STREAM\")][0].reorder.batches_complete == 4"
+ctl top 2 > "$T/top"
+expect_eq "top frames" "$(grep -c '^----$' "$T/top")" 2
+grep -q '^/s: per second since the last refresh; other columns: totals since daqirid started$' "$T/top" ||
+	fail "top does not say which columns are rates: $(cat "$T/top")"
+expect_eq "interface header" "$(grep '^INTERFACE' "$T/top" | head -1 | tr -s ' ')" \
+	"INTERFACE RX/s BYTES/s RX UNMATCHED DROPS"
+expect_eq "stream header" "$(grep '^STREAM' "$T/top" | head -1 | tr -s ' ')" \
+	"STREAM PKTS/s TENSORS/s CONSUMERS COMPLETE TIMEOUT EVICTED DUPLICATE LATE MALFORMED NOBUF OVERRUNS"
+# the second frame: no traffic since the first, so every rate is 0
+last=$(awk '/^----$/ { f++ } f == 2' "$T/top")
+expect_eq "interface row (2nd frame)" "$(echo "$last" | grep '^sensor0 ' | tr -s ' ')" \
+	"sensor0 0 0 $sent $(stat '.interfaces[0].unmatched') $(stat '.interfaces[0].kernel_drops')"
+read_stream
+expect_eq "stream row (2nd frame)" "$(echo "$last" | grep "^$STREAM " | tr -s ' ')" \
+	"$STREAM 0 0.0 1 $r_batches_complete $r_batches_timeout $r_batches_evicted $r_duplicate $r_late $r_malformed $r_no_buffer_packets $h_overruns"
+[ "$r_duplicate" -gt 0 ] || fail "the simulator sent no duplicates"
