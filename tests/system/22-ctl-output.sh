@@ -78,3 +78,34 @@ read_stream
 expect_eq "stream row (2nd frame)" "$(echo "$last" | grep "^$STREAM " | tr -s ' ')" \
 	"$STREAM 0 0.0 1 $r_batches_complete $r_batches_timeout $r_batches_evicted $r_duplicate $r_late $r_malformed $r_no_buffer_packets $h_overruns"
 [ "$r_duplicate" -gt 0 ] || fail "the simulator sent no duplicates"
+
+note "stats: every field it prints is in daqirictl(8) STATS FIELDS"
+ctl -j stats | jq -r '[paths(scalars) | map(select(type == "string")) | last] | unique[]' |
+	grep -v -x -e type -e re -e status > "$T/keys"
+sed -n '/^\.SH STATS FIELDS/,/^\.SH /p' client/daqirictl.8 > "$T/section"
+[ -s "$T/section" ] || fail "daqirictl.8 has no STATS FIELDS section"
+missing=""
+while read -r k; do
+	grep -q -w -- "$k" "$T/section" || missing="$missing $k"
+done < "$T/keys"
+[ -z "$missing" ] || fail "stats fields not in daqirictl(8) STATS FIELDS:$missing"
+echo "   ok  $(wc -l < "$T/keys") stats fields, all documented"
+
+note "metrics: HELP and TYPE for every family, and promtool accepts it"
+ctl metrics > "$T/metrics"
+fams=$(grep -v '^#' "$T/metrics" | sed 's/[{ ].*//' | sort -u)
+for f in $fams; do
+	grep -q "^# HELP $f [A-Z]" "$T/metrics" || fail "no HELP for $f"
+	grep -q -E "^# TYPE $f (counter|gauge)\$" "$T/metrics" || fail "no TYPE for $f"
+done
+grep -q 'see daqirictl(8))$' "$T/metrics" && fail "a family with the fallback HELP: $(grep 'see daqirictl(8))$' "$T/metrics")"
+echo "   ok  $(echo "$fams" | wc -l) families, each with HELP and TYPE"
+expect_eq "subs_held_too_long is a counter" \
+	"$(sed -n 's/^# TYPE daqiri_streams_handoff_subs_held_too_long_total //p' "$T/metrics")" counter
+expect_eq "free_bufs is a gauge" "$(sed -n 's/^# TYPE daqiri_streams_handoff_free_bufs //p' "$T/metrics")" gauge
+if command -v promtool > /dev/null; then
+	promtool check metrics < "$T/metrics" > "$T/promtool" 2>&1 || fail "promtool: $(cat "$T/promtool")"
+	echo "   ok  promtool check metrics"
+else
+	echo "   (promtool not installed: Debian package prometheus; not checked)"
+fi
