@@ -68,3 +68,17 @@ expect_err "unknown long option" 2 "^daqirictl: unknown option '--bogus' \(daqir
 expect_err "-s without a socket" 2 "^daqirictl: option '-s' needs an argument" \
 	"$BUILD/daqirictl" -s
 expect_err "--socket=PATH" 1 "no daqirid is listening at $N " "$BUILD/daqirictl" --socket="$N" status
+
+note "a daemon's refusal: its message and status, exit 1; -j the reply on stdout"
+start_daemon
+expect_err "flow del of no flow" 1 "^daqirictl: flow del: interface 'sensor0' has no flow 99 \(no_such_flow\)$" \
+	ctl flow del sensor0 99
+rc=0
+ctl -j flow del sensor0 99 > "$T/out" 2> "$T/err" || rc=$?
+expect_eq "-j refusal exit" "$rc" 1
+expect_eq "-j refusal status" "$(jq -r .status "$T/out")" no_such_flow
+[ -s "$T/err" ] && fail "-j refusal wrote to stderr: $(cat "$T/err")"
+ctl flow add sensor0 99 0 udp_dst=7000 > "$T/out" || fail "flow add failed"
+expect_eq "flow add prints the rule" "$(sed -n 's/^  id: //p' "$T/out")" 99
+expect_eq "flow del prints nothing" "$(ctl flow del sensor0 99 | wc -c)" 0
+stop_daemon
