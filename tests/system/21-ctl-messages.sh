@@ -82,3 +82,14 @@ ctl flow add sensor0 99 0 udp_dst=7000 > "$T/out" || fail "flow add failed"
 expect_eq "flow add prints the rule" "$(sed -n 's/^  id: //p' "$T/out")" 99
 expect_eq "flow del prints nothing" "$(ctl flow del sensor0 99 | wc -c)" 0
 stop_daemon
+
+if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
+	note "permission denied: the socket's group is named, with how to join it"
+	chmod 755 "$T"
+	start_daemon
+	grp=$(command stat -c %G "$SOCK")	# lib.sh has a stat()
+	expect_err "daqirictl as uid 65534" 1 \
+		"^daqirictl: permission denied on $SOCK: the socket is for root and the group set by socket_group in daqirid.yaml, here '$grp' \(add yourself to that group: usermod -aG $grp \\\$USER, then log in again\)$" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$BUILD/daqirictl" -s "$SOCK" status
+	stop_daemon
+fi
