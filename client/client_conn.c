@@ -422,7 +422,14 @@ daqiri_connect_hint(int neg_errno, const char *path, char *buf, size_t len)
 		break;
 	case EACCES:
 	case EPERM:
-		if (stat(path, &st) == 0)
+		if (stat(path, &st) == 0 && st.st_gid == 0)
+			/* joining root's group is no advice to give */
+			snprintf(buf, len, "permission denied on %s: the socket "
+			    "is for root only, socket_group in daqirid.yaml is "
+			    "unset or root (set it, e.g. socket_group: daqiri, "
+			    "restart daqirid, then add yourself: usermod -aG "
+			    "daqiri $USER, and log in again)", path);
+		else if (stat(path, &st) == 0)
 			snprintf(buf, len, "permission denied on %s: the socket "
 			    "is for root and the group set by socket_group in "
 			    "daqirid.yaml, here '%s' (add yourself to that "

@@ -117,7 +117,8 @@ const char *daqiri_last_error(const struct daqiri *d);
  * truncated to fit) and returned. neg_errno is daqiri_connect()'s return,
  * path the path given to it (NULL: the same default it used). No daemon
  * (-ENOENT, -ECONNREFUSED) says how to start one; a file that is not a
- * socket says so; -EACCES names the socket's group and how to join it;
+ * socket says so; -EACCES names the socket's group and how to join it
+ * (root's group: how to set socket_group);
  * otherwise the daemon's reason (daqiri_last_error(NULL)) or strerror().
  * Call it on the thread that called daqiri_connect(). Never fails; buf
  * NULL or len 0 gives "".

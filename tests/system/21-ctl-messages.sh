@@ -87,9 +87,23 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
 	note "permission denied: the socket's group is named, with how to join it"
 	chmod 755 "$T"
 	start_daemon
-	grp=$(command stat -c %G "$SOCK")	# lib.sh has a stat()
-	expect_err "daqirictl as uid 65534" 1 \
-		"^daqirictl: permission denied on $SOCK: the socket is for root and the group set by socket_group in daqirid.yaml, here '$grp' \(add yourself to that group: usermod -aG $grp \\\$USER, then log in again\)$" \
+	# socket_group unset: the daemon's group, root's; joining it is no advice
+	expect_err "daqirictl as uid 65534, root's group" 1 \
+		"^daqirictl: permission denied on $SOCK: the socket is for root only, socket_group in daqirid.yaml is unset or root \(set it, e.g. socket_group: daqiri, restart daqirid, then add yourself: usermod -aG daqiri \\\$USER, and log in again\)$" \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$BUILD/daqirictl" -s "$SOCK" status
 	stop_daemon
+	# a group of its own: named, with how to join it
+	# (a system group that uid 65534, gid 65534, is not in)
+	grp=daemon
+	getent group daemon > /dev/null || grp=""
+	if [ -n "$grp" ]; then
+		rm -f "$T/daqirid.yaml"
+		make_config -e "s/socket_group: \"\"/socket_group: $grp/"
+		start_daemon
+		expect_eq "socket group" "$(command stat -c %G "$SOCK")" "$grp"	# lib.sh has a stat()
+		expect_err "daqirictl as uid 65534, group $grp" 1 \
+			"^daqirictl: permission denied on $SOCK: the socket is for root and the group set by socket_group in daqirid.yaml, here '$grp' \(add yourself to that group: usermod -aG $grp \\\$USER, then log in again\)$" \
+			setpriv --reuid=65534 --regid=65534 --clear-groups "$BUILD/daqirictl" -s "$SOCK" status
+		stop_daemon
+	fi
 fi

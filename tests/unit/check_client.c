@@ -1045,8 +1045,13 @@ START_TEST(test_connect_hint)
 	ck_assert_ptr_nonnull(strstr(hint, "socket_group"));
 	g = getgrgid(st.st_gid);
 	ck_assert_ptr_nonnull(g);
-	snprintf(path, sizeof(path), "usermod -aG %s $USER", g->gr_name);
+	snprintf(path, sizeof(path), "usermod -aG %s $USER", st.st_gid == 0 ?
+	    "daqiri" : g->gr_name);
 	ck_assert_ptr_nonnull(strstr(hint, path));
+	if (st.st_gid != 0) {
+		snprintf(path, sizeof(path), "here '%s'", g->gr_name);
+		ck_assert_ptr_nonnull(strstr(hint, path));
+	}
 	snprintf(path, sizeof(path), "%s/dead.sock", hdir);
 	unlink(path);
 	/* the rest: strerror, and a short buffer is cut, not overrun */
