@@ -285,6 +285,8 @@ install: all
 	install -m 0644 client/libdaqiri-client.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 daemon/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 daemon/daqirid.8 client/daqirictl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0644 client/daqirictl.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/daqirictl
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/daqirid $(DESTDIR)$(BINDIR)/daqirictl \
@@ -296,7 +298,8 @@ uninstall:
 	  $(DESTDIR)$(TMPFILESDIR)/daqiri.conf $(DESTDIR)$(MANDIR)/man3/libdaqiri-client.3 \
 	  $(DESTDIR)$(MANDIR)/man1/daqiri-sim.1 $(DESTDIR)$(MANDIR)/man1/daqiri-consume.1 \
 	  $(DESTDIR)$(MANDIR)/man5/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man8/daqirid.8 \
-	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8
+	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/daqirictl
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/daqiri
 
 clean:

@@ -2,16 +2,19 @@
 /*
  * libdaqiri-client (daqiri_client.h), the control connection: connect and
  * hello, one request and its reply (reassembled when it comes in parts),
- * the events the daemon sends unasked, and the raw request of daqirictl.
+ * the events the daemon sends unasked, the raw request of daqirictl, and
+ * what a failed connect means for the person who asked.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -369,6 +372,98 @@ const char *
 daqiri_last_error(const struct daqiri *d)
 {
 	return d != NULL ? d->err : connect_err;
+}
+
+/* The name of group gid, else its number, into buf. */
+static const char *
+group_name(gid_t gid, char *buf, size_t len)
+{
+	struct group g, *res = NULL;
+	char tmp[1024];
+
+	if (getgrgid_r(gid, &g, tmp, sizeof(tmp), &res) == 0 && res != NULL)
+		snprintf(buf, len, "%s", g.gr_name);
+	else
+		snprintf(buf, len, "%u", (unsigned)gid);
+	return buf;
+}
+
+const char *
+daqiri_connect_hint(int neg_errno, const char *path, char *buf, size_t len)
+{
+	static const char start[] = "is it running? start it with "
+	    "'systemctl start daqirid', or give its socket with -s / $"
+	    DAQIRI_SOCKET_ENV;
+	const char *said = connect_err;
+	char grp[64];
+	struct stat st;
+
+	if (buf == NULL || len == 0)
+		return "";
+	if (path == NULL)
+		path = getenv(DAQIRI_SOCKET_ENV);
+	if (path == NULL || path[0] == '\0')
+		path = DAQIRI_DEFAULT_SOCKET;
+	switch (-neg_errno) {
+	case ENOENT:
+	case ENOTDIR:
+		snprintf(buf, len, "no daqirid is listening at %s (%s)", path,
+		    start);
+		break;
+	case ECONNREFUSED:
+		if (stat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+			snprintf(buf, len, "%s is not a socket, so no daqirid "
+			    "is listening there (give the daemon's control "
+			    "socket with -s / $%s)", path, DAQIRI_SOCKET_ENV);
+		else
+			snprintf(buf, len, "no daqirid is listening at %s (the "
+			    "socket is there but nobody accepts: %s)", path,
+			    start);
+		break;
+	case EACCES:
+	case EPERM:
+		if (stat(path, &st) == 0 && st.st_gid == 0)
+			/* joining root's group is no advice to give */
+			snprintf(buf, len, "permission denied on %s: the socket "
+			    "is for root only, socket_group in daqirid.yaml is "
+			    "unset or root (set it, e.g. socket_group: daqiri, "
+			    "restart daqirid, then add yourself: usermod -aG "
+			    "daqiri $USER, and log in again)", path);
+		else if (stat(path, &st) == 0)
+			snprintf(buf, len, "permission denied on %s: the socket "
+			    "is for root and the group set by socket_group in "
+			    "daqirid.yaml, here '%s' (add yourself to that "
+			    "group: usermod -aG %s $USER, then log in again)",
+			    path, group_name(st.st_gid, grp, sizeof(grp)),
+			    grp);
+		else
+			snprintf(buf, len, "permission denied on %s: a "
+			    "directory on the way is closed to you (the "
+			    "socket is for root and the group set by "
+			    "socket_group in daqirid.yaml)", path);
+		break;
+	case ENAMETOOLONG:
+		snprintf(buf, len, "cannot connect to %s: the path is longer "
+		    "than a socket address allows (%zu bytes at most)", path,
+		    sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
+		break;
+	case EPROTONOSUPPORT:
+		snprintf(buf, len, "cannot connect to %s: %s", path,
+		    said[0] != '\0' ? said : "the daemon speaks another "
+		    "protocol version (use the daqirictl and library that "
+		    "came with it)");
+		break;
+	case EUSERS:
+		snprintf(buf, len, "cannot connect to %s: %s", path,
+		    said[0] != '\0' ? said : "the daemon has too many "
+		    "connections");
+		break;
+	default:
+		snprintf(buf, len, "cannot connect to %s: %s", path,
+		    said[0] != '\0' ? said : strerror(-neg_errno));
+		break;
+	}
+	return buf;
 }
 
 int

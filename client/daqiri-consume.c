@@ -473,12 +473,10 @@ main(int argc, char **argv)
 
 	r = daqiri_connect(o.sock, &d);
 	if (r < 0) {
-		fprintf(stderr, "daqiri-consume: cannot connect to the daemon "
-		    "(%s): %s\n", o.sock != NULL ? o.sock :
-		    getenv(DAQIRI_SOCKET_ENV) != NULL ?
-		    getenv(DAQIRI_SOCKET_ENV) : DAQIRI_DEFAULT_SOCKET,
-		    r == -EPROTONOSUPPORT ? "it speaks another protocol "
-		    "version" : strerror(-r));
+		char hint[512];
+
+		fprintf(stderr, "daqiri-consume: %s\n", daqiri_connect_hint(r,
+		    o.sock, hint, sizeof(hint)));
 		return 1;
 	}
 	so.flags = o.busy ? DAQIRI_SUB_BUSY_POLL : 0;

@@ -111,6 +111,21 @@ void daqiri_disconnect(struct daqiri *d);
  * the daemon said (for instance which connection limit it met). */
 const char *daqiri_last_error(const struct daqiri *d);
 
+/*
+ * What a failed daqiri_connect() means and what to do next, as one line
+ * for a person (no program name, no newline) written into buf (len bytes,
+ * truncated to fit) and returned. neg_errno is daqiri_connect()'s return,
+ * path the path given to it (NULL: the same default it used). No daemon
+ * (-ENOENT, -ECONNREFUSED) says how to start one; a file that is not a
+ * socket says so; -EACCES names the socket's group and how to join it
+ * (root's group: how to set socket_group);
+ * otherwise the daemon's reason (daqiri_last_error(NULL)) or strerror().
+ * Call it on the thread that called daqiri_connect(). Never fails; buf
+ * NULL or len 0 gives "".
+ */
+const char *daqiri_connect_hint(int neg_errno, const char *path, char *buf,
+				size_t len);
+
 /* The connection's socket (for the caller's poll: POLLHUP = daemon gone). */
 int daqiri_fd(const struct daqiri *d);
 

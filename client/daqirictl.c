@@ -9,6 +9,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +29,16 @@
 #define CTL_NAME_MAX		128
 
 struct ctl {
-	struct daqiri *d;
+	struct daqiri *d;		/* connected by the first request */
+	const char *sock;		/* -s, or NULL for the default */
 	bool json;
+	bool table;			/* -t, or stdout is a terminal */
+};
+
+/* One column of a command's table view: a field of each record. */
+struct column {
+	const char *key;
+	const char *header;
 };
 
 struct command {
@@ -39,6 +48,23 @@ struct command {
 	int (*handler)(struct ctl *c, int argc, char **argv);
 	const char *args;		/* for usage */
 	const char *help;
+	const char *list;		/* the reply's list for the table view */
+	const struct column *cols;	/* NULL-key ended; NULL: no table */
+};
+
+static const struct column stream_cols[] = {
+	{ "name", "NAME" }, { "kind", "KIND" }, { "dtype", "DTYPE" },
+	{ "memory_kind", "MEMORY" }, { "nbufs", "BUFS" },
+	{ "packets_per_batch", "PKTS/BATCH" }, { "tensor_bytes", "TENSOR_BYTES" },
+	{ "subscribers", "SUBS" }, { NULL, NULL }
+};
+
+static const struct column consumer_cols[] = {
+	{ "stream", "STREAM" }, { "conn", "CONN" }, { "sub_id", "SUB" },
+	{ "pid", "PID" }, { "uid", "UID" }, { "mode", "MODE" },
+	{ "group", "GROUP" }, { "state", "STATE" },
+	{ "delivered", "DELIVERED" }, { "released", "RELEASED" },
+	{ "overruns", "OVERRUNS" }, { "held", "HELD" }, { NULL, NULL }
 };
 
 static int cmd_simple(struct ctl *c, int argc, char **argv);
@@ -49,22 +75,25 @@ static int cmd_top(struct ctl *c, int argc, char **argv);
 static int cmd_metrics(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "status", 0, 0, cmd_simple, "", "daemon state and totals" },
-	{ "streams", 0, 0, cmd_simple, "", "streams and their tensor geometry" },
-	{ "consumers", 0, 0, cmd_simple, "", "subscriptions and their counters" },
+	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
+	{ "streams", 0, 0, cmd_simple, "", "streams and their tensor geometry",
+	    "streams", stream_cols },
+	{ "consumers", 0, 0, cmd_simple, "", "subscriptions and their counters",
+	    "consumers", consumer_cols },
 	{ "stats", 0, 0, cmd_simple, "",
-	    "counters of interfaces, streams and the control socket" },
-	{ "flow list", 0, 1, cmd_flow_list, "[IFACE]", "flow rules" },
+	    "counters of interfaces, streams and the control socket", NULL, NULL },
+	{ "flow list", 0, 1, cmd_flow_list, "[IFACE]", "flow rules", NULL, NULL },
 	{ "flow add", 3, 9, cmd_flow_add,
 	    "IFACE FLOW_ID QUEUE[,QUEUE...] [name=N] [udp_src=P[-P]] "
 	    "[udp_dst=P[-P]] [ipv4_src=A] [ipv4_dst=A] [ipv4_len=N]",
-	    "add a flow rule (root or admin group)" },
+	    "add a flow rule (root or admin group)", NULL, NULL },
 	{ "flow del", 2, 2, cmd_flow_del, "IFACE FLOW_ID",
-	    "remove a flow rule (root or admin group)" },
+	    "remove a flow rule (root or admin group)", NULL, NULL },
 	{ "top", 0, 1, cmd_top, "[COUNT]",
-	    "live rates, refreshed every second (q or Ctrl-C quits)" },
+	    "rates (/s) and totals, redrawn every second; COUNT frames, "
+	    "0 or none until q or Ctrl-C", NULL, NULL },
 	{ "metrics", 0, 0, cmd_metrics, "",
-	    "stats in Prometheus text format" },
+	    "stats in Prometheus text format", NULL, NULL },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -73,9 +102,14 @@ usage(FILE *fp, int code)
 {
 	size_t i;
 
-	fprintf(fp, "usage: daqirictl [-s SOCKET] [-j] COMMAND [ARGS]\n\n"
-	    "  -s SOCKET  control socket (default $%s or %s)\n"
-	    "  -j         print the daemon's JSON as it is\n\ncommands:\n",
+	fprintf(fp, "usage: daqirictl [-s SOCKET] [-j | -t] COMMAND [ARGS]\n"
+	    "       daqirictl -h | -V\n\n"
+	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
+	    "  -j, --json           print the daemon's JSON as it is\n"
+	    "  -t, --table          streams and consumers as a table (the "
+	    "default on a terminal)\n"
+	    "  -h, --help           print this help\n"
+	    "  -V, --version        print the version\n\ncommands:\n",
 	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
 	for (i = 0; i < NCOMMANDS; i++)
 		fprintf(fp, "  %s%s%s\n      %s\n", commands[i].name,
@@ -367,6 +401,15 @@ request(struct ctl *c, cJSON *req, const char *what, cJSON **out)
 		fprintf(stderr, "daqirictl: out of memory\n");
 		return 1;
 	}
+	/* Connected only now: a usage error needs no daemon. */
+	if (c->d == NULL && (r = daqiri_connect(c->sock, &c->d)) < 0) {
+		char hint[512];
+
+		fprintf(stderr, "daqirictl: %s\n", daqiri_connect_hint(r,
+		    c->sock, hint, sizeof(hint)));
+		free(text);
+		return 1;
+	}
 	r = daqiri_request(c->d, text, &reply);
 	free(text);
 	if (r < 0 && reply == NULL) {
@@ -431,10 +474,60 @@ new_req(const char *type)
 
 static const struct command *current;
 
+/* The records of list a, one row each, in the columns cols: "-" for a
+ * field that is absent or empty. */
+static void
+print_table(const cJSON *a, const struct column *cols)
+{
+	int width[CTL_TABLE_MAX_COLS * 2], ncols, i;
+	const cJSON *e, *f;
+
+	for (ncols = 0; cols[ncols].key != NULL; ncols++)
+		width[ncols] = (int)strlen(cols[ncols].header);
+	cJSON_ArrayForEach(e, a)
+		for (i = 0; i < ncols; i++) {
+			f = cJSON_GetObjectItemCaseSensitive(e, cols[i].key);
+			if (f != NULL && is_scalar(f) && scalar_width(f) >
+			    width[i])
+				width[i] = scalar_width(f);
+		}
+	for (i = 0; i < ncols; i++)
+		printf("%-*s%s", i + 1 < ncols ? width[i] : 0, cols[i].header,
+		    i + 1 < ncols ? "  " : "\n");
+	cJSON_ArrayForEach(e, a) {
+		for (i = 0; i < ncols; i++) {
+			int w = 1;
+
+			f = cJSON_GetObjectItemCaseSensitive(e, cols[i].key);
+			if (f != NULL && is_scalar(f) && !(cJSON_IsString(f) &&
+			    f->valuestring[0] == '\0')) {
+				print_scalar(stdout, f);
+				w = scalar_width(f);
+			} else {
+				putchar('-');
+			}
+			if (i + 1 < ncols)
+				printf("%*s", width[i] - w + 2, "");
+		}
+		putchar('\n');
+	}
+}
+
 static int
 cmd_simple(struct ctl *c, int argc, char **argv)
 {
-	return request(c, new_req(current->name), current->name, NULL);
+	cJSON *o = NULL;
+	int r;
+
+	if (c->json || !c->table || current->cols == NULL)
+		return request(c, new_req(current->name), current->name, NULL);
+	r = request(c, new_req(current->name), current->name, &o);
+	if (r != 0)
+		return r;
+	print_table(cJSON_GetObjectItemCaseSensitive(o, current->list),
+	    current->cols);
+	cJSON_Delete(o);
+	return 0;
 }
 
 static int
@@ -468,13 +561,74 @@ add_word(cJSON *o, const char *key, const char *v)
 		cJSON_AddStringToObject(o, key, v);
 }
 
+/* The KEY=VALUE words of flow add, in usage order. */
+static const char *const flow_keys[] = { "name", "udp_src", "udp_dst",
+    "ipv4_src", "ipv4_dst", "ipv4_len", NULL };
+#define FLOW_KEYS_LIST	"name, udp_src, udp_dst, ipv4_src, ipv4_dst, ipv4_len"
+
+/* Edit distance of a and b, capped: enough to suggest a near key. */
+static int
+edit_distance(const char *a, const char *b)
+{
+	int prev[CTL_NAME_MAX + 1], cur[CTL_NAME_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b), i, j;
+
+	if (la > CTL_NAME_MAX || lb > CTL_NAME_MAX)
+		return CTL_NAME_MAX;
+	for (j = 0; j <= lb; j++)
+		prev[j] = (int)j;
+	for (i = 1; i <= la; i++) {
+		cur[0] = (int)i;
+		for (j = 1; j <= lb; j++) {
+			int d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (prev[j] + 1 < d)
+				d = prev[j] + 1;
+			if (cur[j - 1] + 1 < d)
+				d = cur[j - 1] + 1;
+			cur[j] = d;
+		}
+		memcpy(prev, cur, sizeof(prev[0]) * (lb + 1));
+	}
+	return prev[lb];
+}
+
+/* " (did you mean ...?)" for an unknown flow key, or "". */
+static void
+flow_key_suggest(const char *key, char *out, size_t cap)
+{
+	const char *us = strchr(key, '_');
+	size_t n = 0;
+	int k, best = 3, hits = 0;
+
+	out[0] = '\0';
+	for (k = 0; flow_keys[k] != NULL; k++)
+		if (edit_distance(key, flow_keys[k]) < best)
+			best = edit_distance(key, flow_keys[k]);
+	if (best < 3) {
+		for (k = 0; flow_keys[k] != NULL; k++)
+			if (edit_distance(key, flow_keys[k]) == best)
+				n += (size_t)snprintf(out + n, n < cap ? cap - n : 0,
+				    "%s%s", hits++ ? " or " : "; did you mean ",
+				    flow_keys[k]);
+	} else if (us != NULL) {
+		/* same family: udp_port -> udp_src or udp_dst */
+		for (k = 0; flow_keys[k] != NULL; k++)
+			if (strncmp(flow_keys[k], key, (size_t)(us - key) + 1) ==
+			    0)
+				n += (size_t)snprintf(out + n, n < cap ? cap - n : 0,
+				    "%s%s", hits++ ? " or " : "; did you mean ",
+				    flow_keys[k]);
+	}
+	if (hits > 0 && n + 1 < cap)
+		snprintf(out + n, cap - n, "?");
+}
+
 static int
 cmd_flow_add(struct ctl *c, int argc, char **argv)
 {
-	static const char *const match_keys[] = { "udp_src", "udp_dst",
-	    "ipv4_src", "ipv4_dst", "ipv4_len", NULL };
 	cJSON *o = new_req("flow_add"), *q, *m = NULL;
-	char *list, *tok, *save = NULL;
+	char *list, *tok, *save = NULL, hint[128];
 	int i, k;
 
 	if (o == NULL)
@@ -498,29 +652,32 @@ cmd_flow_add(struct ctl *c, int argc, char **argv)
 	for (i = 3; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
 
-		if (eq == NULL)
-			goto bad;
+		if (eq == NULL) {
+			fprintf(stderr, "daqirictl: flow add: \"%s\" is not "
+			    "KEY=VALUE (keys: %s)\n", argv[i], FLOW_KEYS_LIST);
+			cJSON_Delete(o);
+			return 2;
+		}
 		*eq = '\0';
-		if (strcmp(argv[i], "name") == 0) {
+		for (k = 0; flow_keys[k] != NULL; k++)
+			if (strcmp(flow_keys[k], argv[i]) == 0)
+				break;
+		if (flow_keys[k] == NULL) {
+			flow_key_suggest(argv[i], hint, sizeof(hint));
+			fprintf(stderr, "daqirictl: flow add: unknown key \"%s\" "
+			    "(valid: %s)%s\n", argv[i], FLOW_KEYS_LIST, hint);
+			cJSON_Delete(o);
+			return 2;
+		}
+		if (k == 0) {
 			cJSON_AddStringToObject(o, "name", eq + 1);
 			continue;
 		}
-		for (k = 0; match_keys[k] != NULL; k++)
-			if (strcmp(match_keys[k], argv[i]) == 0)
-				break;
-		if (match_keys[k] == NULL)
-			goto bad;
 		if (m == NULL)
 			m = cJSON_AddObjectToObject(o, "match");
 		add_word(m, argv[i], eq + 1);
 	}
 	return request(c, o, "flow add", NULL);
-bad:
-	fprintf(stderr, "daqirictl: flow add: \"%s\" is not KEY=VALUE with KEY "
-	    "one of name, udp_src, udp_dst, ipv4_src, ipv4_dst, ipv4_len\n",
-	    argv[i]);
-	cJSON_Delete(o);
-	return 2;
 }
 
 static int
@@ -537,19 +694,109 @@ cmd_flow_del(struct ctl *c, int argc, char **argv)
 
 /* ---- metrics: stats flattened into Prometheus text format */
 
-/* Level values that are not counters. */
+/* Level values that are not counters: the stats fields that are a
+ * state now, not a count since start (daqirictl(8) STATS FIELDS). */
 static bool
 is_gauge(const char *name)
 {
-	static const char *const g[] = { "current", "held", "depth", "free",
-	    "open", "uptime", "subscribers", "subscriptions", "consumers",
-	    "nbufs", "pending", "max_", "window", "queued", "throttled", NULL };
+	static const char *const g[] = { "current", "current_admin",
+	    "queued_bytes", "throttled", "free_bufs", "held_bufs", "open_bufs",
+	    NULL };
 	int i;
 
 	for (i = 0; g[i] != NULL; i++)
-		if (strstr(name, g[i]) != NULL)
+		if (strcmp(name, g[i]) == 0)
 			return true;
 	return false;
+}
+
+/* # HELP of each metric family, by its name less daqiri_ and _total;
+ * the same words as daqirictl(8) STATS FIELDS. */
+static const struct {
+	const char *family;
+	const char *help;
+} metric_help[] = {
+	{ "interfaces_rx_packets", "Frames received on the interface (all queues)" },
+	{ "interfaces_streams_packets_in", "Frames its streams took in" },
+	{ "interfaces_unmatched", "Frames no flow matched, dropped (flow_isolation on)" },
+	{ "interfaces_no_stream", "Frames for a queue's raw stream when the queue has none, dropped" },
+	{ "interfaces_misrouted", "Frames steered to a queue whose worker does not own the flow's stream, dropped" },
+	{ "interfaces_kernel_drops", "Frames the kernel dropped before daqirid read them (socket buffer full; a lower bound with UDP GRO)" },
+	{ "interfaces_truncated", "Datagrams longer than a receive buffer, dropped" },
+	{ "interfaces_queues_rx_packets", "Frames the queue's worker received" },
+	{ "interfaces_queues_rx_bytes", "Bytes of those frames (headers and payload)" },
+	{ "interfaces_queues_matched", "Frames that matched a flow" },
+	{ "interfaces_queues_unmatched", "Frames no flow matched, dropped (flow_isolation on)" },
+	{ "interfaces_queues_no_stream", "Frames for the queue's raw stream when it has none, dropped" },
+	{ "interfaces_queues_misrouted", "Frames for a stream another queue's worker owns, dropped" },
+	{ "interfaces_queues_bursts", "Receive bursts that returned frames" },
+	{ "interfaces_queues_rx_errors", "Failed receive bursts" },
+	{ "interfaces_queues_streams_packets_in", "Frames the queue's streams took in" },
+	{ "interfaces_queues_engine_rx_packets", "Frames the engine handed out" },
+	{ "interfaces_queues_engine_kernel_drops", "Frames the kernel dropped before the engine read them" },
+	{ "interfaces_queues_engine_truncated", "Datagrams longer than a buffer, never handed out" },
+	{ "interfaces_queues_engine_errors", "Failed receive calls of the engine" },
+	{ "interfaces_queues_engine_gro_reads", "Reads that held more than one datagram (UDP GRO)" },
+	{ "streams_reorder_packets_in", "Packets the reorder stream took in" },
+	{ "streams_reorder_placed", "Packets written into a tensor" },
+	{ "streams_reorder_duplicate", "Packets whose slot was already filled, dropped" },
+	{ "streams_reorder_late", "Packets of a batch already published or passed over, dropped" },
+	{ "streams_reorder_malformed", "Packets whose sequence or batch field or payload size does not fit the layout, dropped" },
+	{ "streams_reorder_no_buffer_packets", "Packets of a batch that found no free buffer, dropped" },
+	{ "streams_reorder_batches_complete", "Batches published with every slot" },
+	{ "streams_reorder_batches_timeout", "Batches published partial at their deadline (timeout_us)" },
+	{ "streams_reorder_batches_evicted", "Batches published partial when the window slid, resynced or flushed" },
+	{ "streams_reorder_batches_no_buffer", "Batches that found no free buffer, never published" },
+	{ "streams_reorder_resync", "Times the sender restarted (batch id far behind the window)" },
+	{ "streams_reorder_missing_slots", "Slots of published batches that no packet filled" },
+	{ "streams_reorder_backend_error_packets", "Packets whose write the reorder backend failed" },
+	{ "streams_reorder_batches_backend_error", "Batches the reorder backend failed, never published" },
+	{ "streams_raw_packets_in", "Frames the raw stream took in" },
+	{ "streams_raw_placed", "Frames written into a burst" },
+	{ "streams_raw_oversize", "Frames longer than a slot, dropped" },
+	{ "streams_raw_no_buffer_packets", "Frames that found no free buffer, dropped" },
+	{ "streams_raw_bursts_full", "Bursts published with every slot used" },
+	{ "streams_raw_bursts_timeout", "Bursts published at the queue's timeout_us" },
+	{ "streams_raw_bursts_flush", "Bursts published at stop" },
+	{ "streams_handoff_published", "Tensors published to subscribers" },
+	{ "streams_handoff_delivered", "Tensor descriptors put into subscribers' rings" },
+	{ "streams_handoff_unseen", "Tensors no subscriber took (none subscribed, or every ring full)" },
+	{ "streams_handoff_overruns", "Tensors subscribers missed for a full ring" },
+	{ "streams_handoff_subs_broken", "Subscribers cut off for a corrupt ring" },
+	{ "streams_handoff_subs_held_too_long", "Subscribers ended for holding a tensor past hold_timeout_ms" },
+	{ "streams_handoff_free_bufs", "Tensor buffers free now" },
+	{ "streams_handoff_held_bufs", "Tensor buffers consumers hold now" },
+	{ "streams_handoff_open_bufs", "Tensor buffers being filled now" },
+	{ "control_accepted", "Control connections accepted" },
+	{ "control_rejected_full", "Control connections refused: the connection limit reached" },
+	{ "control_rejected_uid", "Control connections refused: the per-uid cap reached" },
+	{ "control_hello_timeouts", "Control connections closed for no hello in time" },
+	{ "control_closed", "Control connections closed" },
+	{ "control_dropped_slow", "Control connections dropped for not reading their replies" },
+	{ "control_requests", "Control requests answered" },
+	{ "control_errors", "Control replies with a status other than ok" },
+	{ "control_current", "Control connections open now" },
+	{ "control_current_admin", "Control connections open now of root or the admin group" },
+	{ "control_queued_bytes", "Reply bytes waiting for room to send, now" },
+	{ "control_throttled", "Control connections not read until their replies drain, now" },
+};
+
+/* The HELP text of family name (with daqiri_ and maybe _total). */
+static const char *
+help_of(const char *name)
+{
+	char base[192];
+	size_t i, n;
+
+	snprintf(base, sizeof(base), "%s", strncmp(name, "daqiri_", 7) == 0 ?
+	    name + 7 : name);
+	n = strlen(base);
+	if (n > 6 && strcmp(base + n - 6, "_total") == 0)
+		base[n - 6] = '\0';
+	for (i = 0; i < sizeof(metric_help) / sizeof(metric_help[0]); i++)
+		if (strcmp(metric_help[i].family, base) == 0)
+			return metric_help[i].help;
+	return NULL;
 }
 
 static void
@@ -715,9 +962,18 @@ cmd_metrics(struct ctl *c, int argc, char **argv)
 	for (i = 0; i < ss.n; i++) {
 		const struct sample *x = &ss.v[i];
 
-		if (i == 0 || strcmp(x->name, ss.v[i - 1].name) != 0)
+		if (i == 0 || strcmp(x->name, ss.v[i - 1].name) != 0) {
+			const char *h = help_of(x->name);
+
+			/* a field newer than this table still gets a HELP */
+			if (h != NULL)
+				printf("# HELP %s %s\n", x->name, h);
+			else
+				printf("# HELP %s daqirictl stats field (see "
+				    "daqirictl(8))\n", x->name);
 			printf("# TYPE %s %s\n", x->name,
 			    x->gauge ? "gauge" : "counter");
+		}
 		printf("%s%s%s%s %.17g\n", x->name, x->labels[0] ? "{" : "",
 		    x->labels, x->labels[0] ? "}" : "", x->value);
 	}
@@ -754,32 +1010,54 @@ num_at(const cJSON *o, const char *path)
 
 struct top_row {
 	char name[CTL_NAME_MAX + 4];
-	double in, pub;
+	double in, pub, bytes;
 };
 
-static double
-prev_of(const struct top_row *rows, int n, const char *name, bool pub)
+static const struct top_row *
+prev_of(const struct top_row *rows, int n, const char *name)
 {
 	int i;
 
 	for (i = 0; i < n; i++)
 		if (strcmp(rows[i].name, name) == 0)
-			return pub ? rows[i].pub : rows[i].in;
+			return &rows[i];
+	return NULL;
+}
+
+/* Per second since the last refresh; 0 on the first (nothing before). */
+static double
+rate(double now, const struct top_row *before, size_t off, double dt)
+{
+	double b;
+
+	if (before == NULL || dt <= 0)
+		return 0;
+	b = *(const double *)(const void *)((const char *)before + off);
+	return now < b ? 0 : (now - b) / dt;
+}
+
+/* Subscribers of stream name in a streams reply, -1 when unknown. */
+static double
+subscribers_of(const cJSON *streams, const char *name)
+{
+	const cJSON *e, *nm;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(streams,
+	    "streams")) {
+		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+		if (cJSON_IsString(nm) && strcmp(nm->valuestring, name) == 0)
+			return num_at(e, "subscribers");
+	}
 	return -1;
 }
 
-static double
-rate(double now, double before, double dt)
-{
-	return before < 0 || dt <= 0 || now < before ? 0 : (now - before) / dt;
-}
-
 static void
-top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
-	 bool tty)
+top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
+	 int *nrows, double dt, bool tty)
 {
 	struct top_row cur[CTL_TOP_MAX_ROWS];
-	const cJSON *a, *e, *nm;
+	const struct top_row *pr;
+	const cJSON *a, *e, *nm, *q;
 	char tbuf[32];
 	time_t now = time(NULL);
 	int n = 0, w;
@@ -799,52 +1077,69 @@ top_draw(const cJSON *st, struct top_row *rows, int *nrows, double dt,
 		fputs("\033[H\033[2J", stdout);
 	else
 		puts("----");
-	printf("daqiri top  %s%s\n\n", tbuf, tty ? "  (q quits)" : "");
-	printf("%-*s %12s %14s %10s %10s\n", w, "INTERFACE", "RX/s", "RX",
-	    "UNMATCHED", "DROPS");
+	printf("daqiri top  %s%s\n", tbuf, tty ? "  (q quits)" : "");
+	printf("/s: per second since the last refresh%s; other columns: "
+	    "totals since daqirid started\n\n", dt > 0 ? "" :
+	    " (0 until the second one)");
+	printf("%-*s %12s %14s %14s %10s %10s\n", w, "INTERFACE", "RX/s",
+	    "BYTES/s", "RX", "UNMATCHED", "DROPS");
 	a = cJSON_GetObjectItemCaseSensitive(st, "interfaces");
 	cJSON_ArrayForEach(e, a) {
 		char key[CTL_NAME_MAX + 4];
-		double rx = num_at(e, "rx_packets");
+		double rx = num_at(e, "rx_packets"), bytes = 0;
 
+		cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(e,
+		    "queues"))
+			bytes += num_at(q, "rx_bytes");
 		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
 		snprintf(key, sizeof(key), "if:%s", cJSON_IsString(nm) ?
 		    nm->valuestring : "?");
-		printf("%-*.*s %12.0f %14.0f %10.0f %10.0f\n", w, w, key + 3,
-		    rate(rx, prev_of(rows, *nrows, key, false), dt), rx,
+		pr = prev_of(rows, *nrows, key);
+		printf("%-*.*s %12.0f %14.0f %14.0f %10.0f %10.0f\n", w, w,
+		    key + 3, rate(rx, pr, offsetof(struct top_row, in), dt),
+		    rate(bytes, pr, offsetof(struct top_row, bytes), dt), rx,
 		    num_at(e, "unmatched"), num_at(e, "kernel_drops"));
 		if (n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[n].name, sizeof(cur[n].name), "%s", key);
 			cur[n].in = rx;
+			cur[n].bytes = bytes;
 			cur[n++].pub = 0;
 		}
 	}
-	printf("\n%-*s %12s %10s %9s %8s %8s %8s %8s %8s %9s\n", w, "STREAM",
-	    "PKTS/s", "TENSORS/s", "COMPLETE", "TIMEOUT", "EVICTED", "DUP+LATE",
-	    "MALFORM", "NOBUF", "OVERRUNS");
+	printf("\n%-*s %10s %9s %9s %9s %8s %8s %9s %5s %9s %8s %9s\n", w,
+	    "STREAM", "PKTS/s", "TENSORS/s", "CONSUMERS", "COMPLETE", "TIMEOUT",
+	    "EVICTED", "DUPLICATE", "LATE", "MALFORMED", "NOBUF", "OVERRUNS");
 	a = cJSON_GetObjectItemCaseSensitive(st, "streams");
 	cJSON_ArrayForEach(e, a) {
 		const char *name;
 		double in = num_at(e, "reorder.packets_in") +
 		    num_at(e, "raw.packets_in");
-		double pub = num_at(e, "handoff.published");
+		double pub = num_at(e, "handoff.published"), subs;
 
 		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
 		name = cJSON_IsString(nm) ? nm->valuestring : "?";
-		printf("%-*.*s %12.0f %10.1f %9.0f %8.0f %8.0f %8.0f %8.0f "
-		    "%8.0f %9.0f\n", w, w, name,
-		    rate(in, prev_of(rows, *nrows, name, false), dt),
-		    rate(pub, prev_of(rows, *nrows, name, true), dt),
+		pr = prev_of(rows, *nrows, name);
+		subs = subscribers_of(streams, name);
+		printf("%-*.*s %10.0f %9.1f ", w, w, name,
+		    rate(in, pr, offsetof(struct top_row, in), dt),
+		    rate(pub, pr, offsetof(struct top_row, pub), dt));
+		if (subs < 0)
+			printf("%9s", "-");
+		else
+			printf("%9.0f", subs);
+		printf(" %9.0f %8.0f %8.0f %9.0f %5.0f %9.0f %8.0f %9.0f\n",
 		    num_at(e, "reorder.batches_complete"),
 		    num_at(e, "reorder.batches_timeout"),
 		    num_at(e, "reorder.batches_evicted"),
-		    num_at(e, "reorder.duplicate") + num_at(e, "reorder.late"),
+		    num_at(e, "reorder.duplicate"), num_at(e, "reorder.late"),
 		    num_at(e, "reorder.malformed"),
-		    num_at(e, "reorder.no_buffer_packets"),
+		    num_at(e, "reorder.no_buffer_packets") +
+		    num_at(e, "raw.no_buffer_packets"),
 		    num_at(e, "handoff.overruns"));
 		if (n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[n].name, sizeof(cur[n].name), "%s", name);
 			cur[n].in = in;
+			cur[n].bytes = 0;
 			cur[n++].pub = pub;
 		}
 	}
@@ -866,7 +1161,7 @@ cmd_top(struct ctl *c, int argc, char **argv)
 	int nrows = 0, r = 0;
 	double dt = 0;
 	char ch;
-	cJSON *o;
+	cJSON *o, *sl;
 
 	if (argc > 0) {
 		char *end;
@@ -874,7 +1169,8 @@ cmd_top(struct ctl *c, int argc, char **argv)
 		count = strtol(argv[0], &end, 10);
 		if (*end != '\0' || count < 0) {
 			fprintf(stderr, "daqirictl: top: COUNT must be a "
-			    "number\n");
+			    "number of refreshes (0: until q or Ctrl-C); got "
+			    "'%s'\n", argv[0]);
 			return 2;
 		}
 	}
@@ -894,15 +1190,20 @@ cmd_top(struct ctl *c, int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; !top_stop && (count == 0 || i < count); i++) {
 		o = NULL;
+		sl = NULL;
 		r = request(c, new_req("stats"), "top", &o);
+		if (r == 0 && (r = request(c, new_req("streams"), "top",
+		    &sl)) != 0)
+			cJSON_Delete(o);
 		if (r != 0)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		dt = (double)(t1.tv_sec - t0.tv_sec) +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		t0 = t1;
-		top_draw(o, rows, &nrows, i == 0 ? 0 : dt, tty_out);
+		top_draw(o, sl, rows, &nrows, i == 0 ? 0 : dt, tty_out);
 		cJSON_Delete(o);
+		cJSON_Delete(sl);
 		if (count != 0 && i + 1 == count)
 			break;
 		if (poll(&p, tty_in ? 1 : 0, CTL_TOP_INTERVAL_MS) > 0 &&
@@ -914,6 +1215,25 @@ cmd_top(struct ctl *c, int argc, char **argv)
 	return r;
 }
 
+/* Why nargs words do not fit cmd, then its usage line. */
+static void
+bad_args(const struct command *cmd, int nargs, char **args)
+{
+	if (cmd->max_args == 0)
+		fprintf(stderr, "daqirictl: %s takes no arguments; got '%s'\n",
+		    cmd->name, args[0]);
+	else if (nargs > cmd->max_args)
+		fprintf(stderr, "daqirictl: %s takes at most %d argument%s; "
+		    "'%s' is one too many\n", cmd->name, cmd->max_args,
+		    cmd->max_args == 1 ? "" : "s", args[cmd->max_args]);
+	else
+		fprintf(stderr, "daqirictl: %s needs %s%d argument%s, got %d\n",
+		    cmd->name, cmd->min_args < cmd->max_args ? "at least " : "",
+		    cmd->min_args, cmd->min_args == 1 ? "" : "s", nargs);
+	fprintf(stderr, "usage: daqirictl [-s SOCKET] [-j | -t] %s%s%s\n",
+	    cmd->name, cmd->args[0] ? " " : "", cmd->args);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -921,8 +1241,19 @@ main(int argc, char **argv)
 	struct ctl c = { .d = NULL };
 	const struct command *cmd;
 	int ch, used = 0, r, nargs;
+	bool table = isatty(STDOUT_FILENO);
 
-	while ((ch = getopt(argc, argv, "+s:jh")) != -1) {
+	static const struct option lo[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "table", no_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+
+	opterr = 0;		/* our own words for a bad option */
+	while ((ch = getopt_long(argc, argv, "+:s:jthV", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			sock = optarg;
@@ -930,10 +1261,29 @@ main(int argc, char **argv)
 		case 'j':
 			c.json = true;
 			break;
+		case 't':
+			table = true;
+			break;
 		case 'h':
 			usage(stdout, 0);
+		case 'V':
+			printf("daqirictl %s\n", DAQIRI_VERSION);
+			return 0;
+		case ':':
+			fprintf(stderr, "daqirictl: option '%s' needs an "
+			    "argument (daqirictl --help lists the options)\n",
+			    argv[optind - 1]);
+			return 2;
 		default:
-			usage(stderr, 2);
+			if (optopt != 0)
+				fprintf(stderr, "daqirictl: unknown option "
+				    "'-%c' (daqirictl --help lists the "
+				    "options)\n", optopt);
+			else
+				fprintf(stderr, "daqirictl: unknown option "
+				    "'%s' (daqirictl --help lists the "
+				    "options)\n", argv[optind - 1]);
+			return 2;
 		}
 	}
 	argc -= optind;
@@ -945,27 +1295,12 @@ main(int argc, char **argv)
 		return 2;
 	nargs = argc - used;
 	if (nargs < cmd->min_args || nargs > cmd->max_args) {
-		fprintf(stderr, "usage: daqirictl [-s SOCKET] [-j] %s%s%s\n",
-		    cmd->name, cmd->args[0] ? " " : "", cmd->args);
+		bad_args(cmd, nargs, argv + used);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	r = daqiri_connect(sock, &c.d);
-	if (r < 0) {
-		if (sock == NULL)
-			sock = getenv(DAQIRI_SOCKET_ENV);
-		if (sock == NULL || sock[0] == '\0')
-			sock = DAQIRI_DEFAULT_SOCKET;
-		if (daqiri_last_error(NULL)[0] != '\0')
-			fprintf(stderr, "daqirictl: cannot connect to %s: %s\n",
-			    sock, daqiri_last_error(NULL));
-		else
-			fprintf(stderr, "daqirictl: cannot connect to %s: %s\n",
-			    sock, r == -EPROTONOSUPPORT ? "the daemon speaks "
-			    "another protocol version" : r == -EUSERS ?
-			    "too many connections" : strerror(-r));
-		return 1;
-	}
+	c.sock = sock;
+	c.table = table;
 	current = cmd;
 	r = cmd->handler(&c, nargs, argv + used);
 	daqiri_disconnect(c.d);

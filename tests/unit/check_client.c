@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -994,6 +995,75 @@ START_TEST(test_too_many_connections)
 }
 END_TEST
 
+/* daqiri_connect_hint(): each way of finding no daemon says what to do. */
+START_TEST(test_connect_hint)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char hdir[] = "/tmp/check_client_hint.XXXXXX", path[96], hint[512];
+	struct daqiri *d;
+	struct group *g;
+	struct stat st;
+	int fd, r;
+
+	ck_assert_ptr_nonnull(mkdtemp(hdir));
+	/* nothing there */
+	snprintf(path, sizeof(path), "%s/none.sock", hdir);
+	r = daqiri_connect(path, &d);
+	ck_assert_int_eq(r, -ENOENT);
+	daqiri_connect_hint(r, path, hint, sizeof(hint));
+	ck_assert_ptr_nonnull(strstr(hint, "no daqirid is listening at "));
+	ck_assert_ptr_nonnull(strstr(hint, path));
+	ck_assert_ptr_nonnull(strstr(hint, "systemctl start daqirid"));
+	ck_assert_ptr_nonnull(strstr(hint, "$DAQIRI_SOCKET"));
+	/* a regular file */
+	snprintf(path, sizeof(path), "%s/file", hdir);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	r = daqiri_connect(path, &d);
+	ck_assert_int_eq(r, -ECONNREFUSED);
+	daqiri_connect_hint(r, path, hint, sizeof(hint));
+	ck_assert_ptr_nonnull(strstr(hint, "is not a socket"));
+	unlink(path);
+	/* a socket nobody listens on (the daemon died) */
+	snprintf(path, sizeof(path), "%s/dead.sock", hdir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	r = daqiri_connect(path, &d);
+	ck_assert_int_eq(r, -ECONNREFUSED);
+	daqiri_connect_hint(r, path, hint, sizeof(hint));
+	ck_assert_ptr_nonnull(strstr(hint, "no daqirid is listening at "));
+	ck_assert_ptr_null(strstr(hint, "not a socket"));
+	/* permission denied (root is never refused: the errno is given)
+	 * names the socket's group */
+	ck_assert_int_eq(stat(path, &st), 0);
+	daqiri_connect_hint(-EACCES, path, hint, sizeof(hint));
+	ck_assert_ptr_nonnull(strstr(hint, "permission denied on "));
+	ck_assert_ptr_nonnull(strstr(hint, "socket_group"));
+	g = getgrgid(st.st_gid);
+	ck_assert_ptr_nonnull(g);
+	snprintf(path, sizeof(path), "usermod -aG %s $USER", st.st_gid == 0 ?
+	    "daqiri" : g->gr_name);
+	ck_assert_ptr_nonnull(strstr(hint, path));
+	if (st.st_gid != 0) {
+		snprintf(path, sizeof(path), "here '%s'", g->gr_name);
+		ck_assert_ptr_nonnull(strstr(hint, path));
+	}
+	snprintf(path, sizeof(path), "%s/dead.sock", hdir);
+	unlink(path);
+	/* the rest: strerror, and a short buffer is cut, not overrun */
+	daqiri_connect_hint(-EIO, "/x", hint, sizeof(hint));
+	ck_assert_str_eq(hint, "cannot connect to /x: Input/output error");
+	daqiri_connect_hint(-ENOENT, "/x", hint, 8);
+	ck_assert_str_eq(hint, "no daqi");
+	ck_assert_str_eq(daqiri_connect_hint(-ENOENT, "/x", NULL, 0), "");
+	rmdir(hdir);
+}
+END_TEST
+
 /* Consumer death: the daemon sees the hang-up and frees the subscription
  * (conn_closed), visible to the next client. */
 START_TEST(test_consumer_death)
@@ -1078,6 +1148,7 @@ client_suite(void)
 	tcase_add_test(tc, test_sub_closed);
 	tcase_add_test(tc, test_read_only_and_small_struct);
 	tcase_add_test(tc, test_too_many_connections);
+	tcase_add_test(tc, test_connect_hint);
 	tcase_add_test(tc, test_consumer_death);
 	tcase_add_test(tc, test_device_stream_unavailable);
 	suite_add_tcase(s, tc);
