@@ -6,7 +6,8 @@
 set -eu
 
 PKGS="dpdk-dev libdpdk-dev libyaml-dev libsystemd-dev libcjson-dev check \
-libpcap-dev pkg-config make gcc clang libclang-rt-14-dev iproute2 jq procps"
+libpcap-dev pkg-config make gcc clang libclang-rt-14-dev iproute2 jq procps \
+prometheus"
 
 missing=""
 for p in $PKGS; do

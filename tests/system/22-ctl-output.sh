@@ -107,5 +107,5 @@ if command -v promtool > /dev/null; then
 	promtool check metrics < "$T/metrics" > "$T/promtool" 2>&1 || fail "promtool: $(cat "$T/promtool")"
 	echo "   ok  promtool check metrics"
 else
-	echo "   (promtool not installed: Debian package prometheus; not checked)"
+	fail "promtool not installed (Debian package prometheus; scripts/install-deps.sh installs it)"
 fi
