@@ -147,6 +147,7 @@ $(LIBCLIENT_A): $(CLIENT_OBJ) $(PROTO_OBJ)
 $(LIBCLIENT_SO): $(CLIENT_OBJ) $(PROTO_OBJ)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,-soname,libdaqiri-client.so.0 $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+	$(Q)ln -sf libdaqiri-client.so $(BUILD)/libdaqiri-client.so.0	# the soname, so programs run uninstalled
 
 $(BUILD)/daqiri-client.pc: client/daqiri-client.pc.in
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' \

@@ -593,7 +593,7 @@ iface_count_streams(struct daemon_iface *di)
 /*
  * The one line that says the daemon is up: the config it read, each
  * interface's engine and endpoint, its queues and streams, the control
- * socket. Logged at info, and also at the default level (warn), so a
+ * socket. A notice: shown at the default level (warn) and below, so a
  * newcomer sees it; error, critical and off keep it quiet.
  */
 static void

@@ -98,7 +98,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
 	getent group daemon > /dev/null || grp=""
 	if [ -n "$grp" ]; then
 		rm -f "$T/daqirid.yaml"
-		make_config -e "s/socket_group: \"\"/socket_group: $grp/"
+		make_config -e "s/socket_group: [^ ]*/socket_group: $grp/"
 		start_daemon
 		expect_eq "socket group" "$(command stat -c %G "$SOCK")" "$grp"	# lib.sh has a stat()
 		expect_err "daqirictl as uid 65534, group $grp" 1 \
