@@ -629,6 +629,26 @@ sock_carve(struct sock_engine *se, struct sock_rxq *q, const struct cfg *c,
 	return 0;
 }
 
+/* What to do about a failed bind of the receive socket. */
+static const char *
+bind_hint(int neg_errno)
+{
+	switch (neg_errno) {
+	case -EADDRINUSE:
+		return " (another process receives on it, perhaps another "
+		    "daqirid: 'ss -ulpn' names it; stop it, or change "
+		    "socket_config.local_addr)";
+	case -EADDRNOTAVAIL:
+		return " (no interface of this machine has that address: "
+		    "'ip -br addr' lists them; change socket_config.local_addr)";
+	case -EACCES:
+		return " (ports below 1024 need CAP_NET_BIND_SERVICE; use a "
+		    "higher port)";
+	default:
+		return "";
+	}
+}
+
 static int
 sock_queue_init(struct sock_engine *se, const struct cfg *c,
 		const struct cfg_interface *ifc, int qi, struct mem_region *regions,
@@ -707,8 +727,9 @@ sock_queue_init(struct sock_engine *se, const struct cfg *c,
 	if (bind(q->fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
 		rc = -errno;
 		log_seterr(err, errlen, "interface '%s': queue '%s': bind "
-		    "udp://%s:%u: %s", se->name, cq->name,
-		    inet_ntoa(sa.sin_addr), se->port, strerror(errno));
+		    "udp://%s:%u: %s%s", se->name, cq->name,
+		    inet_ntoa(sa.sin_addr), se->port, strerror(errno),
+		    bind_hint(rc));
 		return rc;
 	}
 	if (getsockname(q->fd, (struct sockaddr *)&sa, &salen) == 0)

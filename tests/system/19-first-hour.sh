@@ -73,4 +73,24 @@ grep -q "daemon.socket_group \"$NOGROUP\": no such group; the socket keeps the d
 expect_eq "socket group" "$(command stat -c %G "$SOCK")" "$OWN_GROUP"
 ctl status > /dev/null || fail "daemon does not answer"
 stop_daemon
+
+note "a receive port another process holds: the error says who to look for"
+make_config
+mkfifo "$T/held"
+# A plain UDP socket on our port, without SO_REUSEPORT, so daqirid's bind
+# fails; it says "bound" once it holds the port, then waits for a signal.
+bg sh -c 'exec /usr/bin/python3 -c "
+import signal, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((\"127.0.0.1\", int(sys.argv[1])))
+print(\"bound\", flush=True)
+signal.pause()
+" "$1" > "$2"' holder "$PORT" "$T/held"
+read -r word < "$T/held"
+expect_eq "port holder" "$word" bound
+"$B/daqirid" -c "$T/daqirid.yaml" -s "$T/held.sock" > /dev/null 2> "$T/held.log" &&
+	fail "daqirid started on a port another process holds"
+grep -q "bind udp://127.0.0.1:$PORT: Address already in use (another process receives on it, perhaps another daqirid: 'ss -ulpn' names it" \
+	"$T/held.log" || fail "no hint in: $(cat "$T/held.log")"
+kill "$LAST_PID"
 echo "ok"
