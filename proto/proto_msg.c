@@ -31,35 +31,61 @@ name_char_ok(unsigned char ch, bool slash)
 
 enum str_class { STR_NAME, STR_PATH_NAME, STR_TEXT };
 
+/* Field key of o into *v: 1 present, 0 absent and optional, < 0 (err
+ * set) absent and required. */
+static int
+get_field(const cJSON *o, const char *key, bool required, const cJSON **v,
+	  struct daqiri_err *err)
+{
+	*v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (*v != NULL)
+		return 1;
+	if (required)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "missing field \"%s\"", key);
+	return 0;
+}
+
+/* The same for a string field: its text into *s. */
+static int
+get_string(const cJSON *o, const char *key, bool required, const char **s,
+	   struct daqiri_err *err)
+{
+	const cJSON *v;
+	int r = get_field(o, key, required, &v, err);
+
+	if (r != 1)
+		return r;
+	if (!cJSON_IsString(v) || v->valuestring == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"%s\" must be a string", key);
+	*s = v->valuestring;
+	return 1;
+}
+
 static int
 get_str(const cJSON *o, const char *key, bool required, size_t cap,
 	enum str_class cls, char *out, struct daqiri_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 	const unsigned char *p;
+	const char *text;
 	size_t n;
+	int r = get_string(o, key, required, &text, err);
 
-	if (v == NULL) {
-		if (required)
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "missing field \"%s\"", key);
-		return 0;
-	}
-	if (!cJSON_IsString(v) || v->valuestring == NULL)
-		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "field \"%s\" must be a string", key);
-	n = strlen(v->valuestring);
+	if (r != 1)
+		return r;
+	n = strlen(text);
 	if (n >= cap || (n == 0 && cls != STR_TEXT))
 		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
 		    "field \"%s\": length %zu not in 1..%zu", key, n, cap - 1);
-	for (p = (const unsigned char *)v->valuestring; *p != '\0'; p++) {
+	for (p = (const unsigned char *)text; *p != '\0'; p++) {
 		if (cls == STR_TEXT ? (*p < 0x20 || *p == 0x7f) :
 		    !name_char_ok(*p, cls == STR_PATH_NAME))
 			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 			    "field \"%s\": character 0x%02x not allowed", key,
 			    *p);
 	}
-	memcpy(out, v->valuestring, n + 1);
+	memcpy(out, text, n + 1);
 	return 1;
 }
 
@@ -67,15 +93,12 @@ static int
 get_uint(const cJSON *o, const char *key, bool required, double min,
 	 double max, uint64_t *out, struct daqiri_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	const cJSON *v;
 	double d;
+	int r = get_field(o, key, required, &v, err);
 
-	if (v == NULL) {
-		if (required)
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "missing field \"%s\"", key);
-		return 0;
-	}
+	if (r != 1)
+		return r;
 	if (!cJSON_IsNumber(v))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "field \"%s\" must be a number", key);
@@ -113,23 +136,15 @@ static int
 get_enum(const cJSON *o, const char *key, bool required,
 	 int (*parse)(const char *name), int *out, struct daqiri_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	int i;
+	const char *text;
+	int i, r = get_string(o, key, required, &text, err);
 
-	if (v == NULL) {
-		if (required)
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "missing field \"%s\"", key);
-		return 0;
-	}
-	if (!cJSON_IsString(v) || v->valuestring == NULL)
-		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "field \"%s\" must be a string", key);
-	i = parse(v->valuestring);
+	if (r != 1)
+		return r;
+	i = parse(text);
 	if (i < 0)
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "field \"%s\": unknown value \"%.40s\"", key,
-		    v->valuestring);
+		    "field \"%s\": unknown value \"%.40s\"", key, text);
 	*out = i;
 	return 1;
 }
