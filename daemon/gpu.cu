@@ -5,8 +5,8 @@
  * reorder backend reads payloads from in place, IPC handles, the
  * interprocess event of each tensor buffer, and the thread-local text of
  * the last CUDA error. The main thread allocates, registers and frees
- * (mem.c, stream.c); worker threads look ranges up (lock-free) and fetch
- * events (under gpu_mu) through reorder_cuda.cu.
+ * (mem.c, stream_main.c); worker threads look ranges up (lock-free) and
+ * fetch events (under gpu_mu) through reorder_cuda.cu.
  */
 #include <errno.h>
 #include <stdarg.h>

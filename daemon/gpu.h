@@ -4,8 +4,8 @@
  * allocations, the daemon-wide table of CUDA memory ranges, IPC handles,
  * the interprocess event of each tensor buffer, and the thread-local text
  * of the last CUDA error. The main thread allocates and frees (mem.c,
- * stream.c); the reorder backend (reorder_cuda.cu) looks ranges and events
- * up from the worker threads. In a build without CUDA every function is an
+ * stream_main.c); the reorder backend (reorder_cuda.cu) looks ranges and
+ * events up from the worker threads. In a build without CUDA every function is an
  * inline stand-in that reports "built without CUDA", so callers need no
  * #ifdef. C-callable; no CUDA type appears here.
  */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit tests for daemon/config.c: every rule of the configuration contract
- * (REFERENCE.md) broken alone, with the exact line:col and message; the
- * whole-file problems; defaults, derived geometry and the print/parse round
- * trip of every shipped config.
+ * Unit tests for the config loader (daemon/cfg_*.c): every rule of the
+ * configuration contract (REFERENCE.md) broken alone, with the exact
+ * line:col and message; the whole-file problems; defaults, derived
+ * geometry and the print/parse round trip of every shipped config.
  */
 #include <check.h>
 #include <glob.h>

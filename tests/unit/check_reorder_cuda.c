@@ -70,8 +70,8 @@ rnd(uint64_t *s)
 		ck_abort_msg("%s: %s", #x, cudaGetErrorString(e_));	\
 } while (0)
 
-/* A reorder config as config.c would make it (seq_packets_per_batch,
- * sequence number: 16 bits at frame byte 4). */
+/* A reorder config as the config loader (cfg_*.c) would make it
+ * (seq_packets_per_batch, sequence number: 16 bits at frame byte 4). */
 #define T_HDR		16
 #define T_SEQ_BITS	16
 
