@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The one prepared check for a machine with a GPU (an H200, sm_90): build
 # with CUDA, run the CUDA unit tests (kernel against convert.h, GPU plan
-# against the CPU plan), the GPU benchmark and the two-process IPC check.
+# against the CPU plan), the GPU benchmark and the two-process IPC check,
+# with client/python/examples/cupy_fft.py on the same daemon where CuPy is
+# installed for /usr/bin/python3 (skipped, and said so, where it is not).
 # Everything goes to stdout and, when $OUT is set, to $OUT/gpu-check.log.
 # Exits 0 only when every step passed. Usage: sh scripts/gpu-check.sh
 #
@@ -363,6 +365,7 @@ main() {
 		run ipc ipc_check
 	else
 		say "ipc: not run (needs the full make build and a GPU)"
+		say "cupy_fft: not run (it runs on the ipc check's daemon)"
 	fi
 
 	if [ -n "$FAILED" ]; then
