@@ -175,7 +175,7 @@ conn_maybe_disconnect(ConnObject *c)
 	conn_lock(c);
 	d = c->d;
 	c->d = NULL;
-	Py_BEGIN_ALLOW_THREADS
+	Py_BEGIN_ALLOW_THREADS		/* NULL-safe: another thread was first */
 	daqiri_disconnect(d);
 	Py_END_ALLOW_THREADS
 	conn_unlock(c);
@@ -195,6 +195,10 @@ sub_teardown(SubObject *s)
 	conn_lock(c);
 	sub = s->sub;
 	s->sub = NULL;
+	if (sub == NULL) {		/* another thread was first */
+		conn_unlock(c);
+		return;
+	}
 	/* In a fork()ed child it stays on the library's list (freed by the
 	 * disconnect, which sends nothing): unsubscribing would end the
 	 * parent's subscription. */
@@ -221,7 +225,7 @@ sub_close(SubObject *s)
 		sub_teardown(s);
 }
 
-/* A usable subscription, or NULL with an exception. */
+/* 0 for a usable subscription, or -1 with an exception. */
 static int
 sub_check(SubObject *s)
 {
@@ -403,13 +407,18 @@ conn_dealloc(ConnObject *c)
 static PyObject *
 conn_close(ConnObject *c, PyObject *unused)
 {
-	SubObject *s, *next;
+	SubObject *s;
 
 	if (c->closing)
 		Py_RETURN_NONE;
 	c->closing = true;
-	for (s = c->subs; s != NULL; s = next) {
-		next = s->next;		/* sub_close may unlink s */
+	/* From the head each time: sub_close() may give up the GIL, and
+	 * other threads may change the list meanwhile. */
+	for (;;) {
+		for (s = c->subs; s != NULL && s->closing; s = s->next)
+			;
+		if (s == NULL)
+			break;
 		sub_close(s);
 	}
 	conn_maybe_disconnect(c);
@@ -614,8 +623,9 @@ sub_dealloc(SubObject *s)
 static PyObject *tensor_new(SubObject *s, const struct daqiri_tensor *t);
 
 /*
- * One wait: 1 with *t, 0 on timeout, -1 with an exception; ended: the
- * daemon ended the subscription (no exception set). timeout < 0: forever.
+ * One wait: 1 with *t, 0 on timeout, -1 with an exception; *ended: the
+ * daemon ended the subscription (the exception is ESHUTDOWN, which
+ * iteration turns into its end). timeout < 0: forever.
  */
 static int
 sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
