@@ -67,6 +67,24 @@ $(info note: $(if $(wildcard $(NVCC)),HAVE_CUDA=0,$(NVCC) not found): building w
 endif
 endif
 
+# The Python module (client/python/): built with Debian's interpreter (the
+# python3 first on PATH may be another one that cannot see Debian's numpy
+# and torch) when its headers and DLPack's (libdlpack-dev) are there.
+PYTHON ?= /usr/bin/python3
+PY_VARS := $(shell $(PYTHON) -c 'import sysconfig as s; print(s.get_paths()["include"], s.get_config_var("EXT_SUFFIX"), s.get_python_version())' 2>/dev/null)
+PY_INCLUDE := $(word 1,$(PY_VARS))
+PY_EXT := $(word 2,$(PY_VARS))
+PY_VERSION := $(word 3,$(PY_VARS))
+DLPACK_H ?= /usr/include/dlpack/dlpack.h
+HAVE_PYTHON ?= $(if $(and $(PY_EXT),$(wildcard $(PY_INCLUDE)/Python.h),$(wildcard $(DLPACK_H))),1,0)
+# Where Debian's interpreter finds a module of this prefix.
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(PY_VERSION)/dist-packages)
+ifneq ($(HAVE_PYTHON),1)
+ifeq ($(filter $(NODEPS_GOALS),$(MAKECMDGOALS)),)
+$(info note: no Python.h for $(PYTHON) or no $(DLPACK_H): building without the Python module (scripts/install-deps.sh installs python3-dev and libdlpack-dev))
+endif
+endif
+
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow \
 	-Wpointer-arith -Wno-unused-parameter
 OPT ?= -O2 -g
@@ -105,12 +123,15 @@ LIBCLIENT_SO := $(BUILD)/libdaqiri-client.so
 
 PROGS := $(BUILD)/daqirid $(addprefix $(BUILD)/,$(CLIENT_TOOLS)) $(BUILD)/daqiri-sim \
 	$(BUILD)/bench_reorder
+PYMOD := $(BUILD)/python/daqiri$(PY_EXT)
 
 .PHONY: all check layout unit unit-run golden system system-tools system-asan fuzz fuzz-run asan demo run bench \
+	python python-check python-asan \
 	install uninstall clean deps help
 .DEFAULT_GOAL := all
 
-all: $(PROGS) $(LIBCLIENT_A) $(LIBCLIENT_SO) $(BUILD)/daqiri-client.pc
+all: $(PROGS) $(LIBCLIENT_A) $(LIBCLIENT_SO) $(BUILD)/daqiri-client.pc \
+	$(if $(filter 1,$(HAVE_PYTHON)),$(PYMOD))
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -148,6 +169,17 @@ $(LIBCLIENT_SO): $(CLIENT_OBJ) $(PROTO_OBJ)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,-soname,libdaqiri-client.so.0 $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 	$(Q)ln -sf libdaqiri-client.so $(BUILD)/libdaqiri-client.so.0	# the soname, so programs run uninstalled
+
+# The module links the client library in (its objects are PIC), so it
+# needs no libdaqiri-client.so at run time.
+$(BUILD)/obj/client/python/daqiri_py.o: ALL_CFLAGS += -I$(PY_INCLUDE)
+$(PYMOD): $(BUILD)/obj/client/python/daqiri_py.o $(LIBCLIENT_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
+python: $(if $(filter 1,$(HAVE_PYTHON)),$(PYMOD))
+	$(Q)$(if $(filter 1,$(HAVE_PYTHON)),:,echo "python: needs python3-dev and libdlpack-dev" >&2; exit 1)
 
 $(BUILD)/daqiri-client.pc: client/daqiri-client.pc.in
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' \
@@ -206,6 +238,21 @@ system: all $(SYS_TOOLS)
 	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
 
 system-tools: $(SYS_TOOLS)
+
+# The Python module's tests (client/python/tests/, pytest) against the
+# daemon and simulator of $(BUILD).
+PYTEST := $(PYTHON) -m pytest -q -p no:cacheprovider
+python-check: all python $(SYS_TOOLS)
+	$(Q)PYTHONPATH=$(BUILD)/python DAQIRI_BUILD=$(BUILD) $(PYTEST) client/python/tests
+
+# The tests marked asan once more, the module and client library built
+# with ASan and UBSan, their runtimes preloaded into the interpreter (the
+# tests take LD_PRELOAD out of the environment of what they start).
+python-asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all python system-tools
+	$(Q)LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$(BUILD)/asan/python DAQIRI_BUILD=$(BUILD)/asan \
+	  $(PYTEST) -m asan client/python/tests
 
 # The hostile-consumer test once more against a daemon built with ASan and
 # UBSan: the attacks reach its message decoding, ring and fd handling.
@@ -288,6 +335,8 @@ install: all
 	install -m 0644 daemon/daqirid.8 client/daqirictl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0644 client/daqirictl.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/daqirictl
+	$(if $(filter 1,$(HAVE_PYTHON)),install -d $(DESTDIR)$(PYTHONDIR) && \
+	  install -m 0644 $(PYMOD) $(DESTDIR)$(PYTHONDIR)/)
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/daqirid $(DESTDIR)$(BINDIR)/daqirictl \
@@ -300,7 +349,8 @@ uninstall:
 	  $(DESTDIR)$(MANDIR)/man1/daqiri-sim.1 $(DESTDIR)$(MANDIR)/man1/daqiri-consume.1 \
 	  $(DESTDIR)$(MANDIR)/man5/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man8/daqirid.8 \
 	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8 \
-	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/daqirictl
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/daqirictl \
+	  $(DESTDIR)$(PYTHONDIR)/daqiri$(PY_EXT)
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/daqiri
 
 clean:

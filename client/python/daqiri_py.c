@@ -1,0 +1,1465 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The `daqiri` Python module: libdaqiri-client for CPython consumers.
+ * daqiri.connect() gives a Connection; its subscribe() a Subscription whose
+ * next() gives Tensors, which a consumer reads zero-copy through numpy(),
+ * the buffer protocol, DLPack (__dlpack__ / __dlpack_device__) or, on a
+ * GPU, __cuda_array_interface__. daqiri-python(3) is the reference.
+ *
+ * Lifetime, which makes a forgotten release harmless and a use after close
+ * impossible: a Tensor holds its Subscription, a Subscription its
+ * Connection. Every ndarray (through a memoryview), DLPack capsule and
+ * consumer tensor made from a Tensor holds the Tensor, and the buffer goes
+ * back to the daemon at release() or when the last of them is gone. A
+ * Subscription closed while Tensors of it live keeps its mappings until
+ * they are gone (a view can point at a reused buffer, never at unmapped
+ * memory); a Connection closed while Subscriptions keep mappings stays
+ * connected until they are gone.
+ *
+ * fork(): a connection belongs to the process that made it. In a child,
+ * its objects raise, and dropping them sends nothing to the daemon (no
+ * release, no unsubscribe), which would otherwise act on the parent's
+ * subscriptions; tensors already received stay readable.
+ *
+ * Threads: the library is not thread-safe per connection, so one lock per
+ * Connection serialises every call into it. Waits run without the GIL in
+ * slices of WAIT_SLICE_MS, the lock dropped between slices, so that other
+ * threads get the connection and SIGINT becomes KeyboardInterrupt at once.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pythread.h>
+
+#include <dlpack/dlpack.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef DAQIRI_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "daqiri_client.h"
+
+#define WAIT_SLICE_MS	50
+#define SPIN_SLICE_MS	10	/* busy_poll: daqiri_next() spins that long */
+#define DLTENSOR_NAME	"dltensor"
+
+static PyObject *DaqiriError;		/* daqiri.Error, an OSError */
+static PyObject *json_loads, *json_dumps;
+static PyObject *numpy_mod;		/* imported on first use */
+
+/* ---- errors */
+
+/* Raise daqiri.Error(errno, msg); msg NULL or "": strerror. */
+static PyObject *
+raise_errno(int err, const char *msg)
+{
+	PyObject *e;
+
+	if (err < 0)
+		err = -err;
+	if (msg == NULL || msg[0] == '\0')
+		msg = strerror(err);
+	e = PyObject_CallFunction(DaqiriError, "is", err, msg);
+	if (e != NULL) {
+		PyErr_SetObject(DaqiriError, e);
+		Py_DECREF(e);
+	}
+	return NULL;
+}
+
+static PyObject *
+import_numpy(void)
+{
+	if (numpy_mod == NULL)
+		numpy_mod = PyImport_ImportModule("numpy");
+	return numpy_mod;
+}
+
+/* ---- objects */
+
+typedef struct SubObject SubObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct daqiri *d;		/* NULL once disconnected */
+	pid_t pid;			/* the process that connected */
+	PyThread_type_lock lock;	/* held around every library call */
+	bool closing;			/* close() called */
+	int live_subs;			/* subscriptions still mapped */
+	SubObject *subs;		/* those, borrowed, linked by next */
+} ConnObject;
+
+struct SubObject {
+	PyObject_HEAD
+	ConnObject *conn;		/* owned */
+	SubObject *next;		/* conn->subs list */
+	struct daqiri_sub *sub;		/* NULL once torn down */
+	struct daqiri_stream_info info;
+	PyObject *info_dict;
+	Py_ssize_t live_tensors;	/* Tensor objects alive */
+	Py_ssize_t held;		/* of them, not released */
+	bool closing;			/* close() called */
+	bool ended;			/* the daemon ended it */
+	bool busy;			/* busy_poll */
+};
+
+typedef struct {
+	PyObject_HEAD
+	SubObject *sub;			/* owned */
+	struct daqiri_tensor t;
+	bool released;
+	Py_ssize_t shape[2], strides[2];	/* for the buffer protocol */
+} TensorObject;
+
+static PyTypeObject ConnType, SubType, TensorType;
+
+/* Take the connection's lock; the GIL is given up only while waiting. */
+static void
+conn_lock(ConnObject *c)
+{
+	if (PyThread_acquire_lock(c->lock, NOWAIT_LOCK))
+		return;
+	Py_BEGIN_ALLOW_THREADS
+	PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	Py_END_ALLOW_THREADS
+}
+
+static void
+conn_unlock(ConnObject *c)
+{
+	PyThread_release_lock(c->lock);
+}
+
+/* Made in another process (before a fork())? */
+static bool
+conn_foreign(const ConnObject *c)
+{
+	return c->pid != getpid();
+}
+
+static int
+conn_check(ConnObject *c)
+{
+	if (conn_foreign(c)) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "the connection belongs to process "
+		    "%ld (made before fork()): connect again in this process",
+		    (long)c->pid);
+		raise_errno(EBADF, msg);
+		return -1;
+	}
+	if (c->closing || c->d == NULL) {
+		raise_errno(EBADF, "the connection is closed");
+		return -1;
+	}
+	return 0;
+}
+
+/* Disconnect once closed and no subscription keeps mappings. */
+static void
+conn_maybe_disconnect(ConnObject *c)
+{
+	struct daqiri *d;
+
+	if (!c->closing || c->live_subs > 0 || c->d == NULL)
+		return;
+	/* Under the lock: a thread inside a request holds it. */
+	conn_lock(c);
+	d = c->d;
+	c->d = NULL;
+	Py_BEGIN_ALLOW_THREADS
+	daqiri_disconnect(d);
+	Py_END_ALLOW_THREADS
+	conn_unlock(c);
+}
+
+/* Unsubscribe and unmap now (the caller checked no Tensor lives). */
+static void
+sub_teardown(SubObject *s)
+{
+	ConnObject *c = s->conn;
+	struct daqiri_sub *sub;
+	SubObject **pp;
+
+	if (s->sub == NULL)
+		return;
+	/* Under the lock: a waiting thread reads s->sub inside it. */
+	conn_lock(c);
+	sub = s->sub;
+	s->sub = NULL;
+	/* In a fork()ed child it stays on the library's list (freed by the
+	 * disconnect, which sends nothing): unsubscribing would end the
+	 * parent's subscription. */
+	if (!conn_foreign(c)) {
+		Py_BEGIN_ALLOW_THREADS
+		daqiri_unsubscribe(sub);
+		Py_END_ALLOW_THREADS
+	}
+	conn_unlock(c);
+	for (pp = &c->subs; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	c->live_subs--;
+	conn_maybe_disconnect(c);
+}
+
+static void
+sub_close(SubObject *s)
+{
+	s->closing = true;
+	if (s->live_tensors == 0)
+		sub_teardown(s);
+}
+
+/* A usable subscription, or NULL with an exception. */
+static int
+sub_check(SubObject *s)
+{
+	if (conn_foreign(s->conn))
+		return conn_check(s->conn);
+	if (s->closing || s->sub == NULL) {
+		raise_errno(EBADF, "the subscription is closed");
+		return -1;
+	}
+	return 0;
+}
+
+/* Take the lock of an open connection: 0, or -1 with an exception (it
+ * may have closed while this thread waited for the lock). */
+static int
+conn_lock_open(ConnObject *c)
+{
+	if (conn_check(c) < 0)
+		return -1;
+	conn_lock(c);
+	if (c->d == NULL) {
+		conn_unlock(c);
+		return conn_check(c);
+	}
+	return 0;
+}
+
+/* ---- JSON requests */
+
+/* The daemon's reply text -> dict without its envelope. */
+static PyObject *
+reply_dict(const char *text)
+{
+	static const char *const envelope[] = { "type", "re", "status", "id" };
+	PyObject *o = PyObject_CallFunction(json_loads, "s", text);
+	size_t i;
+
+	if (o == NULL)
+		return NULL;
+	if (!PyDict_Check(o)) {
+		Py_DECREF(o);
+		return raise_errno(EPROTO, "the daemon's reply is not an object");
+	}
+	for (i = 0; i < sizeof(envelope) / sizeof(envelope[0]); i++)
+		if (PyDict_DelItemString(o, envelope[i]) < 0)
+			PyErr_Clear();
+	return o;
+}
+
+/* Send a request (JSON text) and return the reply as a dict. */
+static PyObject *
+conn_request_text(ConnObject *c, const char *req)
+{
+	char *reply = NULL, msg[512];
+	int r;
+	PyObject *o;
+
+	if (conn_lock_open(c) < 0)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	r = daqiri_request(c->d, req, &reply);
+	Py_END_ALLOW_THREADS
+	snprintf(msg, sizeof(msg), "%s", daqiri_last_error(c->d));
+	conn_unlock(c);
+	if (r < 0) {
+		free(reply);
+		if (r == -ENOTCONN && msg[0] == '\0')
+			snprintf(msg, sizeof(msg), "the daemon closed the connection");
+		return raise_errno(r, msg);
+	}
+	o = reply_dict(reply);
+	free(reply);
+	return o;
+}
+
+/* {"type": type, **fields} sent, the reply as a dict. */
+static PyObject *
+conn_request_obj(ConnObject *c, const char *type, PyObject *fields)
+{
+	PyObject *req = fields != NULL ? PyDict_Copy(fields) : PyDict_New();
+	PyObject *text = NULL, *out = NULL, *t;
+	const char *s;
+
+	if (req == NULL)
+		return NULL;
+	t = PyUnicode_FromString(type);
+	if (t == NULL || PyDict_SetItemString(req, "type", t) < 0)
+		goto done;
+	text = PyObject_CallOneArg(json_dumps, req);
+	if (text == NULL || (s = PyUnicode_AsUTF8(text)) == NULL)
+		goto done;
+	out = conn_request_text(c, s);
+done:
+	Py_XDECREF(t);
+	Py_XDECREF(text);
+	Py_DECREF(req);
+	return out;
+}
+
+/* The list under key of a reply to type. */
+static PyObject *
+conn_request_list(ConnObject *c, const char *type, const char *key)
+{
+	PyObject *o = conn_request_obj(c, type, NULL), *l;
+
+	if (o == NULL)
+		return NULL;
+	l = PyDict_GetItemString(o, key);
+	if (l == NULL || !PyList_Check(l)) {
+		Py_DECREF(o);
+		return raise_errno(EPROTO, "the daemon's reply has no list");
+	}
+	Py_INCREF(l);
+	Py_DECREF(o);
+	return l;
+}
+
+/* ---- Connection */
+
+static PyObject *
+conn_connect(PyObject *mod, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "socket", NULL };
+	PyObject *path_obj = Py_None, *bytes = NULL;
+	const char *path = NULL;
+	struct daqiri *d = NULL;
+	ConnObject *c;
+	char hint[512];
+	int r;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:connect", kwlist,
+	    &path_obj))
+		return NULL;
+	if (path_obj != Py_None) {
+		if (!PyUnicode_FSConverter(path_obj, &bytes))
+			return NULL;
+		path = PyBytes_AS_STRING(bytes);
+	}
+	Py_BEGIN_ALLOW_THREADS
+	r = daqiri_connect(path, &d);
+	if (r < 0)			/* the hint is per thread: ask here */
+		daqiri_connect_hint(r, path, hint, sizeof(hint));
+	Py_END_ALLOW_THREADS
+	if (r < 0) {
+		Py_XDECREF(bytes);
+		return raise_errno(r, hint);
+	}
+	Py_XDECREF(bytes);
+	c = PyObject_New(ConnObject, &ConnType);
+	if (c == NULL) {
+		daqiri_disconnect(d);
+		return NULL;
+	}
+	c->d = d;
+	c->pid = getpid();
+	c->closing = false;
+	c->live_subs = 0;
+	c->subs = NULL;
+	c->lock = PyThread_allocate_lock();
+	if (c->lock == NULL) {
+		c->closing = true;	/* dealloc disconnects */
+		Py_DECREF(c);
+		return PyErr_NoMemory();
+	}
+	return (PyObject *)c;
+}
+
+static void
+conn_dealloc(ConnObject *c)
+{
+	/* No Subscription is left (each holds the connection). */
+	if (c->d != NULL)
+		daqiri_disconnect(c->d);
+	if (c->lock != NULL)
+		PyThread_free_lock(c->lock);
+	PyObject_Free(c);
+}
+
+static PyObject *
+conn_close(ConnObject *c, PyObject *unused)
+{
+	SubObject *s, *next;
+
+	if (c->closing)
+		Py_RETURN_NONE;
+	c->closing = true;
+	for (s = c->subs; s != NULL; s = next) {
+		next = s->next;		/* sub_close may unlink s */
+		sub_close(s);
+	}
+	conn_maybe_disconnect(c);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+conn_enter(ConnObject *c, PyObject *unused)
+{
+	if (conn_check(c) < 0)
+		return NULL;
+	Py_INCREF(c);
+	return (PyObject *)c;
+}
+
+static PyObject *
+conn_exit(ConnObject *c, PyObject *args)
+{
+	return conn_close(c, NULL);
+}
+
+static PyObject *
+conn_status(ConnObject *c, PyObject *unused)
+{
+	return conn_request_obj(c, "status", NULL);
+}
+
+static PyObject *
+conn_stats(ConnObject *c, PyObject *unused)
+{
+	return conn_request_obj(c, "stats", NULL);
+}
+
+static PyObject *
+conn_streams(ConnObject *c, PyObject *unused)
+{
+	return conn_request_list(c, "streams", "streams");
+}
+
+static PyObject *
+conn_consumers(ConnObject *c, PyObject *unused)
+{
+	return conn_request_list(c, "consumers", "consumers");
+}
+
+static PyObject *
+conn_request(ConnObject *c, PyObject *args, PyObject *kw)
+{
+	const char *type;
+
+	if (!PyArg_ParseTuple(args, "s:request", &type))
+		return NULL;
+	if (strcmp(type, "hello") == 0 || strcmp(type, "subscribe") == 0) {
+		PyErr_Format(PyExc_ValueError, "request(\"%s\"): use %s",
+		    type, type[0] == 'h' ? "connect()" : "subscribe()");
+		return NULL;
+	}
+	return conn_request_obj(c, type, kw);
+}
+
+static PyObject *
+conn_fileno(ConnObject *c, PyObject *unused)
+{
+	if (conn_check(c) < 0)
+		return NULL;
+	return PyLong_FromLong(daqiri_fd(c->d));
+}
+
+static PyObject *
+conn_get_closed(ConnObject *c, void *unused)
+{
+	return PyBool_FromLong(c->closing);
+}
+
+static PyObject *
+info_dict(const struct daqiri_stream_info *in)
+{
+	return Py_BuildValue("{s:s,s:s,s:s,s:(KK),s:I,s:K,s:I,s:K,s:K,s:s,"
+	    "s:i,s:I,s:s,s:s,s:I,s:I,s:I}",
+	    "name", in->name,
+	    "kind", daqiri_stream_kind_name(in->kind),
+	    "dtype", in->dtype_name,
+	    "shape", (unsigned long long)in->ppb,
+	    (unsigned long long)in->elems_per_slot,
+	    "ppb", in->ppb,
+	    "elems_per_slot", (unsigned long long)in->elems_per_slot,
+	    "elem_bytes", in->elem_bytes,
+	    "slot_bytes", (unsigned long long)in->slot_bytes,
+	    "tensor_bytes", (unsigned long long)in->tensor_bytes,
+	    "mem_kind", daqiri_mem_kind_name(in->mem_kind),
+	    "device", in->device,
+	    "nbufs", in->nbufs,
+	    "fill", daqiri_fill_name(in->fill),
+	    "mode", daqiri_sub_mode_name(in->mode),
+	    "sub_id", in->sub_id,
+	    "ring_depth", in->ring_depth,
+	    "max_held", in->max_held);
+}
+
+static PyObject *
+conn_subscribe(ConnObject *c, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "stream", "group", "busy_poll", "max_held",
+	    "depth", NULL };
+	const char *stream, *group = NULL;
+	int busy = 0;
+	unsigned int max_held = 0, depth = 0;
+	struct daqiri_sub_opts o;
+	struct daqiri_sub *sub = NULL;
+	char msg[512];
+	SubObject *s;
+	int r;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zpII:subscribe", kwlist,
+	    &stream, &group, &busy, &max_held, &depth))
+		return NULL;
+	memset(&o, 0, sizeof(o));
+	o.size = sizeof(o);
+	o.depth = depth;
+	o.max_held = max_held;
+	o.mode = group != NULL ? DAQIRI_SUB_SHARED : DAQIRI_SUB_BROADCAST;
+	o.group = group;
+	o.flags = busy ? DAQIRI_SUB_BUSY_POLL : 0;
+	if (conn_lock_open(c) < 0)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	r = daqiri_subscribe(c->d, stream, &o, &sub);
+	Py_END_ALLOW_THREADS
+	snprintf(msg, sizeof(msg), "%s", daqiri_last_error(c->d));
+	conn_unlock(c);
+	if (r < 0)
+		return raise_errno(r, msg);
+	s = PyObject_New(SubObject, &SubType);
+	if (s == NULL) {
+		conn_lock(c);
+		daqiri_unsubscribe(sub);
+		conn_unlock(c);
+		return NULL;
+	}
+	Py_INCREF(c);
+	s->conn = c;
+	s->sub = sub;
+	s->live_tensors = s->held = 0;
+	s->closing = s->ended = false;
+	s->busy = busy != 0;
+	memset(&s->info, 0, sizeof(s->info));
+	s->info.size = sizeof(s->info);
+	daqiri_sub_info(sub, &s->info);
+	s->next = c->subs;
+	c->subs = s;
+	c->live_subs++;
+	s->info_dict = info_dict(&s->info);
+	if (s->info_dict == NULL) {
+		Py_DECREF(s);
+		return NULL;
+	}
+	return (PyObject *)s;
+}
+
+static PyMethodDef conn_methods[] = {
+	{ "status", (PyCFunction)conn_status, METH_NOARGS,
+	  "status() -> dict: the daemon's status" },
+	{ "stats", (PyCFunction)conn_stats, METH_NOARGS,
+	  "stats() -> dict: every counter of the daemon" },
+	{ "streams", (PyCFunction)conn_streams, METH_NOARGS,
+	  "streams() -> list of dict: the streams one can subscribe to" },
+	{ "consumers", (PyCFunction)conn_consumers, METH_NOARGS,
+	  "consumers() -> list of dict: the daemon's consumers" },
+	{ "request", (PyCFunction)(void (*)(void))conn_request,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "request(type, **fields) -> dict: any control request" },
+	{ "subscribe", (PyCFunction)(void (*)(void))conn_subscribe,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "subscribe(stream, group=None, busy_poll=False, max_held=0, "
+	  "depth=0) -> Subscription" },
+	{ "close", (PyCFunction)conn_close, METH_NOARGS,
+	  "close(): end the connection and its subscriptions" },
+	{ "fileno", (PyCFunction)conn_fileno, METH_NOARGS,
+	  "fileno() -> int: the control socket (POLLHUP: daemon gone)" },
+	{ "__enter__", (PyCFunction)conn_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)conn_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef conn_getset[] = {
+	{ "closed", (getter)conn_get_closed, NULL, "close() was called", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* ---- Subscription */
+
+static void
+sub_dealloc(SubObject *s)
+{
+	/* No Tensor is left (each holds the subscription). */
+	sub_teardown(s);
+	Py_XDECREF(s->info_dict);
+	Py_DECREF(s->conn);
+	PyObject_Free(s);
+}
+
+static PyObject *tensor_new(SubObject *s, const struct daqiri_tensor *t);
+
+/*
+ * One wait: 1 with *t, 0 on timeout, -1 with an exception; ended: the
+ * daemon ended the subscription (no exception set). timeout < 0: forever.
+ */
+static int
+sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
+{
+	ConnObject *c = s->conn;
+	struct timespec now;
+	double deadline = 0;
+	char msg[512];
+	int r, slice;
+
+	*ended = false;
+	if (sub_check(s) < 0)
+		return -1;
+	if (timeout >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		deadline = now.tv_sec + now.tv_nsec / 1e9 + timeout;
+	}
+	for (;;) {
+		slice = s->busy ? SPIN_SLICE_MS : WAIT_SLICE_MS;
+		if (timeout >= 0) {
+			double left;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left = deadline - (now.tv_sec + now.tv_nsec / 1e9);
+			if (left < 0)
+				left = 0;
+			if (left * 1000 < slice)
+				slice = (int)(left * 1000);
+		}
+		memset(t, 0, sizeof(*t));
+		t->size = sizeof(*t);
+		msg[0] = '\0';
+		Py_BEGIN_ALLOW_THREADS
+		PyThread_acquire_lock(c->lock, WAIT_LOCK);
+		/* s->sub is read and cleared only under the lock. */
+		r = s->sub != NULL ? daqiri_next(s->sub, t, slice) : -EBADF;
+		if (r < 0 && r != -EINTR && r != -EBADF && c->d != NULL)
+			snprintf(msg, sizeof(msg), "%s",
+			    daqiri_last_error(c->d));
+		PyThread_release_lock(c->lock);
+		Py_END_ALLOW_THREADS
+		if (r == 1)
+			return 1;
+		if (r == -ESHUTDOWN) {
+			s->ended = *ended = true;
+			if (msg[0] == '\0')
+				snprintf(msg, sizeof(msg), "the daemon ended "
+				    "the subscription");
+			/* Kept for next() to raise with. */
+			raise_errno(ESHUTDOWN, msg);
+			return -1;
+		}
+		if (r == -EBADF)	/* closed by another thread */
+			return sub_check(s);
+		if (r < 0 && r != -EINTR) {
+			if (r == -ENOTCONN)
+				snprintf(msg, sizeof(msg), "the daemon closed "
+				    "the connection");
+			raise_errno(r, msg);
+			return -1;
+		}
+		if (PyErr_CheckSignals() < 0)
+			return -1;
+		if (r == 0 && timeout >= 0 && slice == 0)
+			return 0;
+	}
+}
+
+static PyObject *
+sub_next(SubObject *s, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *to = Py_None;
+	struct daqiri_tensor t;
+	double timeout = -1;
+	bool ended;
+	int r;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:next", kwlist, &to))
+		return NULL;
+	if (to != Py_None) {
+		timeout = PyFloat_AsDouble(to);
+		if (timeout == -1 && PyErr_Occurred())
+			return NULL;
+		if (timeout < 0 || timeout != timeout) {
+			PyErr_SetString(PyExc_ValueError,
+			    "timeout must be >= 0 seconds, or None (forever)");
+			return NULL;
+		}
+	}
+	r = sub_wait(s, &t, timeout, &ended);
+	if (r < 0)
+		return NULL;
+	if (r == 0)
+		Py_RETURN_NONE;
+	return tensor_new(s, &t);
+}
+
+static PyObject *
+sub_iternext(SubObject *s)
+{
+	struct daqiri_tensor t;
+	bool ended;
+	int r = sub_wait(s, &t, -1, &ended);
+
+	if (r == 1)
+		return tensor_new(s, &t);
+	if (ended)
+		PyErr_Clear();		/* StopIteration */
+	return NULL;
+}
+
+static PyObject *
+sub_iter(SubObject *s)
+{
+	Py_INCREF(s);
+	return (PyObject *)s;
+}
+
+static PyObject *
+sub_close_m(SubObject *s, PyObject *unused)
+{
+	sub_close(s);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+sub_enter(SubObject *s, PyObject *unused)
+{
+	if (sub_check(s) < 0)
+		return NULL;
+	Py_INCREF(s);
+	return (PyObject *)s;
+}
+
+static PyObject *
+sub_exit(SubObject *s, PyObject *args)
+{
+	return sub_close_m(s, NULL);
+}
+
+static PyObject *
+sub_fileno(SubObject *s, PyObject *unused)
+{
+	if (sub_check(s) < 0)
+		return NULL;
+	return PyLong_FromLong(daqiri_sub_fd(s->sub));
+}
+
+static PyObject *
+sub_get_info(SubObject *s, void *unused)
+{
+	Py_INCREF(s->info_dict);
+	return s->info_dict;
+}
+
+static PyObject *
+sub_get_held(SubObject *s, void *unused)
+{
+	return PyLong_FromSsize_t(s->held);
+}
+
+static PyObject *
+sub_get_closed(SubObject *s, void *unused)
+{
+	return PyBool_FromLong(s->closing);
+}
+
+static PyObject *
+sub_repr(SubObject *s)
+{
+	return PyUnicode_FromFormat("<daqiri.Subscription %s %s %s%s>",
+	    s->info.name, s->info.dtype_name,
+	    daqiri_mem_kind_name(s->info.mem_kind),
+	    s->closing ? " closed" : "");
+}
+
+static PyMethodDef sub_methods[] = {
+	{ "next", (PyCFunction)(void (*)(void))sub_next,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "next(timeout=None) -> Tensor, or None when timeout seconds passed" },
+	{ "close", (PyCFunction)sub_close_m, METH_NOARGS,
+	  "close(): unsubscribe (once no Tensor of it is alive)" },
+	{ "fileno", (PyCFunction)sub_fileno, METH_NOARGS,
+	  "fileno() -> int: the wake-up socket" },
+	{ "__enter__", (PyCFunction)sub_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)sub_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef sub_getset[] = {
+	{ "info", (getter)sub_get_info, NULL, "the stream's geometry", NULL },
+	{ "held", (getter)sub_get_held, NULL, "tensors not yet released",
+	  NULL },
+	{ "closed", (getter)sub_get_closed, NULL, "close() was called", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* ---- Tensor */
+
+static PyObject *
+tensor_new(SubObject *s, const struct daqiri_tensor *t)
+{
+	TensorObject *o = PyObject_New(TensorObject, &TensorType);
+
+	if (o == NULL) {
+		/* Nobody can hold it: give it back at once. */
+		conn_lock(s->conn);
+		daqiri_release(s->sub, t);
+		conn_unlock(s->conn);
+		return NULL;
+	}
+	Py_INCREF(s);
+	o->sub = s;
+	o->t = *t;
+	o->released = false;
+	o->shape[0] = (Py_ssize_t)t->shape[0];
+	o->shape[1] = (Py_ssize_t)t->shape[1];
+	o->strides[1] = t->elem_bytes;
+	o->strides[0] = (Py_ssize_t)t->slot_bytes;
+	s->live_tensors++;
+	s->held++;
+	return (PyObject *)o;
+}
+
+/* Give the buffer back: 0, or -1 with an exception. */
+static int
+tensor_release_buf(TensorObject *o)
+{
+	SubObject *s = o->sub;
+	int r;
+
+	if (o->released) {
+		raise_errno(EINVAL, "the tensor was already released");
+		return -1;
+	}
+	o->released = true;
+	s->held--;
+	if (conn_foreign(s->conn))
+		return 0;	/* the parent's buffer: not ours to give */
+	conn_lock(s->conn);
+	r = daqiri_release(s->sub, &o->t);
+	conn_unlock(s->conn);
+	if (r < 0) {
+		raise_errno(r, "the daemon's ring refused the release");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+tensor_dealloc(TensorObject *o)
+{
+	SubObject *s = o->sub;
+
+	if (!o->released) {
+		PyObject *et, *ev, *tb;
+
+		PyErr_Fetch(&et, &ev, &tb);
+		if (tensor_release_buf(o) < 0)
+			PyErr_WriteUnraisable((PyObject *)o);
+		PyErr_Restore(et, ev, tb);
+	}
+	s->live_tensors--;
+	if (s->closing && s->live_tensors == 0)
+		sub_teardown(s);
+	PyObject_Free(o);
+	Py_DECREF(s);
+}
+
+static int
+tensor_check(TensorObject *o)
+{
+	if (o->released) {
+		raise_errno(EINVAL, "the tensor was released");
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *
+tensor_release(TensorObject *o, PyObject *unused)
+{
+	if (!o->released && conn_foreign(o->sub->conn)) {
+		conn_check(o->sub->conn);	/* raises */
+		return NULL;
+	}
+	if (tensor_release_buf(o) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+tensor_enter(TensorObject *o, PyObject *unused)
+{
+	if (tensor_check(o) < 0)
+		return NULL;
+	Py_INCREF(o);
+	return (PyObject *)o;
+}
+
+static PyObject *
+tensor_exit(TensorObject *o, PyObject *args)
+{
+	if (!o->released && tensor_release_buf(o) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* The buffer-protocol format of a dtype; NULL: none. */
+static const char *
+dtype_format(enum daqiri_dtype t)
+{
+	switch (t) {
+	case DAQIRI_DTYPE_RAW:		return "B";
+	case DAQIRI_DTYPE_INT8:		return "b";
+	case DAQIRI_DTYPE_INT16:	return "h";
+	case DAQIRI_DTYPE_INT32:	return "i";
+	case DAQIRI_DTYPE_FP16:		return "e";
+	case DAQIRI_DTYPE_FP32:		return "f";
+	case DAQIRI_DTYPE_FP64:		return "d";
+	default:			return NULL;
+	}
+}
+
+/* Why a tensor has no host view: 0 it has one, -1 with TypeError. */
+static int
+tensor_check_host_view(TensorObject *o, const char *what)
+{
+	if (o->t.device >= 0) {
+		PyErr_Format(PyExc_TypeError, "%s: a device tensor (GPU %d) "
+		    "has no host view; use torch.from_dlpack() or "
+		    "cupy.from_dlpack()", what, o->t.device);
+		return -1;
+	}
+	if (dtype_format(o->t.dtype) == NULL) {
+		PyErr_Format(PyExc_TypeError, "%s: NumPy has no %s dtype; use "
+		    "torch.from_dlpack() (DLPack carries it)", what,
+		    o->t.dtype_name);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+tensor_getbuffer(TensorObject *o, Py_buffer *v, int flags)
+{
+	if (tensor_check(o) < 0 || tensor_check_host_view(o, "buffer") < 0)
+		return -1;
+	if (flags & PyBUF_WRITABLE) {
+		PyErr_SetString(PyExc_BufferError, "a daqiri tensor is read-only");
+		return -1;
+	}
+	v->buf = (void *)o->t.data;
+	v->obj = (PyObject *)o;
+	Py_INCREF(o);
+	v->len = (Py_ssize_t)o->t.bytes;
+	v->readonly = 1;
+	v->itemsize = o->t.elem_bytes;
+	v->format = (flags & PyBUF_FORMAT) ? (char *)dtype_format(o->t.dtype) :
+	    NULL;
+	v->ndim = 2;
+	v->shape = (flags & PyBUF_ND) ? o->shape : NULL;
+	v->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? o->strides :
+	    NULL;
+	v->suboffsets = NULL;
+	v->internal = NULL;
+	return 0;
+}
+
+static PyBufferProcs tensor_as_buffer = {
+	(getbufferproc)tensor_getbuffer, NULL
+};
+
+static PyObject *
+tensor_numpy(TensorObject *o, PyObject *unused)
+{
+	PyObject *np, *mv, *a;
+
+	if (tensor_check(o) < 0 || tensor_check_host_view(o, "numpy()") < 0)
+		return NULL;
+	if ((np = import_numpy()) == NULL)
+		return NULL;
+	if ((mv = PyMemoryView_FromObject((PyObject *)o)) == NULL)
+		return NULL;
+	a = PyObject_CallMethod(np, "asarray", "O", mv);
+	Py_DECREF(mv);
+	return a;
+}
+
+/* A copy of bytes bytes at p as a read-only ndarray of dtype. */
+static PyObject *
+small_array(const void *p, size_t bytes, const char *dtype)
+{
+	PyObject *np = import_numpy(), *b, *a;
+
+	if (np == NULL)
+		return NULL;
+	if ((b = PyBytes_FromStringAndSize(p, (Py_ssize_t)bytes)) == NULL)
+		return NULL;
+	a = PyObject_CallMethod(np, "frombuffer", "Os", b, dtype);
+	Py_DECREF(b);
+	return a;
+}
+
+static PyObject *
+tensor_get_present(TensorObject *o, void *unused)
+{
+	uint32_t n = o->t.bitmap_bits, i;
+	uint8_t *m;
+	PyObject *a;
+
+	if (tensor_check(o) < 0)
+		return NULL;
+	if ((m = malloc(n > 0 ? n : 1)) == NULL)
+		return PyErr_NoMemory();
+	for (i = 0; i < n; i++)
+		m[i] = (o->t.bitmap[i / 64] >> (i % 64)) & 1;
+	a = small_array(m, n, "bool");
+	free(m);
+	return a;
+}
+
+static PyObject *
+tensor_get_lengths(TensorObject *o, void *unused)
+{
+	if (tensor_check(o) < 0)
+		return NULL;
+	if (o->t.lengths == NULL)
+		Py_RETURN_NONE;
+	return small_array(o->t.lengths, (size_t)o->t.shape[0] * 4, "uint32");
+}
+
+/* ---- DLPack and the CUDA array interface */
+
+static bool
+dl_dtype(enum daqiri_dtype t, DLDataType *out)
+{
+	out->lanes = 1;
+	switch (t) {
+	case DAQIRI_DTYPE_RAW:  out->code = kDLUInt;  out->bits = 8;  break;
+	case DAQIRI_DTYPE_INT8: out->code = kDLInt;   out->bits = 8;  break;
+	case DAQIRI_DTYPE_INT16: out->code = kDLInt;  out->bits = 16; break;
+	case DAQIRI_DTYPE_INT32: out->code = kDLInt;  out->bits = 32; break;
+	case DAQIRI_DTYPE_FP16: out->code = kDLFloat; out->bits = 16; break;
+	case DAQIRI_DTYPE_BF16: out->code = kDLBfloat; out->bits = 16; break;
+	case DAQIRI_DTYPE_FP32: out->code = kDLFloat; out->bits = 32; break;
+	case DAQIRI_DTYPE_FP64: out->code = kDLFloat; out->bits = 64; break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* A DLManagedTensor with the room for its shape. */
+struct dl_export {
+	DLManagedTensor m;
+	int64_t shape[2];
+};
+
+/* Called by whoever consumed the capsule, on any thread, maybe without
+ * the GIL (torch frees from its own threads). */
+static void
+dl_deleter(DLManagedTensor *m)
+{
+	if (m == NULL)
+		return;
+	if (Py_IsInitialized()) {
+		PyGILState_STATE g = PyGILState_Ensure();
+
+		Py_XDECREF((PyObject *)m->manager_ctx);
+		PyGILState_Release(g);
+	}
+	free(m);
+}
+
+/* A capsule nobody consumed (still named "dltensor") frees its tensor. */
+static void
+dl_capsule_destructor(PyObject *cap)
+{
+	DLManagedTensor *m;
+
+	if (!PyCapsule_IsValid(cap, DLTENSOR_NAME))
+		return;			/* consumed: renamed used_dltensor */
+	m = PyCapsule_GetPointer(cap, DLTENSOR_NAME);
+	if (m != NULL && m->deleter != NULL)
+		m->deleter(m);
+}
+
+#ifdef DAQIRI_HAVE_CUDA
+/* Make stream (the array API's integer) wait on the tensor's event on
+ * the GPU, without a CPU wait. 0, or -1 with an exception. */
+static int
+cuda_stream_wait(TensorObject *o, PyObject *stream_obj)
+{
+	cudaStream_t st = cudaStreamLegacy;
+	cudaError_t e = cudaSuccess;
+	int prev = -1;
+
+	if (stream_obj != Py_None) {
+		long long v = PyLong_AsLongLong(stream_obj);
+
+		if (v == -1 && PyErr_Occurred())
+			return -1;
+		if (v == -1)
+			return 0;	/* the consumer syncs itself */
+		if (v == 0 || v < -1) {
+			PyErr_SetString(PyExc_ValueError, "stream: 0 and values "
+			    "below -1 are not streams (None or 1: legacy "
+			    "default, 2: per-thread default, -1: no sync)");
+			return -1;
+		}
+		st = v == 1 ? cudaStreamLegacy : v == 2 ? cudaStreamPerThread :
+		    (cudaStream_t)(uintptr_t)v;
+	}
+	if (o->t.event == NULL)
+		return 0;
+	Py_BEGIN_ALLOW_THREADS
+	if (cudaGetDevice(&prev) != cudaSuccess)
+		prev = -1;
+	if ((e = cudaSetDevice(o->t.device)) == cudaSuccess)
+		e = cudaStreamWaitEvent(st, (cudaEvent_t)o->t.event, 0);
+	if (prev >= 0 && prev != o->t.device)
+		cudaSetDevice(prev);
+	Py_END_ALLOW_THREADS
+	if (e != cudaSuccess) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "CUDA: cannot make the stream wait "
+		    "on the tensor's event: %s", cudaGetErrorString(e));
+		cudaGetLastError();
+		raise_errno(EIO, msg);
+		return -1;
+	}
+	return 0;
+}
+#else
+static int
+cuda_stream_wait(TensorObject *o, PyObject *stream_obj)
+{
+	if (o->t.device >= 0) {
+		raise_errno(ENOTSUP, "this daqiri module was built without CUDA");
+		return -1;
+	}
+	return 0;
+}
+#endif
+
+static PyObject *
+tensor_dlpack(TensorObject *o, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "stream", NULL };
+	PyObject *stream = Py_None, *cap;
+	struct dl_export *x;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$O:__dlpack__", kwlist,
+	    &stream))
+		return NULL;
+	if (tensor_check(o) < 0)
+		return NULL;
+	if ((x = calloc(1, sizeof(*x))) == NULL)
+		return PyErr_NoMemory();
+	if (!dl_dtype(o->t.dtype, &x->m.dl_tensor.dtype)) {
+		free(x);
+		PyErr_Format(PyExc_TypeError, "DLPack has no %s dtype",
+		    o->t.dtype_name);
+		return NULL;
+	}
+	if (o->t.device >= 0 && cuda_stream_wait(o, stream) < 0) {
+		free(x);
+		return NULL;
+	}
+	x->shape[0] = (int64_t)o->t.shape[0];
+	x->shape[1] = (int64_t)o->t.shape[1];
+	x->m.dl_tensor.data = (void *)o->t.data;
+	x->m.dl_tensor.device.device_type = o->t.device >= 0 ? kDLCUDA : kDLCPU;
+	x->m.dl_tensor.device.device_id = o->t.device >= 0 ? o->t.device : 0;
+	x->m.dl_tensor.ndim = 2;
+	x->m.dl_tensor.shape = x->shape;
+	x->m.dl_tensor.strides = NULL;		/* compact, row-major */
+	x->m.dl_tensor.byte_offset = 0;
+	x->m.manager_ctx = o;
+	x->m.deleter = dl_deleter;
+	Py_INCREF(o);
+	cap = PyCapsule_New(&x->m, DLTENSOR_NAME, dl_capsule_destructor);
+	if (cap == NULL) {
+		Py_DECREF(o);
+		free(x);
+	}
+	return cap;
+}
+
+static PyObject *
+tensor_dlpack_device(TensorObject *o, PyObject *unused)
+{
+	if (o->t.device >= 0)
+		return Py_BuildValue("(ii)", (int)kDLCUDA, o->t.device);
+	return Py_BuildValue("(ii)", (int)kDLCPU, 0);
+}
+
+static const char *
+cai_typestr(enum daqiri_dtype t)
+{
+	switch (t) {
+	case DAQIRI_DTYPE_RAW:		return "|u1";
+	case DAQIRI_DTYPE_INT8:		return "|i1";
+	case DAQIRI_DTYPE_INT16:	return "<i2";
+	case DAQIRI_DTYPE_INT32:	return "<i4";
+	case DAQIRI_DTYPE_FP16:		return "<f2";
+	case DAQIRI_DTYPE_FP32:		return "<f4";
+	case DAQIRI_DTYPE_FP64:		return "<f8";
+	default:			return NULL;
+	}
+}
+
+static PyObject *
+tensor_get_cai(TensorObject *o, void *unused)
+{
+	const char *ts = cai_typestr(o->t.dtype);
+
+	if (o->t.device < 0) {
+		PyErr_SetString(PyExc_AttributeError, "__cuda_array_interface__: "
+		    "a host tensor (use numpy() or __dlpack__)");
+		return NULL;
+	}
+	if (ts == NULL) {
+		PyErr_Format(PyExc_AttributeError, "__cuda_array_interface__ "
+		    "has no typestr for %s; use __dlpack__", o->t.dtype_name);
+		return NULL;
+	}
+	if (tensor_check(o) < 0 || cuda_stream_wait(o, Py_None) < 0)
+		return NULL;
+	/* The legacy default stream now waits on the event: say so. */
+	return Py_BuildValue("{s:(KK),s:s,s:(KO),s:i,s:O,s:i}",
+	    "shape", (unsigned long long)o->t.shape[0],
+	    (unsigned long long)o->t.shape[1],
+	    "typestr", ts,
+	    "data", (unsigned long long)(uintptr_t)o->t.data, Py_True,
+	    "version", 3,
+	    "strides", Py_None,
+	    "stream", 1);
+}
+
+#define TENSOR_U64(name, field)						\
+	static PyObject *						\
+	tensor_get_##name(TensorObject *o, void *unused)		\
+	{								\
+		return PyLong_FromUnsignedLongLong(			\
+		    (unsigned long long)o->t.field);			\
+	}
+TENSOR_U64(seq, seq)
+TENSOR_U64(batch_id, batch_id)
+TENSOR_U64(flags, flags)
+TENSOR_U64(packets_expected, packets_expected)
+TENSOR_U64(packets_received, packets_received)
+TENSOR_U64(first_rx_ns, first_rx_ns)
+TENSOR_U64(last_rx_ns, last_rx_ns)
+TENSOR_U64(publish_ns, publish_ns)
+TENSOR_U64(buf_index, buf_index)
+TENSOR_U64(nbytes, bytes)
+
+static PyObject *
+tensor_get_complete(TensorObject *o, void *unused)
+{
+	return PyBool_FromLong(o->t.flags & DAQIRI_TENSOR_COMPLETE);
+}
+
+static PyObject *
+tensor_get_released(TensorObject *o, void *unused)
+{
+	return PyBool_FromLong(o->released);
+}
+
+static PyObject *
+tensor_get_dtype(TensorObject *o, void *unused)
+{
+	return PyUnicode_FromString(o->t.dtype_name);
+}
+
+static PyObject *
+tensor_get_shape(TensorObject *o, void *unused)
+{
+	return Py_BuildValue("(KK)", (unsigned long long)o->t.shape[0],
+	    (unsigned long long)o->t.shape[1]);
+}
+
+static PyObject *
+tensor_get_device(TensorObject *o, void *unused)
+{
+	return PyLong_FromLong(o->t.device);
+}
+
+static PyObject *
+tensor_repr(TensorObject *o)
+{
+	return PyUnicode_FromFormat("<daqiri.Tensor seq=%llu %s (%llu, %llu) "
+	    "%s %u/%u packets%s>", (unsigned long long)o->t.seq,
+	    o->t.dtype_name, (unsigned long long)o->t.shape[0],
+	    (unsigned long long)o->t.shape[1],
+	    o->t.device >= 0 ? "device" : "host", o->t.packets_received,
+	    o->t.packets_expected, o->released ? " released" : "");
+}
+
+static PyMethodDef tensor_methods[] = {
+	{ "numpy", (PyCFunction)tensor_numpy, METH_NOARGS,
+	  "numpy() -> read-only ndarray viewing the tensor (host memory)" },
+	{ "release", (PyCFunction)tensor_release, METH_NOARGS,
+	  "release(): give the buffer back to the daemon now" },
+	{ "__dlpack__", (PyCFunction)(void (*)(void))tensor_dlpack,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "__dlpack__(stream=None) -> DLPack capsule" },
+	{ "__dlpack_device__", (PyCFunction)tensor_dlpack_device, METH_NOARGS,
+	  "__dlpack_device__() -> (device type, ordinal)" },
+	{ "__enter__", (PyCFunction)tensor_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)tensor_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL }
+};
+
+#define GET(name, doc) \
+	{ #name, (getter)tensor_get_##name, NULL, doc, NULL }
+static PyGetSetDef tensor_getset[] = {
+	GET(seq, "stream sequence number (never wraps)"),
+	GET(batch_id, "batch id from the packets"),
+	GET(flags, "daqiri.COMPLETE | TIMEOUT | EVICTED | HAS_GAPS | ..."),
+	GET(complete, "every slot arrived"),
+	GET(packets_expected, "slots of the tensor"),
+	GET(packets_received, "slots that arrived"),
+	GET(first_rx_ns, "CLOCK_MONOTONIC of the first packet"),
+	GET(last_rx_ns, "CLOCK_MONOTONIC of the last packet"),
+	GET(publish_ns, "CLOCK_MONOTONIC when the daemon published it"),
+	GET(buf_index, "the stream's buffer index"),
+	GET(nbytes, "bytes of the tensor"),
+	GET(released, "release() was called"),
+	GET(dtype, "element type name (fp16, fp32, ...)"),
+	GET(shape, "(slots, elements per slot)"),
+	GET(device, "-1 host memory, else GPU ordinal"),
+	GET(present, "bool ndarray (slots,): which slots arrived (a copy)"),
+	GET(lengths, "uint32 ndarray of packet lengths (raw streams), else None"),
+	{ "__cuda_array_interface__", (getter)tensor_get_cai, NULL,
+	  "CUDA array interface v3 (device tensors)", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+#undef GET
+
+/* ---- types and module */
+
+static PyTypeObject ConnType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "daqiri.Connection",
+	.tp_doc = "A connection to daqirid (daqiri.connect())",
+	.tp_basicsize = sizeof(ConnObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_dealloc = (destructor)conn_dealloc,
+	.tp_methods = conn_methods,
+	.tp_getset = conn_getset,
+};
+
+static PyTypeObject SubType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "daqiri.Subscription",
+	.tp_doc = "A subscription to one stream (Connection.subscribe())",
+	.tp_basicsize = sizeof(SubObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_dealloc = (destructor)sub_dealloc,
+	.tp_repr = (reprfunc)sub_repr,
+	.tp_iter = (getiterfunc)sub_iter,
+	.tp_iternext = (iternextfunc)sub_iternext,
+	.tp_methods = sub_methods,
+	.tp_getset = sub_getset,
+};
+
+static PyTypeObject TensorType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "daqiri.Tensor",
+	.tp_doc = "One received tensor (Subscription.next())",
+	.tp_basicsize = sizeof(TensorObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_dealloc = (destructor)tensor_dealloc,
+	.tp_repr = (reprfunc)tensor_repr,
+	.tp_as_buffer = &tensor_as_buffer,
+	.tp_methods = tensor_methods,
+	.tp_getset = tensor_getset,
+};
+
+static PyMethodDef module_methods[] = {
+	{ "connect", (PyCFunction)(void (*)(void))conn_connect,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "connect(socket=None) -> Connection (socket None: $DAQIRI_SOCKET, "
+	  "else DEFAULT_SOCKET)" },
+	{ NULL, NULL, 0, NULL }
+};
+
+static struct PyModuleDef daqiri_module = {
+	PyModuleDef_HEAD_INIT, "daqiri",
+	"Receive daqirid's tensors zero-copy (see daqiri-python(3)).",
+	-1, module_methods, NULL, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC PyInit_daqiri(void);
+
+PyMODINIT_FUNC
+PyInit_daqiri(void)
+{
+	static const struct { const char *name; long v; } consts[] = {
+		{ "COMPLETE", DAQIRI_TENSOR_COMPLETE },
+		{ "TIMEOUT", DAQIRI_TENSOR_TIMEOUT },
+		{ "EVICTED", DAQIRI_TENSOR_EVICTED },
+		{ "HAS_GAPS", DAQIRI_TENSOR_HAS_GAPS },
+		{ "RESYNC", DAQIRI_TENSOR_RESYNC },
+		{ "FLUSH", DAQIRI_TENSOR_FLUSH },
+	};
+	PyObject *m, *json;
+	size_t i;
+
+	if (PyType_Ready(&ConnType) < 0 || PyType_Ready(&SubType) < 0 ||
+	    PyType_Ready(&TensorType) < 0)
+		return NULL;
+	if ((json = PyImport_ImportModule("json")) == NULL)
+		return NULL;
+	json_loads = PyObject_GetAttrString(json, "loads");
+	json_dumps = PyObject_GetAttrString(json, "dumps");
+	Py_DECREF(json);
+	if (json_loads == NULL || json_dumps == NULL)
+		return NULL;
+	if ((m = PyModule_Create(&daqiri_module)) == NULL)
+		return NULL;
+	DaqiriError = PyErr_NewExceptionWithDoc("daqiri.Error",
+	    "A daqiri failure: errno, and the daemon's message as strerror.",
+	    PyExc_OSError, NULL);
+	if (DaqiriError == NULL ||
+	    PyModule_AddObjectRef(m, "Error", DaqiriError) < 0 ||
+	    PyModule_AddObjectRef(m, "Connection", (PyObject *)&ConnType) < 0 ||
+	    PyModule_AddObjectRef(m, "Subscription", (PyObject *)&SubType) < 0 ||
+	    PyModule_AddObjectRef(m, "Tensor", (PyObject *)&TensorType) < 0 ||
+	    PyModule_AddStringConstant(m, "DEFAULT_SOCKET",
+	    DAQIRI_DEFAULT_SOCKET) < 0 ||
+	    PyModule_AddStringConstant(m, "__version__", DAQIRI_VERSION) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	for (i = 0; i < sizeof(consts) / sizeof(consts[0]); i++)
+		if (PyModule_AddIntConstant(m, consts[i].name, consts[i].v) < 0) {
+			Py_DECREF(m);
+			return NULL;
+		}
+	return m;
+}
