@@ -6,14 +6,15 @@
 # + release cost per tensor.
 #
 # Stream: etc/daqirid.yaml with 1 MiB tensors: 32 packets per batch of
-# 8192 int4 bytes -> 32 x 16384 fp16 = 1048576 bytes, 32 buffers, window
-# 4, on a private loopback port. daqirid's main thread and daqiri-sim
+# 8192 int4 bytes -> 32 x 16384 fp16 = 1048576 bytes, 128 buffers,
+# window 4, on a private loopback port. daqirid's main thread and daqiri-sim
 # run on core $BENCH_SIM_CORE (0), its rx worker (cpu_core) on
 # $BENCH_RX_CORE (1), blocking receive mode.
 #
 # Throughput: two sleeping consumers subscribe at once, both pinned to
-# $BENCH_SIM_CORE, each allowed max_held 13 (of the 27 = 32 - 4 - 1 the
-# stream lends): the C one (build/bench_e2e consume: next + release) and
+# $BENCH_SIM_CORE, each allowed max_held 30 (60 is within one uid's
+# share, half of the 123 = 128 - 4 - 1 the stream lends; 30 tensors are
+# 7.5 ms at 4000/s): the C one (build/bench_e2e consume: next + release) and
 # the Python one (client/python/bench_python.py consume: next, numpy(),
 # torch.from_dlpack(), release on leaving `with t:`). The simulator
 # sends $BENCH_PYTHON_STEP_SECONDS (3 s) at each rate of
@@ -24,21 +25,24 @@
 # its ring full). A consumer sustains a step when it has no overrun
 # there; its figure is the delivered rate (tensors / the simulator's
 # sending time) of the fastest step it sustained. ratio = Python / C.
-# The ladder stops after a step where both overran.
+# A step where either overran is run again, up to $BENCH_PYTHON_TRIES
+# (2) tries, and a consumer sustains it when one of its tries was clean:
+# other tenants of this shared VM can take core $BENCH_SIM_CORE for tens
+# of ms, which overruns whoever was waiting then. The ladder stops after
+# a step that neither sustained.
 #
-# Per-tensor overhead: alone on the stream (max_held 26), the Python
+# Per-tensor overhead: alone on the stream (max_held 60), the Python
 # consumer sleeps $BENCH_PYTHON_FILL_MS (20 ms) while the simulator sends
-# $BENCH_PYTHON_FILL_RATE (2000 tensors/s), so max_held tensors wait on
+# $BENCH_PYTHON_FILL_RATE (2000 tensors/s), so about 40 tensors wait on
 # its ring, then times next(timeout=0) + numpy() + torch.from_dlpack() +
 # release of each until the ring is empty; $BENCH_PYTHON_SAMPLES (3000)
 # tensors, median. The baseline, measured the same way right after:
 # build/bench_handoff drain, daqiri_next(0) + daqiri_release() in C.
 # Targets: overhead < 10 us per tensor; the Python consumer sustains
-# every step the C one does.
-#
-# A shared 2-core VM is noisy: a step can show a few overruns for either
-# consumer when something else takes core $BENCH_SIM_CORE for a few ms;
-# each step line prints both, so read them side by side.
+# every step the C one does. The throughput consumer also reports the
+# same numpy() + from_dlpack + release while streaming (proc_p50_us:
+# each tensor right after a wake-up, caches cold), for comparison.
+# Each try's line prints both consumers' counts, to read side by side.
 set -eu
 BUILD=${BUILD:-build}
 PY=${BENCH_PYTHON:-/usr/bin/python3}	# Debian's, with numpy and torch
@@ -50,6 +54,7 @@ STEP_S=${BENCH_PYTHON_STEP_SECONDS:-3}
 SAMPLES=${BENCH_PYTHON_SAMPLES:-3000}
 FILL_MS=${BENCH_PYTHON_FILL_MS:-20}
 FILL_RATE=${BENCH_PYTHON_FILL_RATE:-2000}
+TRIES=${BENCH_PYTHON_TRIES:-2}
 MAX_GUESS=15000		# tensors/s the unpaced simulator may reach, to size its run
 PPB=32
 PAYLOAD=8192
@@ -111,6 +116,10 @@ DPID=$!
 PIDS="$PIDS $DPID"
 "$BUILD/bench_e2e" -s "$SOCK" wait 10 || { cat "$T/daemon.log"; exit 1; }
 
+field() {	# field NAME FILE: NAME=value of the file's last result line
+	sed -n "s/^[a-z]* .* $1=\([^ ]*\).*/\1/p" "$2" | tail -1
+}
+
 # wait_ready FILE WHO: until FILE has its 'ready' line (20 s: Python
 # imports torch first)
 wait_ready() {
@@ -151,16 +160,19 @@ wait_ready "$T/c.out" "the C consumer (bench_e2e consume)"
 wait_ready "$T/py.out" "the Python consumer (bench_python.py consume)"
 
 say "1 MiB tensors ($PPB x $((PAYLOAD * 2)) fp16, $PAYLOAD int4 bytes per packet), loopback port $PORT, simulator and consumers on core $SIM_CORE, rx worker on core $RX_CORE; C and Python consumers together, max_held $MAX_HELD each, ${STEP_S}s per step"
-best_c=0 best_py=0 keeps_up=yes steps=0
-for rate in $RATES; do
-	if [ "$rate" = max ]; then
+# one_step RATE: one run of the simulator at RATE tensors/s (max:
+# unpaced); sets pub, cd, co, pd, po (published, C delivered/overruns,
+# Python delivered/overruns over the run), their rates pub_r, c_r, py_r,
+# and sim_s
+one_step() {
+	if [ "$1" = max ]; then
 		rate_opt=""
 		batches=$((MAX_GUESS * STEP_S))
 	else
-		rate_opt="--rate $((rate * PPB))pps"
-		batches=$((rate * STEP_S))
+		rate_opt="--rate $(($1 * PPB))pps"
+		batches=$(($1 * STEP_S))
 	fi
-	read -r pub0 cd0 co0 pd0 po0 h0 <<EOF
+	read -r pub0 cd0 co0 pd0 po0 _ <<EOF
 $(snapshot)
 EOF
 	# shellcheck disable=SC2086
@@ -174,32 +186,46 @@ EOF
 	while :; do
 		sleep 0.15
 		s=$(snapshot)
+		# shellcheck disable=SC2086
 		set -- $s
 		[ "$6" = 0 ] && [ "$s" = "$last" ] && break
 		last=$s
 		i=$((i + 1))
 		[ $i -lt 20 ] || break
 	done
-	read -r pub1 cd1 co1 pd1 po1 h1 <<EOF
+	read -r pub1 cd1 co1 pd1 po1 _ <<EOF
 $s
 EOF
-	pub=$((pub1 - pub0)) cd=$((cd1 - cd0)) co=$((co1 - co0)) pd=$((pd1 - pd0)) po=$((po1 - po0))
+	pub=$((pub1 - pub0)) cd=$((cd1 - cd0)) co=$((co1 - co0))
+	pd=$((pd1 - pd0)) po=$((po1 - po0))
 	rates=$(awk -v p="$pub" -v c="$cd" -v y="$pd" -v s="$sim_s" \
 		'BEGIN { printf "%.0f %.0f %.0f", p / s, c / s, y / s }')
 	read -r pub_r c_r py_r <<EOF
 $rates
 EOF
-	say "step ${rate} tensors/s: sent ${batches} in ${sim_s}s, published $pub (${pub_r}/s); C delivered $cd (${c_r}/s) overruns $co; Python delivered $pd (${py_r}/s) overruns $po"
-	steps=$((steps + 1))
-	if [ "$co" -eq 0 ] && [ "$cd" -gt 0 ]; then
-		best_c=$(awk -v a="$best_c" -v b="$c_r" 'BEGIN { print (b > a ? b : a) }')
-	fi
-	if [ "$po" -eq 0 ] && [ "$pd" -gt 0 ]; then
-		best_py=$(awk -v a="$best_py" -v b="$py_r" 'BEGIN { print (b > a ? b : a) }')
-	elif [ "$co" -eq 0 ]; then
+}
+
+best_c=0 best_py=0 keeps_up=yes
+for rate in $RATES; do
+	c_ok=0 py_ok=0 try=0
+	while [ $try -lt "$TRIES" ]; do
+		try=$((try + 1))
+		one_step "$rate"
+		say "step ${rate} tensors/s, try $try: sent ${batches} in ${sim_s}s, published $pub (${pub_r}/s); C delivered $cd (${c_r}/s) overruns $co; Python delivered $pd (${py_r}/s) overruns $po"
+		if [ "$co" -eq 0 ] && [ "$cd" -gt 0 ] && [ "$c_ok" = 0 ]; then
+			c_ok=1
+			best_c=$(awk -v a="$best_c" -v b="$c_r" 'BEGIN { print (b > a ? b : a) }')
+		fi
+		if [ "$po" -eq 0 ] && [ "$pd" -gt 0 ] && [ "$py_ok" = 0 ]; then
+			py_ok=1
+			best_py=$(awk -v a="$best_py" -v b="$py_r" 'BEGIN { print (b > a ? b : a) }')
+		fi
+		[ "$c_ok" = 0 ] || [ "$py_ok" = 0 ] || break
+	done
+	if [ "$c_ok" = 1 ] && [ "$py_ok" = 0 ]; then
 		keeps_up=no
 	fi
-	if [ "$co" -gt 0 ] && [ "$po" -gt 0 ]; then
+	if [ "$c_ok" = 0 ] && [ "$py_ok" = 0 ]; then
 		break
 	fi
 done
@@ -239,17 +265,15 @@ overhead_run "$T/co.out" "the C consumer (bench_handoff drain)" \
 kill -TERM "$DPID" 2>/dev/null || true
 wait "$DPID" 2>/dev/null || true
 
-field() {	# field NAME FILE: NAME=value of the file's last result line
-	sed -n "s/^[a-z]* .* $1=\([^ ]*\).*/\1/p" "$2" | tail -1
-}
 ovh=$(field p50_us "$T/pyo.out")
 c_ovh=$(field p50_us "$T/co.out")
 ovh_next=$(field next_us "$T/pyo.out")
 ovh_np=$(field numpy_us "$T/pyo.out")
 ovh_dl=$(field dlpack_us "$T/pyo.out")
 ovh_rel=$(field release_us "$T/pyo.out")
+stream_proc=$(field proc_p50_us "$T/py.out")
 ratio=$(awk -v p="$best_py" -v c="$best_c" 'BEGIN { printf "%.3f", (c > 0 ? p / c : 0) }')
 met=$(awk -v o="${ovh:-0}" 'BEGIN { print ((o > 0 && o < 10) ? "yes" : "no") }')
-say "per tensor, a tensor already waiting: Python next+numpy()+from_dlpack+release ${ovh:-?} us (next ${ovh_next:-?}, numpy ${ovh_np:-?}, from_dlpack ${ovh_dl:-?}, release ${ovh_rel:-?}), C next+release ${c_ovh:-?} us; target < 10 us: $met"
+say "per tensor, a tensor already waiting: Python next+numpy()+from_dlpack+release ${ovh:-?} us (next ${ovh_next:-?}, numpy ${ovh_np:-?}, from_dlpack ${ovh_dl:-?}, release ${ovh_rel:-?}), C next+release ${c_ovh:-?} us; target < 10 us: $met; while streaming, numpy()+from_dlpack+release right after each wake-up: ${stream_proc:-?} us"
 say "fastest step without overruns: Python ${best_py} tensors/s, C ${best_c} tensors/s, ratio ${ratio}; Python sustained every step C did: $keeps_up"
 echo "bench python tensors_per_s=$best_py c_tensors_per_s=$best_c ratio=$ratio overhead_us=${ovh:-0}"
