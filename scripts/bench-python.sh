@@ -84,7 +84,7 @@ if [ ! -x "$PY" ]; then
 	exit 0
 fi
 if ! why=$(PYTHONPATH=$PYPATH "$PY" "$BENCH_PY" check 2>&1); then
-	say "skipped: $PY with PYTHONPATH=$PYPATH: $why (build the module with make python)"
+	say "skipped: $PY with PYTHONPATH=$PYPATH: $why"
 	exit 0
 fi
 say "$why"
@@ -101,7 +101,9 @@ cleanup() {
 	wait 2>/dev/null || true
 	rm -rf "$T"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 sed -e "s/127\.0\.0\.1:5005/127.0.0.1:$PORT/" -e "s/udp_dst: 5005/udp_dst: $PORT/" \
 	-e "s/cpu_core: 1 /cpu_core: $RX_CORE /" \
@@ -175,9 +177,13 @@ one_step() {
 	read -r pub0 cd0 co0 pd0 po0 _ <<EOF
 $(snapshot)
 EOF
+	# in the background, so that a signal to this script ends the run now
 	# shellcheck disable=SC2086
 	taskset -c "$SIM_CORE" "$BUILD/daqiri-sim" -c "$CFG" $rate_opt --batches "$batches" \
-		--seed 1 --quiet > "$T/sim.out"
+		--seed 1 --quiet > "$T/sim.out" &
+	spid=$!
+	PIDS="$PIDS $spid"
+	wait "$spid" || { say "simulator failed"; cat "$T/sim.out"; exit 1; }
 	sim_s=$(sed -n 's/^sim .*seconds=\([0-9.]*\).*/\1/p' "$T/sim.out")
 	[ -n "$sim_s" ] || { say "simulator failed"; cat "$T/sim.out"; exit 1; }
 	# until both gave everything back and nothing more is published

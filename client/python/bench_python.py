@@ -59,11 +59,13 @@ def my_counters(d, sub):
 
 def cmd_check(args):
     missing = []
-    for name in ("daqiri", "numpy", "torch"):
+    for name, fix in (("daqiri", "make python builds it into build/python"),
+                      ("numpy", "apt install python3-numpy"),
+                      ("torch", "apt install python3-torch")):
         try:
             __import__(name)
         except ImportError as e:
-            missing.append("%s (%s)" % (name, e))
+            missing.append("%s (%s; %s)" % (name, e, fix))
     if missing:
         print("cannot import " + ", ".join(missing))
         return 1
