@@ -24,7 +24,9 @@
 # delivered and its overruns (tensors it missed: max_held unreleased or
 # its ring full). A consumer sustains a step when it has no overrun
 # there; its figure is the delivered rate (tensors / the simulator's
-# sending time) of the fastest step it sustained. ratio = Python / C.
+# sending time) of the fastest step it sustained, so a step where the
+# daemon itself published less than was sent counts what it published.
+# ratio = Python / C.
 # A step where either overran is run again, up to $BENCH_PYTHON_TRIES
 # (2) tries, and a consumer sustains it when one of its tries was clean:
 # other tenants of this shared VM can take core $BENCH_SIM_CORE for tens
