@@ -307,7 +307,7 @@ run: all
 
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/%,$(wildcard tests/bench/bench_*.c))
 bench: all $(BENCH_BIN)
-	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
+	$(Q)BUILD=$(BUILD) BENCH_PYTHON=$(PYTHON) sh scripts/bench.sh
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
