@@ -20,6 +20,9 @@ except ImportError:
              "(it needs a CUDA GPU; e.g. pip install cupy-cuda12x)")
 
 
+import_array = getattr(cupy, "from_dlpack", None) or cupy.asarray
+
+
 def db(x):
     return 10 * math.log10(x + 1e-30)
 
@@ -66,9 +69,9 @@ def main():
             with t:
                 # from_dlpack hands CuPy's current stream to t.__dlpack__,
                 # and that stream waits on the tensor's IPC event (no CPU
-                # wait); cupy.asarray(t), through __cuda_array_interface__,
-                # works too.
-                x = cupy.from_dlpack(t).astype(cupy.float32)
+                # wait); CuPy before 10 has only asarray(), through
+                # __cuda_array_interface__ (the legacy default stream waits).
+                x = import_array(t).astype(cupy.float32)
                 power = (cupy.abs(cupy.fft.rfft(x, axis=1)) ** 2).mean(axis=0)
                 peak = int(cupy.argmax(power[1:])) + 1     # int() waits for the GPU
                 peak_db, total_db = db(float(power[peak])), db(float(power.sum()))

@@ -76,7 +76,8 @@ def main():
                      "but this PyTorch sees no GPU")
         dev = torch.device("cuda", info["device"])
     else:
-        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dev = (torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available()
+               else torch.device("cpu"))
     if dev.type == "cuda":
         torch.cuda.set_device(dev)      # torch's current stream is then this GPU's
     model = RowClassifier(info["elems_per_slot"]).to(dev).eval()
