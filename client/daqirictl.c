@@ -721,7 +721,7 @@ static const struct {
 	{ "interfaces_unmatched", "Frames no flow matched, dropped (flow_isolation on)" },
 	{ "interfaces_no_stream", "Frames for a queue's raw stream when the queue has none, dropped" },
 	{ "interfaces_misrouted", "Frames steered to a queue whose worker does not own the flow's stream, dropped" },
-	{ "interfaces_kernel_drops", "Frames the kernel dropped before daqirid read them (socket buffer full; a lower bound with UDP GRO)" },
+	{ "interfaces_kernel", "Frames the kernel dropped before daqirid read them (socket buffer full; a lower bound with UDP GRO)" },
 	{ "interfaces_truncated", "Datagrams longer than a receive buffer, dropped" },
 	{ "interfaces_queues_rx_packets", "Frames the queue's worker received" },
 	{ "interfaces_queues_rx_bytes", "Bytes of those frames (headers and payload)" },
@@ -733,8 +733,8 @@ static const struct {
 	{ "interfaces_queues_rx_errors", "Failed receive bursts" },
 	{ "interfaces_queues_streams_packets_in", "Frames the queue's streams took in" },
 	{ "interfaces_queues_engine_rx_packets", "Frames the engine handed out" },
-	{ "interfaces_queues_engine_kernel_drops", "Frames the kernel dropped before the engine read them" },
-	{ "interfaces_queues_engine_truncated", "Datagrams longer than a buffer, never handed out" },
+	{ "interfaces_queues_kernel", "Frames the kernel dropped before the engine read them" },
+	{ "interfaces_queues_truncated", "Datagrams longer than a buffer, never handed out" },
 	{ "interfaces_queues_engine_errors", "Failed receive calls of the engine" },
 	{ "interfaces_queues_engine_gro_reads", "Reads that held more than one datagram (UDP GRO)" },
 	{ "streams_reorder_packets_in", "Packets the reorder stream took in" },
@@ -742,19 +742,19 @@ static const struct {
 	{ "streams_reorder_duplicate", "Packets whose slot was already filled, dropped" },
 	{ "streams_reorder_late", "Packets of a batch already published or passed over, dropped" },
 	{ "streams_reorder_malformed", "Packets whose sequence or batch field or payload size does not fit the layout, dropped" },
-	{ "streams_reorder_no_buffer_packets", "Packets of a batch that found no free buffer, dropped" },
+	{ "streams_reorder_no_buffer", "Packets of a batch that found no free buffer, dropped" },
 	{ "streams_reorder_batches_complete", "Batches published with every slot" },
 	{ "streams_reorder_batches_timeout", "Batches published partial at their deadline (timeout_us)" },
 	{ "streams_reorder_batches_evicted", "Batches published partial when the window slid, resynced or flushed" },
 	{ "streams_reorder_batches_no_buffer", "Batches that found no free buffer, never published" },
 	{ "streams_reorder_resync", "Times the sender restarted (batch id far behind the window)" },
 	{ "streams_reorder_missing_slots", "Slots of published batches that no packet filled" },
-	{ "streams_reorder_backend_error_packets", "Packets whose write the reorder backend failed" },
+	{ "streams_reorder_backend_error", "Packets whose write the reorder backend failed" },
 	{ "streams_reorder_batches_backend_error", "Batches the reorder backend failed, never published" },
 	{ "streams_raw_packets_in", "Frames the raw stream took in" },
 	{ "streams_raw_placed", "Frames written into a burst" },
 	{ "streams_raw_oversize", "Frames longer than a slot, dropped" },
-	{ "streams_raw_no_buffer_packets", "Frames that found no free buffer, dropped" },
+	{ "streams_raw_no_buffer", "Frames that found no free buffer, dropped" },
 	{ "streams_raw_bursts_full", "Bursts published with every slot used" },
 	{ "streams_raw_bursts_timeout", "Bursts published at the queue's timeout_us" },
 	{ "streams_raw_bursts_flush", "Bursts published at stop" },
@@ -1098,7 +1098,7 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 		printf("%-*.*s %12.0f %14.0f %14.0f %10.0f %10.0f\n", w, w,
 		    key + 3, rate(rx, pr, offsetof(struct top_row, in), dt),
 		    rate(bytes, pr, offsetof(struct top_row, bytes), dt), rx,
-		    num_at(e, "unmatched"), num_at(e, "kernel_drops"));
+		    num_at(e, "unmatched"), num_at(e, "kernel"));
 		if (n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[n].name, sizeof(cur[n].name), "%s", key);
 			cur[n].in = rx;
@@ -1133,8 +1133,8 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 		    num_at(e, "reorder.batches_evicted"),
 		    num_at(e, "reorder.duplicate"), num_at(e, "reorder.late"),
 		    num_at(e, "reorder.malformed"),
-		    num_at(e, "reorder.no_buffer_packets") +
-		    num_at(e, "raw.no_buffer_packets"),
+		    num_at(e, "reorder.no_buffer") +
+		    num_at(e, "raw.no_buffer"),
 		    num_at(e, "handoff.overruns"));
 		if (n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[n].name, sizeof(cur[n].name), "%s", name);

@@ -451,7 +451,7 @@ notify_status(struct daemon *d)
 		placed += reorder.placed;
 		tensors += handoff.published;
 		dropped += reorder.duplicate + reorder.late + reorder.malformed +
-		    reorder.no_buffer_packets + reorder.backend_error_packets;
+		    reorder.no_buffer + reorder.backend_error;
 	}
 	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
 	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,

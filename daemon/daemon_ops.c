@@ -157,7 +157,7 @@ interface_stats_json(struct daemon_iface *di, cJSON *o)
 		unmatched += c.unmatched;
 		no_stream += c.no_stream;
 		misrouted += c.misrouted;
-		drops += c.engine.kernel_drops;
+		drops += c.engine.kernel;
 		truncated += c.engine.truncated;
 		/* taken with rx_packets, so the sums agree at every read */
 		in += c.streams_packets_in;
@@ -167,7 +167,7 @@ interface_stats_json(struct daemon_iface *di, cJSON *o)
 	    cJSON_AddNumberToObject(o, "unmatched", (double)unmatched) == NULL ||
 	    cJSON_AddNumberToObject(o, "no_stream", (double)no_stream) == NULL ||
 	    cJSON_AddNumberToObject(o, "misrouted", (double)misrouted) == NULL ||
-	    cJSON_AddNumberToObject(o, "kernel_drops", (double)drops) == NULL ||
+	    cJSON_AddNumberToObject(o, "kernel", (double)drops) == NULL ||
 	    cJSON_AddNumberToObject(o, "truncated", (double)truncated) == NULL)
 		return -ENOMEM;
 	return 0;

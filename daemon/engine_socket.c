@@ -172,7 +172,7 @@ sock_drops_seen(struct sock_rxq *q, uint32_t v)
 	int32_t d = (int32_t)(v - q->ovfl_last);
 
 	if (d > 0) {
-		q->st.kernel_drops += (uint32_t)d;
+		q->st.kernel += (uint32_t)d;
 		q->ovfl_last = v;
 	}
 }

@@ -552,9 +552,11 @@ worker_stats_json(struct worker *w, cJSON *o)
 		F(no_stream), F(misrouted), F(bursts), F(rx_errors),
 		F(streams_packets_in),
 #undef F
+/* the engine's drops under their reason names (daqirid(8)) */
+		{ "kernel", offsetof(struct worker_counters, engine.kernel) },
+		{ "truncated", offsetof(struct worker_counters, engine.truncated) },
 #define E(x) { "engine_" #x, offsetof(struct worker_counters, engine.x) }
-		E(rx_packets), E(kernel_drops), E(truncated), E(errors),
-		E(gro_reads),
+		E(rx_packets), E(errors), E(gro_reads),
 #undef E
 	};
 
