@@ -93,16 +93,20 @@ echo "   ok  $(wc -l < "$T/keys") stats fields, all documented"
 
 note "metrics: HELP and TYPE for every family, and promtool accepts it"
 ctl metrics > "$T/metrics"
-fams=$(grep -v '^#' "$T/metrics" | sed 's/[{ ].*//' | sort -u)
+fams=$(grep -v '^#' "$T/metrics" | sed 's/[{ ].*//' | sed -E 's/_(bucket|sum|count)$//' | sort -u)
 for f in $fams; do
 	grep -q "^# HELP $f [A-Z]" "$T/metrics" || fail "no HELP for $f"
-	grep -q -E "^# TYPE $f (counter|gauge)\$" "$T/metrics" || fail "no TYPE for $f"
+	grep -q -E "^# TYPE $f (counter|gauge|histogram)\$" "$T/metrics" || fail "no TYPE for $f"
 done
-grep -q 'see daqirictl(8))$' "$T/metrics" && fail "a family with the fallback HELP: $(grep 'see daqirictl(8))$' "$T/metrics")"
 echo "   ok  $(echo "$fams" | wc -l) families, each with HELP and TYPE"
-expect_eq "subs_held_too_long is a counter" \
-	"$(sed -n 's/^# TYPE daqiri_streams_handoff_subs_held_too_long_total //p' "$T/metrics")" counter
-expect_eq "free_bufs is a gauge" "$(sed -n 's/^# TYPE daqiri_streams_handoff_free_bufs //p' "$T/metrics")" gauge
+expect_eq "subscriptions ended is a counter" \
+	"$(sed -n 's/^# TYPE daqiri_stream_subscriptions_ended_total //p' "$T/metrics")" counter
+expect_eq "buffers is a gauge" "$(sed -n 's/^# TYPE daqiri_stream_buffers //p' "$T/metrics")" gauge
+read_stream
+expect_eq "duplicates in metrics = stats" \
+	"$(sed -n 's/^daqiri_packets_dropped_total{interface="sensor0",stream="'"$(echo "$STREAM" | sed 's|/|\\/|g')"'",reason="duplicate"} //p' "$T/metrics")" "$r_duplicate"
+grep -q "^daqiri_consumer_tensors_delivered_total{stream=\"$STREAM\",consumer=\"$CONSUMER_PID\"} " "$T/metrics" ||
+	fail "no consumer series labelled with the consumer's pid"
 if command -v promtool > /dev/null; then
 	promtool check metrics < "$T/metrics" > "$T/promtool" 2>&1 || fail "promtool: $(cat "$T/promtool")"
 	echo "   ok  promtool check metrics"
