@@ -822,8 +822,9 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 	printf("/s: per second since the last refresh%s; other columns: "
 	    "totals since daqirid started\n\n", dt > 0 ? "" :
 	    " (0 until the second one)");
+	/* drop columns are named by their reason (daqirid(8)) */
 	printf("%-*s %12s %14s %14s %10s %10s\n", w, "INTERFACE", "RX/s",
-	    "BYTES/s", "RX", "UNMATCHED", "DROPS");
+	    "BYTES/s", "RX", "UNMATCHED", "KERNEL");
 	a = cJSON_GetObjectItemCaseSensitive(st, "interfaces");
 	cJSON_ArrayForEach(e, a) {
 		char key[CTL_NAME_MAX + 4];
@@ -847,9 +848,10 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 			cur[n++].pub = 0;
 		}
 	}
-	printf("\n%-*s %10s %9s %9s %9s %8s %8s %9s %5s %9s %8s %9s\n", w,
+	printf("\n%-*s %10s %9s %9s %9s %8s %8s %9s %5s %9s %9s %9s\n", w,
 	    "STREAM", "PKTS/s", "TENSORS/s", "CONSUMERS", "COMPLETE", "TIMEOUT",
-	    "EVICTED", "DUPLICATE", "LATE", "MALFORMED", "NOBUF", "OVERRUNS");
+	    "EVICTED", "DUPLICATE", "LATE", "MALFORMED", "NO_BUFFER",
+	    "OVERRUNS");
 	a = cJSON_GetObjectItemCaseSensitive(st, "streams");
 	cJSON_ArrayForEach(e, a) {
 		const char *name;
@@ -868,7 +870,7 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 			printf("%9s", "-");
 		else
 			printf("%9.0f", subs);
-		printf(" %9.0f %8.0f %8.0f %9.0f %5.0f %9.0f %8.0f %9.0f\n",
+		printf(" %9.0f %8.0f %8.0f %9.0f %5.0f %9.0f %9.0f %9.0f\n",
 		    num_at(e, "reorder.batches_complete"),
 		    num_at(e, "reorder.batches_timeout"),
 		    num_at(e, "reorder.batches_evicted"),

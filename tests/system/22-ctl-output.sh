@@ -67,9 +67,9 @@ expect_eq "top frames" "$(grep -c '^----$' "$T/top")" 2
 grep -q '^/s: per second since the last refresh; other columns: totals since daqirid started$' "$T/top" ||
 	fail "top does not say which columns are rates: $(cat "$T/top")"
 expect_eq "interface header" "$(grep '^INTERFACE' "$T/top" | head -1 | tr -s ' ')" \
-	"INTERFACE RX/s BYTES/s RX UNMATCHED DROPS"
+	"INTERFACE RX/s BYTES/s RX UNMATCHED KERNEL"
 expect_eq "stream header" "$(grep '^STREAM' "$T/top" | head -1 | tr -s ' ')" \
-	"STREAM PKTS/s TENSORS/s CONSUMERS COMPLETE TIMEOUT EVICTED DUPLICATE LATE MALFORMED NOBUF OVERRUNS"
+	"STREAM PKTS/s TENSORS/s CONSUMERS COMPLETE TIMEOUT EVICTED DUPLICATE LATE MALFORMED NO_BUFFER OVERRUNS"
 # the second frame: no traffic since the first, so every rate is 0
 last=$(awk '/^----$/ { f++ } f == 2' "$T/top")
 expect_eq "interface row (2nd frame)" "$(echo "$last" | grep '^sensor0 ' | tr -s ' ')" \
