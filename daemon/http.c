@@ -81,8 +81,13 @@ bind_unix(struct http *h, const char *path, char *err, size_t errlen)
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "daemon.metrics_listen 'unix:%s': socket: "
+		    "%s", path, strerror(e));
+		return -e;
+	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		int e = errno, probe;
 		bool live = false;
@@ -152,8 +157,12 @@ bind_listen(struct http *h, char *err, size_t errlen)
 		}
 		fd = socket(l.kind == CFG_LISTEN_INET ? AF_INET : AF_INET6,
 		    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (fd < 0)
-			return -errno;
+		if (fd < 0) {
+			e = errno;
+			snprintf(err, errlen, "daemon.metrics_listen '%s': socket: "
+			    "%s", h->o.listen, strerror(e));
+			return -e;
+		}
 		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
 		    sizeof(one));
 		if (l.kind == CFG_LISTEN_INET6)
