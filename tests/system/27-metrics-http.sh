@@ -24,6 +24,17 @@ export DAQIRID_TEST_WEDGE_WORKER DAQIRID_TEST_WEDGE_FILE
 start_daemon
 grep -q "metrics endpoint on 127.0.0.1:$MPORT" "$T/daemon.log" || fail "no log line for the endpoint"
 
+note "the endpoint's thread blocks TERM, INT and HUP like every other"
+nthreads=0
+for st in /proc/"$DAEMON_PID"/task/*/status; do
+	blk=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$st")
+	[ $((0x$blk & 0x4003)) -eq $((0x4003)) ] ||
+		fail "thread $(sed -n 's/^Name:[[:space:]]*//p' "$st") has SigBlk $blk"
+	nthreads=$((nthreads + 1))
+done
+[ "$nthreads" -ge 3 ] || fail "expected main, a worker and the HTTP thread, found $nthreads threads"
+echo "   ok  $nthreads threads, all block TERM/INT/HUP"
+
 note "daqirid(8) DROP REASONS lists every reason of proto/metrics.c once"
 sed -n 's/^	\[DAQIRI_DROP_[A-Z_]*\] = { "\([a-z_]*\)".*/\1/p' proto/metrics.c > "$T/reasons"
 [ "$(wc -l < "$T/reasons")" -ge 10 ] || fail "found only $(wc -l < "$T/reasons") reasons in proto/metrics.c"
@@ -185,4 +196,16 @@ echo "   ok  /metrics over unix:$T/metrics.sock"
 stop_daemon
 [ ! -e "$T/metrics.sock" ] || fail "the unix socket was left behind"
 echo "   ok  socket removed at stop"
+
+if grep -q '^0\{31\}1 ' /proc/net/if_inet6 2>/dev/null; then
+	note "[::1]:PORT"
+	rm -f "$T/daqirid.yaml" "$T/notify"
+	: > "$T/notify.log"
+	make_config -e "s|metrics_listen: \"\"|metrics_listen: \"[::1]:$MPORT\"|"
+	start_daemon
+	expect_eq "/healthz over IPv6" "$(curl -s -g -o /dev/null -w '%{http_code}' "http://[::1]:$MPORT/healthz")" 200
+	stop_daemon
+else
+	note "no ::1 on this machine: the IPv6 form is left to the unit test"
+fi
 echo ok
