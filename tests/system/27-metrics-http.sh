@@ -44,6 +44,15 @@ sort "$T/reasons" > "$T/r1"; sort "$T/listed" > "$T/r2"
 cmp -s "$T/r1" "$T/r2" || fail "DROP REASONS lists $(tr '\n' ' ' < "$T/r2"), the code has $(tr '\n' ' ' < "$T/r1")"
 echo "   ok  $(wc -l < "$T/reasons") reasons, each listed once"
 
+note "with the endpoint on, every stats field is in daqirictl(8) STATS FIELDS"
+ctl -j stats | jq -r '.http | [paths(scalars) | map(select(type == "string")) | last] | unique[]' > "$T/keys"
+[ "$(wc -l < "$T/keys")" -ge 8 ] || fail "stats has no http object: $(ctl -j stats | jq -c .http)"
+sed -n '/^\.SH STATS FIELDS/,/^\.SH /p' client/daqirictl.8 > "$T/fields"
+while read -r k; do
+	grep -q -w -- "$k" "$T/fields" || fail "stats http field $k not in daqirictl(8) STATS FIELDS"
+done < "$T/keys"
+echo "   ok  $(wc -l < "$T/keys") http fields, all documented"
+
 note "traffic with duplicates and a consumer"
 bg "$BUILD/daqiri-consume" -s "$SOCK" --quiet "$STREAM"
 CONSUMER_PID=$LAST_PID
