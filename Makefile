@@ -32,7 +32,7 @@ endif
 
 # Dependencies, all through pkg-config (targets that only print or clean
 # need none).
-PKGS := libdpdk yaml-0.1 libsystemd libcjson check
+PKGS := libdpdk yaml-0.1 libsystemd libcjson libmicrohttpd check
 NODEPS_GOALS := clean deps help check demo layout
 ifneq ($(filter-out $(NODEPS_GOALS),$(if $(MAKECMDGOALS),$(MAKECMDGOALS),all)),)
 MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
@@ -51,6 +51,8 @@ SD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libsystemd 2>/dev/null)
 SD_LIBS := $(shell $(PKG_CONFIG) --libs libsystemd 2>/dev/null)
 CJSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson 2>/dev/null)
 CJSON_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
+MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -114,7 +116,7 @@ PROTO_OBJ := $(call obj,$(PROTO_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(DAEMON_CU))
 CLIENT_OBJ := $(call obj,$(CLIENT_LIB_SRC))
 
-DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
+DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(MHD_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
 CLIENT_LIBS := $(CJSON_LIBS) $(CUDA_LIBS) -lm -pthread
 
 LIBCORE := $(BUILD)/libdaqirid-core.a
@@ -138,8 +140,10 @@ $(BUILD)/obj/%.o: %.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-# Only the DPDK engine sees DPDK's headers.
+# Only the DPDK engine sees DPDK's headers, only the HTTP endpoint
+# libmicrohttpd's.
 $(BUILD)/obj/daemon/engine_dpdk.o: ALL_CFLAGS += $(DPDK_CFLAGS)
+$(BUILD)/obj/daemon/http.o: ALL_CFLAGS += $(MHD_CFLAGS)
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)

@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "daqiri_client.h"
+#include "metrics.h"
 
 #define CTL_TABLE_MAX_COLS	8	/* wider arrays print as blocks */
 #define CTL_TOP_INTERVAL_MS	1000
@@ -692,293 +693,33 @@ cmd_flow_del(struct ctl *c, int argc, char **argv)
 	return request(c, o, "flow del", NULL);
 }
 
-/* ---- metrics: stats flattened into Prometheus text format */
-
-/* Level values that are not counters: the stats fields that are a
- * state now, not a count since start (daqirictl(8) STATS FIELDS). */
-static bool
-is_gauge(const char *name)
-{
-	static const char *const g[] = { "current", "current_admin",
-	    "queued_bytes", "throttled", "free_bufs", "held_bufs", "open_bufs",
-	    NULL };
-	int i;
-
-	for (i = 0; g[i] != NULL; i++)
-		if (strcmp(name, g[i]) == 0)
-			return true;
-	return false;
-}
-
-/* # HELP of each metric family, by its name less daqiri_ and _total;
- * the same words as daqirictl(8) STATS FIELDS. */
-static const struct {
-	const char *family;
-	const char *help;
-} metric_help[] = {
-	{ "interfaces_rx_packets", "Frames received on the interface (all queues)" },
-	{ "interfaces_streams_packets_in", "Frames its streams took in" },
-	{ "interfaces_unmatched", "Frames no flow matched, dropped (flow_isolation on)" },
-	{ "interfaces_no_stream", "Frames for a queue's raw stream when the queue has none, dropped" },
-	{ "interfaces_misrouted", "Frames steered to a queue whose worker does not own the flow's stream, dropped" },
-	{ "interfaces_kernel_drops", "Frames the kernel dropped before daqirid read them (socket buffer full; a lower bound with UDP GRO)" },
-	{ "interfaces_truncated", "Datagrams longer than a receive buffer, dropped" },
-	{ "interfaces_queues_rx_packets", "Frames the queue's worker received" },
-	{ "interfaces_queues_rx_bytes", "Bytes of those frames (headers and payload)" },
-	{ "interfaces_queues_matched", "Frames that matched a flow" },
-	{ "interfaces_queues_unmatched", "Frames no flow matched, dropped (flow_isolation on)" },
-	{ "interfaces_queues_no_stream", "Frames for the queue's raw stream when it has none, dropped" },
-	{ "interfaces_queues_misrouted", "Frames for a stream another queue's worker owns, dropped" },
-	{ "interfaces_queues_bursts", "Receive bursts that returned frames" },
-	{ "interfaces_queues_rx_errors", "Failed receive bursts" },
-	{ "interfaces_queues_streams_packets_in", "Frames the queue's streams took in" },
-	{ "interfaces_queues_engine_rx_packets", "Frames the engine handed out" },
-	{ "interfaces_queues_engine_kernel_drops", "Frames the kernel dropped before the engine read them" },
-	{ "interfaces_queues_engine_truncated", "Datagrams longer than a buffer, never handed out" },
-	{ "interfaces_queues_engine_errors", "Failed receive calls of the engine" },
-	{ "interfaces_queues_engine_gro_reads", "Reads that held more than one datagram (UDP GRO)" },
-	{ "streams_reorder_packets_in", "Packets the reorder stream took in" },
-	{ "streams_reorder_placed", "Packets written into a tensor" },
-	{ "streams_reorder_duplicate", "Packets whose slot was already filled, dropped" },
-	{ "streams_reorder_late", "Packets of a batch already published or passed over, dropped" },
-	{ "streams_reorder_malformed", "Packets whose sequence or batch field or payload size does not fit the layout, dropped" },
-	{ "streams_reorder_no_buffer_packets", "Packets of a batch that found no free buffer, dropped" },
-	{ "streams_reorder_batches_complete", "Batches published with every slot" },
-	{ "streams_reorder_batches_timeout", "Batches published partial at their deadline (timeout_us)" },
-	{ "streams_reorder_batches_evicted", "Batches published partial when the window slid, resynced or flushed" },
-	{ "streams_reorder_batches_no_buffer", "Batches that found no free buffer, never published" },
-	{ "streams_reorder_resync", "Times the sender restarted (batch id far behind the window)" },
-	{ "streams_reorder_missing_slots", "Slots of published batches that no packet filled" },
-	{ "streams_reorder_backend_error_packets", "Packets whose write the reorder backend failed" },
-	{ "streams_reorder_batches_backend_error", "Batches the reorder backend failed, never published" },
-	{ "streams_raw_packets_in", "Frames the raw stream took in" },
-	{ "streams_raw_placed", "Frames written into a burst" },
-	{ "streams_raw_oversize", "Frames longer than a slot, dropped" },
-	{ "streams_raw_no_buffer_packets", "Frames that found no free buffer, dropped" },
-	{ "streams_raw_bursts_full", "Bursts published with every slot used" },
-	{ "streams_raw_bursts_timeout", "Bursts published at the queue's timeout_us" },
-	{ "streams_raw_bursts_flush", "Bursts published at stop" },
-	{ "streams_handoff_published", "Tensors published to subscribers" },
-	{ "streams_handoff_delivered", "Tensor descriptors put into subscribers' rings" },
-	{ "streams_handoff_unseen", "Tensors no subscriber took (none subscribed, or every ring full)" },
-	{ "streams_handoff_overruns", "Tensors subscribers missed for a full ring" },
-	{ "streams_handoff_subs_broken", "Subscribers cut off for a corrupt ring" },
-	{ "streams_handoff_subs_held_too_long", "Subscribers ended for holding a tensor past hold_timeout_ms" },
-	{ "streams_handoff_free_bufs", "Tensor buffers free now" },
-	{ "streams_handoff_held_bufs", "Tensor buffers consumers hold now" },
-	{ "streams_handoff_open_bufs", "Tensor buffers being filled now" },
-	{ "control_accepted", "Control connections accepted" },
-	{ "control_rejected_full", "Control connections refused: the connection limit reached" },
-	{ "control_rejected_uid", "Control connections refused: the per-uid cap reached" },
-	{ "control_hello_timeouts", "Control connections closed for no hello in time" },
-	{ "control_closed", "Control connections closed" },
-	{ "control_dropped_slow", "Control connections dropped for not reading their replies" },
-	{ "control_requests", "Control requests answered" },
-	{ "control_errors", "Control replies with a status other than ok" },
-	{ "control_current", "Control connections open now" },
-	{ "control_current_admin", "Control connections open now of root or the admin group" },
-	{ "control_queued_bytes", "Reply bytes waiting for room to send, now" },
-	{ "control_throttled", "Control connections not read until their replies drain, now" },
-};
-
-/* The HELP text of family name (with daqiri_ and maybe _total). */
-static const char *
-help_of(const char *name)
-{
-	char base[192];
-	size_t i, n;
-
-	snprintf(base, sizeof(base), "%s", strncmp(name, "daqiri_", 7) == 0 ?
-	    name + 7 : name);
-	n = strlen(base);
-	if (n > 6 && strcmp(base + n - 6, "_total") == 0)
-		base[n - 6] = '\0';
-	for (i = 0; i < sizeof(metric_help) / sizeof(metric_help[0]); i++)
-		if (strcmp(metric_help[i].family, base) == 0)
-			return metric_help[i].help;
-	return NULL;
-}
-
-static void
-metric_name(char *dst, size_t cap, const char *prefix, const char *key)
-{
-	size_t n;
-	char *p;
-
-	n = (size_t)snprintf(dst, cap, "%s_%s", prefix, key);
-	if (n >= cap)
-		n = cap - 1;
-	for (p = dst; *p != '\0'; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_' || *p == ':'))
-			*p = '_';
-}
-
-/* Label value escaped per the text format. */
-static void
-add_label(char *labels, size_t cap, const char *key, const char *v)
-{
-	size_t n = strlen(labels);
-	const char *s;
-
-	n += (size_t)snprintf(labels + n, n < cap ? cap - n : 0, "%s%s=\"",
-	    n > 0 ? "," : "", key);
-	for (s = v; *s != '\0' && n + 3 < cap; s++) {
-		if (*s == '"' || *s == '\\' || *s == '\n')
-			labels[n++] = '\\';
-		labels[n++] = *s == '\n' ? 'n' : *s;
-	}
-	if (n + 2 < cap) {
-		labels[n++] = '"';
-		labels[n] = '\0';
-	}
-}
-
-struct sample {
-	char name[192];
-	char labels[512];
-	double value;
-	bool gauge;
-	size_t order;
-};
-
-struct samples {
-	struct sample *v;
-	size_t n, cap;
-};
-
-static void
-add_sample(struct samples *ss, const char *name, const char *labels,
-	   double value, bool gauge)
-{
-	struct sample *x;
-
-	if (ss->n == ss->cap) {
-		size_t cap = ss->cap ? ss->cap * 2 : 64;
-
-		x = realloc(ss->v, cap * sizeof(*x));
-		if (x == NULL)
-			return;
-		ss->v = x;
-		ss->cap = cap;
-	}
-	x = &ss->v[ss->n];
-	snprintf(x->name, sizeof(x->name), "%s%s", name, gauge ? "" :
-	    "_total");
-	snprintf(x->labels, sizeof(x->labels), "%s", labels);
-	x->value = value;
-	x->gauge = gauge;
-	x->order = ss->n++;
-}
-
-/* Flatten: numbers become samples named by their path, array elements
- * are labelled by their "name" (or "stream", "queue", or "id"). */
-static void
-collect_metrics(struct samples *ss, const cJSON *o, const char *prefix,
-		const char *labels)
-{
-	char name[192], lab[512], singular[64];
-	const cJSON *c, *e, *id;
-	size_t n;
-
-	cJSON_ArrayForEach(c, o) {
-		if (c->string == NULL)
-			continue;
-		metric_name(name, sizeof(name), prefix, c->string);
-		if (cJSON_IsNumber(c)) {
-			add_sample(ss, name, labels, c->valuedouble,
-			    is_gauge(c->string));
-		} else if (cJSON_IsBool(c)) {
-			add_sample(ss, name, labels, cJSON_IsTrue(c), true);
-		} else if (cJSON_IsObject(c)) {
-			collect_metrics(ss, c, name, labels);
-		} else if (cJSON_IsArray(c)) {
-			snprintf(singular, sizeof(singular), "%s", c->string);
-			n = strlen(singular);
-			if (n > 1 && singular[n - 1] == 's')
-				singular[n - 1] = '\0';
-			cJSON_ArrayForEach(e, c) {
-				if (!cJSON_IsObject(e))
-					continue;
-				snprintf(lab, sizeof(lab), "%s", labels);
-				id = cJSON_GetObjectItemCaseSensitive(e, "name");
-				if (!cJSON_IsString(id))
-					id = cJSON_GetObjectItemCaseSensitive(e,
-					    "stream");
-				if (!cJSON_IsString(id))
-					id = cJSON_GetObjectItemCaseSensitive(e,
-					    "queue");
-				if (cJSON_IsString(id)) {
-					add_label(lab, sizeof(lab), singular,
-					    id->valuestring);
-				} else {
-					id = cJSON_GetObjectItemCaseSensitive(e,
-					    "id");
-					if (cJSON_IsNumber(id)) {
-						char num[32];
-
-						snprintf(num, sizeof(num),
-						    "%.0f", id->valuedouble);
-						add_label(lab, sizeof(lab),
-						    singular, num);
-					}
-				}
-				collect_metrics(ss, e, name, lab);
-			}
-		}
-	}
-}
-
-/* Families must be contiguous, in first-seen order. */
-static int
-sample_cmp(const void *a, const void *b)
-{
-	const struct sample *x = a, *y = b;
-	int r = strcmp(x->name, y->name);
-
-	if (r != 0)
-		return r;
-	return x->order < y->order ? -1 : x->order > y->order;
-}
+/* ---- metrics: the Prometheus text, rendered as the daemon's /metrics
+ * renders it (proto/metrics.h), from the stats and consumers replies */
 
 static int
 cmd_metrics(struct ctl *c, int argc, char **argv)
 {
-	struct samples ss = { .v = NULL };
-	cJSON *o = NULL;
+	cJSON *st = NULL, *co = NULL;
 	bool json = c->json;
-	size_t i;
+	char *text;
+	size_t len;
 	int r;
 
 	c->json = false;
-	r = request(c, new_req("stats"), "metrics", &o);
+	r = request(c, new_req("stats"), "metrics", &st);
+	if (r == 0)
+		r = request(c, new_req("consumers"), "metrics", &co);
 	c->json = json;
-	if (r != 0)
-		return r;
-	collect_metrics(&ss, o, "daqiri", "");
-	cJSON_Delete(o);
-	if (ss.n > 0)
-		qsort(ss.v, ss.n, sizeof(ss.v[0]), sample_cmp);
-	for (i = 0; i < ss.n; i++) {
-		const struct sample *x = &ss.v[i];
-
-		if (i == 0 || strcmp(x->name, ss.v[i - 1].name) != 0) {
-			const char *h = help_of(x->name);
-
-			/* a field newer than this table still gets a HELP */
-			if (h != NULL)
-				printf("# HELP %s %s\n", x->name, h);
-			else
-				printf("# HELP %s daqirictl stats field (see "
-				    "daqirictl(8))\n", x->name);
-			printf("# TYPE %s %s\n", x->name,
-			    x->gauge ? "gauge" : "counter");
-		}
-		printf("%s%s%s%s %.17g\n", x->name, x->labels[0] ? "{" : "",
-		    x->labels, x->labels[0] ? "}" : "", x->value);
+	if (r == 0 && daqiri_metrics_render(st, co, &text, &len) != 0) {
+		fprintf(stderr, "daqirictl: metrics: out of memory\n");
+		r = 1;
+	} else if (r == 0) {
+		fwrite(text, 1, len, stdout);
+		free(text);
 	}
-	free(ss.v);
-	return 0;
+	cJSON_Delete(st);
+	cJSON_Delete(co);
+	return r;
 }
 
 /* ---- top */
@@ -1081,8 +822,9 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 	printf("/s: per second since the last refresh%s; other columns: "
 	    "totals since daqirid started\n\n", dt > 0 ? "" :
 	    " (0 until the second one)");
+	/* drop columns are named by their reason (daqirid(8)) */
 	printf("%-*s %12s %14s %14s %10s %10s\n", w, "INTERFACE", "RX/s",
-	    "BYTES/s", "RX", "UNMATCHED", "DROPS");
+	    "BYTES/s", "RX", "UNMATCHED", "KERNEL");
 	a = cJSON_GetObjectItemCaseSensitive(st, "interfaces");
 	cJSON_ArrayForEach(e, a) {
 		char key[CTL_NAME_MAX + 4];
@@ -1098,7 +840,7 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 		printf("%-*.*s %12.0f %14.0f %14.0f %10.0f %10.0f\n", w, w,
 		    key + 3, rate(rx, pr, offsetof(struct top_row, in), dt),
 		    rate(bytes, pr, offsetof(struct top_row, bytes), dt), rx,
-		    num_at(e, "unmatched"), num_at(e, "kernel_drops"));
+		    num_at(e, "unmatched"), num_at(e, "kernel"));
 		if (n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[n].name, sizeof(cur[n].name), "%s", key);
 			cur[n].in = rx;
@@ -1106,9 +848,10 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 			cur[n++].pub = 0;
 		}
 	}
-	printf("\n%-*s %10s %9s %9s %9s %8s %8s %9s %5s %9s %8s %9s\n", w,
+	printf("\n%-*s %10s %9s %9s %9s %8s %8s %9s %5s %9s %9s %9s\n", w,
 	    "STREAM", "PKTS/s", "TENSORS/s", "CONSUMERS", "COMPLETE", "TIMEOUT",
-	    "EVICTED", "DUPLICATE", "LATE", "MALFORMED", "NOBUF", "OVERRUNS");
+	    "EVICTED", "DUPLICATE", "LATE", "MALFORMED", "NO_BUFFER",
+	    "OVERRUNS");
 	a = cJSON_GetObjectItemCaseSensitive(st, "streams");
 	cJSON_ArrayForEach(e, a) {
 		const char *name;
@@ -1127,14 +870,14 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 			printf("%9s", "-");
 		else
 			printf("%9.0f", subs);
-		printf(" %9.0f %8.0f %8.0f %9.0f %5.0f %9.0f %8.0f %9.0f\n",
+		printf(" %9.0f %8.0f %8.0f %9.0f %5.0f %9.0f %9.0f %9.0f\n",
 		    num_at(e, "reorder.batches_complete"),
 		    num_at(e, "reorder.batches_timeout"),
 		    num_at(e, "reorder.batches_evicted"),
 		    num_at(e, "reorder.duplicate"), num_at(e, "reorder.late"),
 		    num_at(e, "reorder.malformed"),
-		    num_at(e, "reorder.no_buffer_packets") +
-		    num_at(e, "raw.no_buffer_packets"),
+		    num_at(e, "reorder.no_buffer") +
+		    num_at(e, "raw.no_buffer"),
 		    num_at(e, "handoff.overruns"));
 		if (n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[n].name, sizeof(cur[n].name), "%s", name);

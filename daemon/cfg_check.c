@@ -6,8 +6,12 @@
  * against the stream type, and a reorder config's geometry against the
  * frames of its queue and its output region. The schema walk calls these
  * where each fact becomes known, so that diagnostics keep their order.
+ * Also the one parser of a listen address (daemon.metrics_listen), which
+ * the checker and the HTTP endpoint share.
  */
+#include <arpa/inet.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "cfg_internal.h"
 #include "geometry.h"
@@ -435,4 +439,39 @@ cfg_check_regions_used(struct pctx *x)
 			diag_add(x->d, CFG_SEV_WARNING, c->regions[i].pos,
 				 "memory region '%s' is used by no queue and no "
 				 "reorder config", c->regions[i].name);
+}
+
+bool
+cfg_parse_listen(const char *text, struct cfg_listen *out)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *h = text;
+	size_t hl;
+
+	memset(out, 0, sizeof(*out));
+	if (strncmp(text, "unix:", 5) == 0) {
+		out->kind = CFG_LISTEN_UNIX;
+		out->path = text + 5;
+		return out->path[0] == '/' &&
+		    strlen(out->path) < sizeof(((struct sockaddr_un *)0)->sun_path);
+	}
+	colon = strrchr(text, ':');
+	if (colon == NULL || !cfg_parse_port_text(colon + 1, strlen(colon + 1),
+	    &out->port) || out->port == 0)
+		return false;
+	hl = (size_t)(colon - text);
+	if (text[0] == '[') {
+		if (hl < 2 || text[hl - 1] != ']')
+			return false;
+		h = text + 1;
+		hl -= 2;
+		out->kind = CFG_LISTEN_INET6;
+	} else
+		out->kind = CFG_LISTEN_INET;
+	if (hl == 0 || hl >= sizeof(host))
+		return false;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	return inet_pton(out->kind == CFG_LISTEN_INET6 ? AF_INET6 : AF_INET,
+	    host, out->addr) == 1;
 }

@@ -135,20 +135,11 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 	if (v != NULL && cfg_get_str(x, "metrics_listen", v, dm->metrics_listen,
 				     sizeof(dm->metrics_listen)) &&
 	    dm->metrics_listen[0] != '\0') {
-		char buf[CFG_NAME_MAX];
-		char *colon;
-		uint32_t a;
-		uint16_t port;
+		struct cfg_listen l;
 
-		memcpy(buf, dm->metrics_listen, sizeof(buf));
-		colon = strrchr(buf, ':');
-		if (colon != NULL)
-			*colon = '\0';
-		if (colon == NULL || !cfg_parse_ipv4(buf, &a) ||
-		    !cfg_parse_port_text(colon + 1, strlen(colon + 1), &port) ||
-		    port == 0)
-			err(x, v, "metrics_listen: expected IPV4:PORT such as "
-			    "127.0.0.1:9464, got '%s'",
+		if (!cfg_parse_listen(dm->metrics_listen, &l))
+			err(x, v, "metrics_listen: expected IPV4:PORT, [IPV6]:PORT "
+			    "or unix:/PATH such as 127.0.0.1:9464, got '%s'",
 			    cfg_quote(dm->metrics_listen,
 				      strlen(dm->metrics_listen), qb));
 	}

@@ -197,7 +197,7 @@ struct cfg_daemon {
 	char admin_group[CFG_NAME_MAX];		/* "" = root only */
 	uint32_t max_consumers;
 	uint32_t stats_interval_ms;
-	char metrics_listen[CFG_NAME_MAX];	/* "" = off */
+	char metrics_listen[CFG_PATH_MAX];	/* "" = off; cfg_parse_listen() */
 	enum cfg_rx_mode rx_mode;		/* default blocking */
 	/* Consumer isolation (daqirid.yaml(5) "daemon"). */
 	uint32_t hold_timeout_ms;		/* 0 = a buffer may be held forever */
@@ -206,6 +206,25 @@ struct cfg_daemon {
 	uint32_t max_connections_per_uid;	/* root and admin group exempt */
 	uint32_t reserved_admin_connections;	/* slots beyond max_consumers */
 };
+
+/* A metrics_listen value: IPV4:PORT, [IPV6]:PORT or unix:PATH. */
+enum cfg_listen_kind {
+	CFG_LISTEN_INET,
+	CFG_LISTEN_INET6,
+	CFG_LISTEN_UNIX,
+	CFG_LISTEN_KIND_MAX
+};
+
+struct cfg_listen {
+	enum cfg_listen_kind kind;
+	unsigned char addr[16];		/* network byte order, 4 or 16 bytes */
+	uint16_t port;			/* inet kinds, 1..65535 */
+	const char *path;		/* unix: into the parsed text */
+};
+
+/* Parse text as a listen address into *out; false when it is none of the
+ * three forms (a unix path must be absolute and fit sun_path). */
+bool cfg_parse_listen(const char *text, struct cfg_listen *out);
 
 struct cfg {
 	int version;

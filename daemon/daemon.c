@@ -34,6 +34,9 @@
  *                    daemon-wide admission limits, flow list/add/del)
  *   control.c        main: the control socket, connections, request
  *                    validation, fd passing, throttling slow clients
+ *   http.c           its own thread (libmicrohttpd): /metrics, whose text
+ *                    main builds on request (daemon_ops.c), and /healthz
+ *                    from the workers' heartbeats
  *   log.c            any thread, never per packet: the logging API
  *   mem.c            main, start-up/teardown: memory regions (sealed
  *                    memfds, huge pages, pinned, device)
@@ -437,6 +440,40 @@ loop_setup(struct daemon *d)
 	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 }
 
+/*
+ * The HTTP endpoint, when daemon.metrics_listen names one. An address
+ * that cannot be bound stops the start-up: an operator who asked for
+ * metrics is told at once, not by a scrape that never works.
+ */
+static int
+http_up(struct daemon *d)
+{
+	struct http_opts o = {
+		.listen = d->cfg->daemon.metrics_listen,
+		.unix_mode = d->cfg->daemon.socket_mode,
+		.stale_ns = d->stale_ns,
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	char err[ERRLEN] = "";
+
+	if (o.listen[0] == '\0')
+		return 0;
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].nworkers; q++)
+			if (o.nworkers < HTTP_MAX_WORKERS)
+				o.workers[o.nworkers++] = d->ifs[i].workers[q];
+	if (http_init(&d->http, &o, err, sizeof(err)) != 0) {
+		log_warnx("%s", err);
+		return -1;
+	}
+	ev.data.fd = http_fd(d->http);
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) {
+		log_warn("metrics endpoint: epoll");
+		return -1;
+	}
+	return 0;
+}
+
 static void
 notify_status(struct daemon *d)
 {
@@ -451,7 +488,7 @@ notify_status(struct daemon *d)
 		placed += reorder.placed;
 		tensors += handoff.published;
 		dropped += reorder.duplicate + reorder.late + reorder.malformed +
-		    reorder.no_buffer_packets + reorder.backend_error_packets;
+		    reorder.no_buffer + reorder.backend_error;
 	}
 	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
 	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,
@@ -554,6 +591,8 @@ run_loop(struct daemon *d)
 				on_tick(d);
 			else if (fd == control_fd(d->ctl))
 				control_handle(d->ctl, fd, evs[i].events);
+			else if (d->http != NULL && fd == http_fd(d->http))
+				http_serve(d->http, daemon_metrics_text, d);
 		}
 	}
 }
@@ -561,6 +600,9 @@ run_loop(struct daemon *d)
 static void
 teardown(struct daemon *d)
 {
+	/* The endpoint first: /healthz reads the workers. */
+	http_fini(d->http);
+	d->http = NULL;
 	/* Workers first: they flush open batches to the subscribers. */
 	for (int i = 0; i < d->nifs; i++)
 		for (int q = 0; q < d->ifs[i].nworkers; q++)
@@ -651,10 +693,6 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	raise_nofile(c);
 	if (check_region_owners(c) != 0)
 		goto out;
-	if (c->daemon.metrics_listen[0] != '\0')
-		log_warnx("daemon.metrics_listen '%s': the HTTP metrics endpoint "
-		    "is not built into this daqirid; 'daqirictl metrics' prints "
-		    "the same Prometheus text", c->daemon.metrics_listen);
 	/* The control socket first: a second daqirid on the same path is
 	 * told so before it touches ports and memory. Nothing is served
 	 * until the loop runs. */
@@ -681,6 +719,8 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	    DAEMON_STALE_NS;
 	if (d->stale_ns < DAEMON_STALE_MIN_NS)
 		d->stale_ns = DAEMON_STALE_MIN_NS;
+	if (http_up(d) != 0)
+		goto out;
 	for (int i = 0; i < d->nifs; i++) {
 		struct daemon_iface *di = &d->ifs[i];
 

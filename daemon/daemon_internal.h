@@ -15,6 +15,7 @@
 #include "control.h"
 #include "engine.h"
 #include "flow.h"
+#include "http.h"
 #include "mem.h"
 #include "stream.h"
 #include "worker.h"
@@ -49,6 +50,7 @@ struct daemon {
 	int nifs;			/* interfaces brought up (or trying) */
 	struct daemon_iface ifs[CFG_MAX_INTERFACES];
 	struct control *ctl;
+	struct http *http;		/* NULL: no daemon.metrics_listen */
 	int epfd;
 	int sigfd;
 	int tick_fd;			/* timerfd, every DAEMON_TICK_MS */
@@ -84,6 +86,13 @@ heartbeat_age(const struct worker *w, uint64_t now)
 
 	return now > b ? now - b : 0;
 }
+
+/*
+ * daemon_ops.c: the Prometheus text of the stats and consumers views
+ * (proto/metrics.h), for http_serve() on the main thread (ctx is the
+ * daemon). 0 and a malloc'ed *text, or -ENOMEM.
+ */
+int daemon_metrics_text(void *ctx, char **text, size_t *len);
 
 /* daemon_ops.c: what the control server calls back (control_init()). */
 extern const struct control_ops daemon_control_ops;

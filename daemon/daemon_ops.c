@@ -17,6 +17,7 @@
 #include "daemon_internal.h"
 #include "flow.h"
 #include "log.h"
+#include "metrics.h"
 #include "stream.h"
 #include "worker.h"
 
@@ -157,7 +158,7 @@ interface_stats_json(struct daemon_iface *di, cJSON *o)
 		unmatched += c.unmatched;
 		no_stream += c.no_stream;
 		misrouted += c.misrouted;
-		drops += c.engine.kernel_drops;
+		drops += c.engine.kernel;
 		truncated += c.engine.truncated;
 		/* taken with rx_packets, so the sums agree at every read */
 		in += c.streams_packets_in;
@@ -167,8 +168,23 @@ interface_stats_json(struct daemon_iface *di, cJSON *o)
 	    cJSON_AddNumberToObject(o, "unmatched", (double)unmatched) == NULL ||
 	    cJSON_AddNumberToObject(o, "no_stream", (double)no_stream) == NULL ||
 	    cJSON_AddNumberToObject(o, "misrouted", (double)misrouted) == NULL ||
-	    cJSON_AddNumberToObject(o, "kernel_drops", (double)drops) == NULL ||
+	    cJSON_AddNumberToObject(o, "kernel", (double)drops) == NULL ||
 	    cJSON_AddNumberToObject(o, "truncated", (double)truncated) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Who answers: versions for daqiri_build_info, and the uptime. */
+static int
+daemon_json(struct daemon *d, cJSON *o)
+{
+	if (cJSON_AddStringToObject(o, "version", DAQIRI_VERSION) == NULL ||
+	    cJSON_AddNumberToObject(o, "protocol", DAQIRI_PROTO_VERSION) == NULL ||
+	    cJSON_AddStringToObject(o, "cjson", cJSON_Version()) == NULL ||
+	    cJSON_AddStringToObject(o, "microhttpd",
+		http_library_version()) == NULL ||
+	    cJSON_AddNumberToObject(o, "uptime_s",
+		(double)(daqiri_mono_ns() - d->start_ns) / 1e9) == NULL)
 		return -ENOMEM;
 	return 0;
 }
@@ -178,8 +194,14 @@ op_stats(void *ctx, cJSON *reply, struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
 	struct stream *s;
-	cJSON *ifs, *ss, *ctl;
+	cJSON *ifs, *ss, *ctl, *dm, *web;
 
+	if ((dm = cJSON_AddObjectToObject(reply, "daemon")) == NULL ||
+	    daemon_json(d, dm) != 0)
+		return -ENOMEM;
+	if (d->http != NULL && ((web = cJSON_AddObjectToObject(reply,
+	    "http")) == NULL || http_counters_json(d->http, web) != 0))
+		return -ENOMEM;
 	if ((ifs = cJSON_AddArrayToObject(reply, "interfaces")) == NULL ||
 	    (ss = cJSON_AddArrayToObject(reply, "streams")) == NULL ||
 	    (ctl = cJSON_AddObjectToObject(reply, "control")) == NULL)
@@ -218,6 +240,21 @@ op_consumers(void *ctx, cJSON *reply, struct daqiri_err *err)
 		if (stream_consumers_json(s, arr) != 0)
 			return -ENOMEM;
 	return 0;
+}
+
+int
+daemon_metrics_text(void *ctx, char **text, size_t *len)
+{
+	cJSON *st = cJSON_CreateObject(), *co = cJSON_CreateObject();
+	struct daqiri_err err = { .status = DAQIRI_ST_OK };
+	int rc = -ENOMEM;
+
+	if (st != NULL && co != NULL && op_stats(ctx, st, &err) == 0 &&
+	    op_consumers(ctx, co, &err) == 0)
+		rc = daqiri_metrics_render(st, co, text, len);
+	cJSON_Delete(st);
+	cJSON_Delete(co);
+	return rc;
 }
 
 /* --- subscriptions ---------------------------------------------------------- */

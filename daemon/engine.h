@@ -29,7 +29,7 @@
 struct engine_stats {
 	uint64_t rx_packets;		/* frames handed out by rx_burst() */
 	uint64_t rx_bytes;		/* their frame bytes (hdr + payload) */
-	uint64_t kernel_drops;		/* dropped before we read them
+	uint64_t kernel;		/* dropped before we read them
 					 * (SO_RXQ_OVFL / SO_MEMINFO: socket
 					 * buffer full). The kernel counts
 					 * buffers: with UDP_GRO one drop may
@@ -62,7 +62,7 @@ struct engine_opts {
 };
 /* A socket buffer that rides out a few ms of the worker being descheduled
  * at 5 GB/s; with 4 MiB, 30 s at 2 GB/s on loopback lost 219 datagrams
- * (kernel_drops), with 64 MiB none. Kernel memory is only used while a
+ * (kernel), with 64 MiB none. Kernel memory is only used while a
  * backlog exists. */
 #define ENGINE_RCVBUF_MIN	(64u << 20)
 

@@ -1239,7 +1239,7 @@ dpdk_release(struct engine_rxq *rq, unsigned n)
 /*
  * The queue's own counters; the first queue also carries the port's:
  * frames the port missed (imissed: no free descriptor) and failed buffer
- * allocations (rx_nombuf) as kernel_drops, receive errors (ierrors) as
+ * allocations (rx_nombuf) as kernel, receive errors (ierrors) as
  * errors. rx_nombuf loses the frame on most PMDs; net_pcap reads it
  * again later, so there it may over-count.
  */
@@ -1262,7 +1262,7 @@ dpdk_stats(struct engine_rxq *rq, struct engine_stats *out)
 			    s.rx_nombuf - b->rx_nombuf;
 			q->port_errors = s.ierrors - b->ierrors;
 		}
-		out->kernel_drops += q->port_drops;
+		out->kernel += q->port_drops;
 		out->errors += q->port_errors;
 	}
 	return 0;

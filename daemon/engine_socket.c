@@ -172,7 +172,7 @@ sock_drops_seen(struct sock_rxq *q, uint32_t v)
 	int32_t d = (int32_t)(v - q->ovfl_last);
 
 	if (d > 0) {
-		q->st.kernel_drops += (uint32_t)d;
+		q->st.kernel += (uint32_t)d;
 		q->ovfl_last = v;
 	}
 }
@@ -701,7 +701,8 @@ sock_queue_init(struct sock_engine *se, const struct cfg *c,
 	    SO_REUSEPORT, 1) == -1)
 		log_warn("interface '%s': SO_REUSEPORT", se->name);
 	if (sock_setopt(q->fd, SOL_SOCKET, SO_RXQ_OVFL, 1) == -1)
-		log_warn("interface '%s': SO_RXQ_OVFL (no kernel drop count)",
+		log_warn("interface '%s': SO_RXQ_OVFL (drops for reason "
+		    "'kernel' go uncounted)",
 		    se->name);
 	if (q->gro && sock_setopt(q->fd, SOL_UDP, UDP_GRO, 1) == -1) {
 		log_warn("interface '%s': UDP_GRO", se->name);

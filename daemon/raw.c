@@ -11,7 +11,7 @@
 #include "raw.h"
 
 const char *const raw_counter_names[RAW_NCOUNTERS] = {
-	"packets_in", "placed", "oversize", "no_buffer_packets",
+	"packets_in", "placed", "oversize", "no_buffer",
 	"bursts_full", "bursts_timeout", "bursts_flush",
 };
 
@@ -105,7 +105,7 @@ raw_burst(struct raw_plan *p, const struct rx_frame *pkts, unsigned n,
 		}
 		if (!p->open) {
 			if (p->owner.get(p->owner.ctx, &p->buf) != 0) {
-				p->c.no_buffer_packets++;
+				p->c.no_buffer++;
 				continue;
 			}
 			p->open = true;

@@ -15,12 +15,12 @@
 /* Buffers of a raw stream. */
 #define RAW_NBUFS		16
 
-/* Counters; packets_in = placed + oversize + no_buffer_packets. */
+/* Counters; packets_in = placed + oversize + no_buffer. */
 struct raw_counters {
 	uint64_t packets_in;
 	uint64_t placed;
 	uint64_t oversize;		/* frame longer than a slot: dropped */
-	uint64_t no_buffer_packets;	/* no free buffer: dropped */
+	uint64_t no_buffer;	/* no free buffer: dropped */
 	uint64_t bursts_full;		/* published with every slot used */
 	uint64_t bursts_timeout;	/* published at the queue's timeout_us */
 	uint64_t bursts_flush;		/* published at stop */

@@ -55,7 +55,7 @@
  * No buffer. A batch that finds no free buffer when it opens is counted
  * once in batches_no_buffer; it stays in the window like any open batch
  * (so later batches keep their ids and order) but all its packets count
- * as `no_buffer_packets`, and when it would be published it is dropped
+ * as `no_buffer`, and when it would be published it is dropped
  * instead. It never completes, so it holds newer batches until its
  * deadline, a slide, a resync or a flush. The next batch to open asks the
  * owner again, so the stream recovers as soon as a buffer is free.
@@ -64,9 +64,9 @@
  * after it succeeds (the plan commits at the end of every burst and
  * before every publication, so no packet waits uncounted when stats are
  * read). A failed commit() counts the packets it covered as
- * `backend_error_packets` and marks every batch they went to failed; a
+ * `backend_error` and marks every batch they went to failed; a
  * failed finish() marks its batch. A failed batch stays in the window
- * like a no-buffer one (its later packets count as backend_error_packets,
+ * like a no-buffer one (its later packets count as backend_error,
  * duplicates still as duplicate) and when it would be published it is
  * dropped instead: its buffer goes back through owner.put(), it counts
  * once in batches_backend_error and takes no descriptor seq. So a tensor
@@ -88,9 +88,9 @@
 
 const char *const reorder_counter_names[REORDER_NCOUNTERS] = {
 	"packets_in", "placed", "duplicate", "late", "malformed",
-	"no_buffer_packets", "batches_complete", "batches_timeout",
+	"no_buffer", "batches_complete", "batches_timeout",
 	"batches_evicted", "batches_no_buffer", "resync", "missing_slots",
-	"backend_error_packets", "batches_backend_error",
+	"backend_error", "batches_backend_error",
 };
 
 _Static_assert(sizeof(struct reorder_counters) ==
@@ -229,7 +229,7 @@ backend_failed(struct reorder_plan *p, const char *what, int rc,
 }
 
 /* Commit what was placed since the last commit; count it placed, or on
- * failure backend_error_packets, failing every batch it went to. */
+ * failure backend_error, failing every batch it went to. */
 static void
 commit(struct reorder_plan *p, uint64_t now_ns)
 {
@@ -242,7 +242,7 @@ commit(struct reorder_plan *p, uint64_t now_ns)
 	if (rc == 0) {
 		p->c.placed += p->pending;
 	} else {
-		p->c.backend_error_packets += p->pending;
+		p->c.backend_error += p->pending;
 		for (i = 0; i <= p->ring_mask; i++)
 			if (p->ring[i].open && p->ring[i].written)
 				p->ring[i].failed = true;
@@ -421,7 +421,7 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 		open_batch(p, r, pos, pkt->rx_ns);
 	}
 	if (!r->has_buf) {
-		p->c.no_buffer_packets++;
+		p->c.no_buffer++;
 		return;
 	}
 	if (r->buf.bitmap[slot / 64] & (1ull << (slot % 64))) {
@@ -433,7 +433,7 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	r->last_rx_ns = pkt->rx_ns;
 	if (r->failed) {
 		/* the batch is dropped anyway: do not write into it */
-		p->c.backend_error_packets++;
+		p->c.backend_error++;
 		return;
 	}
 	p->be->place(p->be_state, &r->buf, slot, payload_of(p, pkt));

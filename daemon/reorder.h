@@ -18,10 +18,10 @@
 #include "../proto/desc.h"
 
 /* Per-plan counters. Invariant after every call:
- * packets_in = placed + duplicate + late + malformed + no_buffer_packets
- *              + backend_error_packets
+ * packets_in = placed + duplicate + late + malformed + no_buffer
+ *              + backend_error
  * placed counts packets whose write the backend confirmed (its commit()
- * succeeded); backend_error_packets those whose write failed, and every
+ * succeeded); backend_error those whose write failed, and every
  * later packet of a batch that failed. A failed batch is never published:
  * its buffer goes back to the owner and it counts once in
  * batches_backend_error. */
@@ -31,14 +31,14 @@ struct reorder_counters {
 	uint64_t duplicate;
 	uint64_t late;
 	uint64_t malformed;
-	uint64_t no_buffer_packets;
+	uint64_t no_buffer;
 	uint64_t batches_complete;
 	uint64_t batches_timeout;
 	uint64_t batches_evicted;
 	uint64_t batches_no_buffer;
 	uint64_t resync;
 	uint64_t missing_slots;
-	uint64_t backend_error_packets;
+	uint64_t backend_error;
 	uint64_t batches_backend_error;
 };
 

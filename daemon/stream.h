@@ -144,7 +144,7 @@ void stream_reap(struct stream *s,
 		 void *ctx);
 
 /* Consistent counter snapshot, as last published by the worker. For a
- * raw stream reorder holds packets_in, placed, no_buffer_packets and (as
+ * raw stream reorder holds packets_in, placed, no_buffer and (as
  * malformed) oversize frames. Either pointer may be NULL. */
 void stream_snapshot(struct stream *s, struct reorder_counters *reorder,
 		     struct stream_counters *handoff);

@@ -769,7 +769,7 @@ stream_snapshot(struct stream *s, struct reorder_counters *reorder,
 		reorder->packets_in = raw.packets_in;
 		reorder->placed = raw.placed;
 		reorder->malformed = raw.oversize;
-		reorder->no_buffer_packets = raw.no_buffer_packets;
+		reorder->no_buffer = raw.no_buffer;
 	}
 }
 

@@ -75,6 +75,7 @@ struct worker {
 	_Atomic uint64_t beat_ns;	/* last loop iteration, monotonic */
 	uint64_t idle_ns;		/* longest sleep without a beat */
 	bool wedge;			/* test only: WORKER_WEDGE_ENV */
+	const char *wedge_file;		/* test only: WORKER_WEDGE_FILE_ENV */
 
 	struct worker_counters ctr;
 	struct flow_stats fstats;
@@ -167,16 +168,25 @@ take_flow_change(struct worker *w)
 }
 
 /* Test only: hang as a worker stuck in a call would, without beating,
- * but still let an orderly stop join the thread. */
-static void
+ * but still let an orderly stop join the thread; with WORKER_WEDGE_FILE
+ * set, only while that file exists. True when it resumes. */
+static bool
 wedge(struct worker *w)
 {
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	const char *until = w->wedge_file;
 
 	log_warnx("queue '%s': %s: this worker stops now (test only)",
 	    w->name, WORKER_WEDGE_ENV);
-	while (!atomic_load_explicit(&w->stop, memory_order_acquire))
+	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
+		if (until != NULL && access(until, F_OK) != 0) {
+			log_warnx("queue '%s': %s gone: this worker resumes "
+			    "(test only)", w->name, until);
+			return true;
+		}
 		nanosleep(&ts, NULL);
+	}
+	return false;
 }
 
 static void *
@@ -218,9 +228,12 @@ worker_main(void *arg)
 				ws->n = 0;
 			}
 			w->eng->ops->release(w->q, (unsigned)n);
-			if (w->wedge) {
-				wedge(w);
-				break;
+			/* with a wedge file, at any burst while it exists */
+			if (w->wedge && (w->wedge_file == NULL ||
+			    access(w->wedge_file, F_OK) == 0)) {
+				if (!wedge(w))
+					break;
+				now = daqiri_mono_ns();
 			}
 		} else if (n < 0) {
 			w->ctr.rx_errors++;
@@ -396,6 +409,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 
 		w->wedge = wq != NULL && (strcmp(wq, w->name) == 0 ||
 		    strcmp(wq, cq->name) == 0);
+		w->wedge_file = getenv(WORKER_WEDGE_FILE_ENV);
 	}
 	if (w->q == NULL || w->flows == NULL) {
 		int rc = w->q == NULL ? -EINVAL : -ENOMEM;
@@ -552,9 +566,11 @@ worker_stats_json(struct worker *w, cJSON *o)
 		F(no_stream), F(misrouted), F(bursts), F(rx_errors),
 		F(streams_packets_in),
 #undef F
+/* the engine's drops under their reason names (proto/metrics.h) */
+		{ "kernel", offsetof(struct worker_counters, engine.kernel) },
+		{ "truncated", offsetof(struct worker_counters, engine.truncated) },
 #define E(x) { "engine_" #x, offsetof(struct worker_counters, engine.x) }
-		E(rx_packets), E(kernel_drops), E(truncated), E(errors),
-		E(gro_reads),
+		E(rx_packets), E(errors), E(gro_reads),
 #undef E
 	};
 

@@ -23,6 +23,9 @@
 /* Test-only: the worker of this queue ("<interface>/<queue>" or the
  * queue's name) stops beating after its first burst (daqirid(8)). */
 #define WORKER_WEDGE_ENV	"DAQIRID_TEST_WEDGE_WORKER"
+/* Test-only: with this set to a path, that worker wedges at any burst
+ * while the file exists and resumes once it is gone. */
+#define WORKER_WEDGE_FILE_ENV	"DAQIRID_TEST_WEDGE_FILE"
 #define WORKER_MAX_STREAMS	CFG_MAX_REORDERS
 /* Longest the counters the main thread reads lag behind while busy. */
 #define WORKER_SNAP_NS		(1000u * 1000u)

@@ -20,8 +20,8 @@
 #    slots, a blocking recvmmsg (MSG_WAITFORONE; $BENCH_RECV_WAIT=poll
 #    waits like the engine, busy spins), counting datagrams only.
 # A run is lossless when every datagram the simulator sent was received:
-# daemon: kernel_drops = truncated = 0, packets_in = placed = sent,
-# no_buffer_packets = missing_slots = 0, every batch complete and no
+# daemon: kernel = truncated = 0, packets_in = placed = sent,
+# no_buffer = missing_slots = 0, every batch complete and no
 # consumer overrun; recvmmsg: datagrams = sent, drops = truncated = 0.
 # Search, per receiver and sender configuration, with probes of
 # $BENCH_E2E_PROBE_SECONDS (3 s): first unpaced (the sender's ceiling);
@@ -162,9 +162,9 @@ run_sim() {
 
 daemon_stats() {
 	"$BUILD/bench_e2e" -s "$SOCK" stats > "$T/stats.json"
-	jq -r --arg s "$STREAM" '[(.interfaces[0] | .kernel_drops, .truncated),
+	jq -r --arg s "$STREAM" '[(.interfaces[0] | .kernel, .truncated),
 	  (.streams[] | select(.name == $s) | (.reorder | .packets_in, .placed,
-	   .no_buffer_packets, .missing_slots, .batches_complete),
+	   .no_buffer, .missing_slots, .batches_complete),
 	   .handoff.overruns)] | map(tostring) | join(" ")' \
 		"$T/stats.json" > "$T/stats.txt"
 	read -r s_drops s_trunc s_in s_placed s_nobuf s_missing s_complete \
@@ -210,7 +210,7 @@ rx_finish() {
 		CPU_S=$(awk -v a="$TICKS0" -v b="$ticks" -v t="$TCK" 'BEGIN { printf "%.3f", (b - a) / t }')
 		GBS=$(awk -v n="$s_placed" -v p="$PAYLOAD" -v s="$SIM_S" 'BEGIN { printf "%.3f", n * p / s / 1e9 }')
 		OTHER_S=$(awk -v a="$CORE0" -v b="$core" -v t="$TCK" -v c="$CPU_S" 'BEGIN { o = (b - a) / t - c; printf "%.2f", (o > 0 ? o : 0) }')
-		INFO="sent=$SENT packets_in=$s_in placed=$s_placed kernel_drops=$s_drops no_buffer=$s_nobuf missing_slots=$s_missing complete=$s_complete/$nbatch overruns=$s_overruns daemon_cpu_s=$CPU_S rx_core_others_s=$OTHER_S"
+		INFO="sent=$SENT packets_in=$s_in placed=$s_placed kernel=$s_drops no_buffer=$s_nobuf missing_slots=$s_missing complete=$s_complete/$nbatch overruns=$s_overruns daemon_cpu_s=$CPU_S rx_core_others_s=$OTHER_S"
 	else
 		wait "$DPID" || true
 		core=$(core_ticks)

@@ -85,10 +85,10 @@ field() {
 }
 
 sent=$(sim sent); unique=$(sim unique); dropped=$(sim dropped); dups=$(sim duplicates)
-rx=$(st '.interfaces[0].rx_packets'); kdrops=$(st '.interfaces[0].kernel_drops')
+rx=$(st '.interfaces[0].rx_packets'); kdrops=$(st '.interfaces[0].kernel')
 placed=$(st '.streams[0].reorder.placed'); dup=$(st '.streams[0].reorder.duplicate')
 late=$(st '.streams[0].reorder.late'); missing=$(st '.streams[0].reorder.missing_slots')
-nobuf=$(st '.streams[0].reorder.no_buffer_packets'); malformed=$(st '.streams[0].reorder.malformed')
+nobuf=$(st '.streams[0].reorder.no_buffer'); malformed=$(st '.streams[0].reorder.malformed')
 published=$(st '.streams[0].handoff.published')
 complete=$(st '.streams[0].reorder.batches_complete')
 overruns=$(jq -r '.consumers[0].overruns' "$T/consumers.json")

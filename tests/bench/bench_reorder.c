@@ -240,7 +240,7 @@ run_plan(const struct variant *v, struct pool *pl, const uint32_t *seq,
 	*placed_out = reorder_counters(p)->placed;
 	if (reorder_counters(p)->packets_in != count ||
 	    reorder_counters(p)->late + reorder_counters(p)->malformed +
-	    reorder_counters(p)->no_buffer_packets != 0) {
+	    reorder_counters(p)->no_buffer != 0) {
 		fprintf(stderr, "bench: %s: unexpected drops\n", v->name);
 		exit(1);
 	}

@@ -60,7 +60,7 @@ expect_eq "B still holds" "$(consumer "$B" held)" $HELD
 expect_eq "B state" "$(consumer "$B" state)" active
 expect_eq "buffers held (B's only)" "$(sstat .handoff.held_bufs)" $HELD
 expect_eq "buffers free" "$(sstat .handoff.free_bufs)" $((NBUFS - HELD))
-expect_eq "no_buffer_packets" "$(sstat .reorder.no_buffer_packets)" 0
+expect_eq "no_buffer" "$(sstat .reorder.no_buffer)" 0
 expect_eq "good consumer delivered" "$(consumer "$GOOD" delivered)" 100
 expect_eq "good consumer overruns" "$(consumer "$GOOD" overruns)" 0
 

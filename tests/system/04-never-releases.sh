@@ -38,7 +38,7 @@ check() {
 	expect_eq "stream overruns (sum)" "$(sstat .handoff.overruns)" $((pub - MAXH))
 	expect_eq "tensors nobody took" "$(sstat .handoff.unseen)" 0
 	expect_eq "buffers held (the holder's)" "$(sstat .handoff.held_bufs)" "$MAXH"
-	expect_eq "no_buffer_packets" "$(sstat .reorder.no_buffer_packets)" 0
+	expect_eq "no_buffer" "$(sstat .reorder.no_buffer)" 0
 }
 
 note "30 batches, shuffled and lossy"

@@ -50,7 +50,7 @@ dropped=$(sim_field dropped)
 wait_for ".interfaces[0].rx_packets == $(sim_field sent)"
 open=$(sstat .handoff.open_bufs)
 [ "$open" -ge 1 ] || fail "no batch open before the stop"
-expect_eq "kernel drops" "$(stat '.interfaces[0].kernel_drops')" 0
+expect_eq "kernel drops" "$(stat '.interfaces[0].kernel')" 0
 stop_daemon
 wait_gone "$C4" 5
 f=$T/flush.out

@@ -32,7 +32,7 @@ expect_eq "daqiri-consume exit" "$GONE_RC" 0
 sum=$(grep ': tensors ' "$T/consume.err" | tail -1)
 num() { echo "$sum" | sed -n "s/.*[:,] $1 \([0-9]*\).*/\1/p"; }
 read_stream
-expect_eq "kernel drops" "$i_kernel_drops" 0
+expect_eq "kernel drops" "$i_kernel" 0
 expect_eq "placed = sim unique" "$r_placed" "$unique"
 expect_eq "duplicate + late = sim duplicates" $((r_duplicate + r_late)) "$dups"
 expect_eq "tensors" "$(num tensors)" $B

@@ -60,7 +60,7 @@ grep -q "held too long: buffer [0-9]* for [0-9]* ms" "$T/daemon.log" || fail "no
 wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.subs_held_too_long == 1 and .handoff.published == 30 and .handoff.held_bufs == 0"
 expect_eq "subs_broken (a hold is not a broken ring)" "$(sstat .handoff.subs_broken)" 0
 expect_eq "free buffers" "$(sstat .handoff.free_bufs)" $NBUFS
-expect_eq "no_buffer_packets" "$(sstat .reorder.no_buffer_packets)" 0
+expect_eq "no_buffer" "$(sstat .reorder.no_buffer)" 0
 wait_consumers "[.consumers[] | select(.pid == $GOOD)][0] | .released == 30"
 expect_eq "good consumer overruns" "$(consumer "$GOOD" overruns)" 0
 kill -TERM "$GOOD"

@@ -206,7 +206,7 @@ expect_eq "subscriptions listed (text)" "$(grep -c '^    stream: ' "$T/consumers
 expect_eq "streams in stats" "$(ctl -j stats | jq ".streams | length")" 17
 expect_eq "status subscriptions" "$(ctl_status .subscriptions)" $NSUBS
 ctl metrics > "$T/metrics.txt" || fail "daqirictl metrics failed"
-grep -q '^daqiri_control_accepted_total ' "$T/metrics.txt" || fail "metrics lack the control counters"
+grep -q '^daqiri_control_connections_accepted_total ' "$T/metrics.txt" || fail "metrics lack the control counters"
 ctl flow list > /dev/null || fail "daqirictl flow list failed"
 ctl streams > /dev/null || fail "daqirictl streams failed"
 ctl top 2 > /dev/null || fail "daqirictl top failed"

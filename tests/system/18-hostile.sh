@@ -89,7 +89,7 @@ until_true() {
 # snap PREFIX: the counters of $STREAM and interface 0 as PREFIX_<name>
 # (or "x" each when stats do not answer). drops is every packet drop
 # reason the stream has, including ones added after this test was
-# written (any counter named *_packets, as no_buffer_packets).
+# written (any counter named *_packets, as no_buffer).
 snap() {
 	for v in in placed dl drops missing pub nobuf open rx kd spin other; do
 		eval "${1}_$v=x"
@@ -102,9 +102,9 @@ snap() {
 	   "\($p)_drops=\([$r | to_entries[] | select(.key == "duplicate" or
 	       .key == "late" or .key == "malformed" or
 	       (.key | endswith("_packets"))) | .value] | add)",
-	   "\($p)_pub=\($h.published) \($p)_nobuf=\($r.no_buffer_packets) \($p)_open=\($h.open_bufs)"),
+	   "\($p)_pub=\($h.published) \($p)_nobuf=\($r.no_buffer) \($p)_open=\($h.open_bufs)"),
 	  "\($p)_spin=\([.streams[] | (.reorder // .raw).packets_in] | add)",
-	  (.interfaces[0] | "\($p)_rx=\(.rx_packets) \($p)_kd=\(.kernel_drops)",
+	  (.interfaces[0] | "\($p)_rx=\(.rx_packets) \($p)_kd=\(.kernel)",
 	   "\($p)_other=\(.unmatched + .no_stream + .misrouted)")' "$T/snap.json" 2>/dev/null)" || true
 }
 
@@ -159,7 +159,7 @@ phase_end() {
 	sum=$(grep ': tensors ' "$T/good-$PHASE.err" | tail -1)
 	num() { echo "$sum" | sed -n "s/.*[:,] $1 \([0-9]*\).*/\1/p"; }
 	[ $((p1_pub - p0_pub)) -eq $PB ] || broke "published $((p1_pub - p0_pub)) of $PB batches"
-	[ $((p1_nobuf - p0_nobuf)) -eq 0 ] || broke "no_buffer_packets +$((p1_nobuf - p0_nobuf))"
+	[ $((p1_nobuf - p0_nobuf)) -eq 0 ] || broke "no_buffer +$((p1_nobuf - p0_nobuf))"
 	[ "$grc" -eq 0 ] || broke "good consumer exit $grc: $(grep -v ': tensors ' "$T/good-$PHASE.err" | tail -1)"
 	[ "$(num tensors)" = $PB ] || broke "good consumer got $(num tensors) of $PB tensors"
 	[ "$(num 'seq gaps')" = 0 ] || broke "good consumer: $(num 'seq gaps') seq gaps"

@@ -67,16 +67,16 @@ expect_eq "top frames" "$(grep -c '^----$' "$T/top")" 2
 grep -q '^/s: per second since the last refresh; other columns: totals since daqirid started$' "$T/top" ||
 	fail "top does not say which columns are rates: $(cat "$T/top")"
 expect_eq "interface header" "$(grep '^INTERFACE' "$T/top" | head -1 | tr -s ' ')" \
-	"INTERFACE RX/s BYTES/s RX UNMATCHED DROPS"
+	"INTERFACE RX/s BYTES/s RX UNMATCHED KERNEL"
 expect_eq "stream header" "$(grep '^STREAM' "$T/top" | head -1 | tr -s ' ')" \
-	"STREAM PKTS/s TENSORS/s CONSUMERS COMPLETE TIMEOUT EVICTED DUPLICATE LATE MALFORMED NOBUF OVERRUNS"
+	"STREAM PKTS/s TENSORS/s CONSUMERS COMPLETE TIMEOUT EVICTED DUPLICATE LATE MALFORMED NO_BUFFER OVERRUNS"
 # the second frame: no traffic since the first, so every rate is 0
 last=$(awk '/^----$/ { f++ } f == 2' "$T/top")
 expect_eq "interface row (2nd frame)" "$(echo "$last" | grep '^sensor0 ' | tr -s ' ')" \
-	"sensor0 0 0 $sent $(stat '.interfaces[0].unmatched') $(stat '.interfaces[0].kernel_drops')"
+	"sensor0 0 0 $sent $(stat '.interfaces[0].unmatched') $(stat '.interfaces[0].kernel')"
 read_stream
 expect_eq "stream row (2nd frame)" "$(echo "$last" | grep "^$STREAM " | tr -s ' ')" \
-	"$STREAM 0 0.0 1 $r_batches_complete $r_batches_timeout $r_batches_evicted $r_duplicate $r_late $r_malformed $r_no_buffer_packets $h_overruns"
+	"$STREAM 0 0.0 1 $r_batches_complete $r_batches_timeout $r_batches_evicted $r_duplicate $r_late $r_malformed $r_no_buffer $h_overruns"
 [ "$r_duplicate" -gt 0 ] || fail "the simulator sent no duplicates"
 
 note "stats: every field it prints is in daqirictl(8) STATS FIELDS"
@@ -93,16 +93,20 @@ echo "   ok  $(wc -l < "$T/keys") stats fields, all documented"
 
 note "metrics: HELP and TYPE for every family, and promtool accepts it"
 ctl metrics > "$T/metrics"
-fams=$(grep -v '^#' "$T/metrics" | sed 's/[{ ].*//' | sort -u)
+fams=$(grep -v '^#' "$T/metrics" | sed 's/[{ ].*//' | sed -E 's/_(bucket|sum|count)$//' | sort -u)
 for f in $fams; do
 	grep -q "^# HELP $f [A-Z]" "$T/metrics" || fail "no HELP for $f"
-	grep -q -E "^# TYPE $f (counter|gauge)\$" "$T/metrics" || fail "no TYPE for $f"
+	grep -q -E "^# TYPE $f (counter|gauge|histogram)\$" "$T/metrics" || fail "no TYPE for $f"
 done
-grep -q 'see daqirictl(8))$' "$T/metrics" && fail "a family with the fallback HELP: $(grep 'see daqirictl(8))$' "$T/metrics")"
 echo "   ok  $(echo "$fams" | wc -l) families, each with HELP and TYPE"
-expect_eq "subs_held_too_long is a counter" \
-	"$(sed -n 's/^# TYPE daqiri_streams_handoff_subs_held_too_long_total //p' "$T/metrics")" counter
-expect_eq "free_bufs is a gauge" "$(sed -n 's/^# TYPE daqiri_streams_handoff_free_bufs //p' "$T/metrics")" gauge
+expect_eq "subscriptions ended is a counter" \
+	"$(sed -n 's/^# TYPE daqiri_stream_subscriptions_ended_total //p' "$T/metrics")" counter
+expect_eq "buffers is a gauge" "$(sed -n 's/^# TYPE daqiri_stream_buffers //p' "$T/metrics")" gauge
+read_stream
+expect_eq "duplicates in metrics = stats" \
+	"$(sed -n 's/^daqiri_packets_dropped_total{interface="sensor0",stream="'"$(echo "$STREAM" | sed 's|/|\\/|g')"'",reason="duplicate"} //p' "$T/metrics")" "$r_duplicate"
+grep -q "^daqiri_consumer_tensors_delivered_total{stream=\"$STREAM\",consumer=\"$CONSUMER_PID\"} " "$T/metrics" ||
+	fail "no consumer series labelled with the consumer's pid"
 if command -v promtool > /dev/null; then
 	promtool check metrics < "$T/metrics" > "$T/promtool" 2>&1 || fail "promtool: $(cat "$T/promtool")"
 	echo "   ok  promtool check metrics"

@@ -631,7 +631,7 @@ static const struct rule_case rules[] = {
 	  "max_consumers: must be between 1 and 4096, got 0", NULL, NULL },
 	{ "metrics_listen", SOCK, "    socket_mode: 0660\n",
 	  "    socket_mode: 0660\n    metrics_listen: @localhost:9464\n", E,
-	  "metrics_listen: expected IPV4:PORT such as 127.0.0.1:9464, got "
+	  "metrics_listen: expected IPV4:PORT, [IPV6]:PORT or unix:/PATH such as 127.0.0.1:9464, got "
 	  "'localhost:9464'", NULL, NULL },
 	{ "admin_group", SOCK, "    socket_mode: 0660\n",
 	  "    socket_mode: 0660\n    admin_group: @\"a b\"\n", E,
@@ -1476,6 +1476,34 @@ START_TEST(test_equal)
 }
 END_TEST
 
+/* daemon.metrics_listen: the three forms, and what is none of them. */
+START_TEST(test_listen_forms)
+{
+	static const char *const bad[] = { "localhost:9464", "127.0.0.1",
+	    "127.0.0.1:0", "127.0.0.1:65536", "[::1]", "::1:9464",
+	    "[::1:9464", "unix:", "unix:rel/path", "[]:9464", ":9464",
+	    "unix:/a/very/long/path/that/does/not/fit/in/sun_path/because/it"
+	    "/is/longer/than/one/hundred/and/eight/bytes/all/told/x.sock" };
+	struct cfg_listen l;
+
+	ck_assert(cfg_parse_listen("127.0.0.1:9464", &l));
+	ck_assert_int_eq(l.kind, CFG_LISTEN_INET);
+	ck_assert_uint_eq(l.port, 9464);
+	ck_assert_uint_eq(l.addr[0], 127);
+	ck_assert_uint_eq(l.addr[3], 1);
+	ck_assert(cfg_parse_listen("[::1]:9465", &l));
+	ck_assert_int_eq(l.kind, CFG_LISTEN_INET6);
+	ck_assert_uint_eq(l.port, 9465);
+	ck_assert_uint_eq(l.addr[15], 1);
+	ck_assert(cfg_parse_listen("unix:/run/daqiri/metrics.sock", &l));
+	ck_assert_int_eq(l.kind, CFG_LISTEN_UNIX);
+	ck_assert_str_eq(l.path, "/run/daqiri/metrics.sock");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!cfg_parse_listen(bad[i], &l), "'%s' accepted",
+		    bad[i]);
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -1488,6 +1516,7 @@ config_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("file");
 	tcase_add_test(tc, test_whole_file);
+	tcase_add_test(tc, test_listen_forms);
 	tcase_add_test(tc, test_load_errors);
 	tcase_add_test(tc, test_second_document);
 	tcase_add_test(tc, test_not_daqiri);

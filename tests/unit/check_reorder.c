@@ -188,7 +188,7 @@ static void
 check_invariant(const struct reorder_counters *c)
 {
 	ck_assert_uint_eq(c->packets_in, c->placed + c->duplicate + c->late +
-	    c->malformed + c->no_buffer_packets + c->backend_error_packets);
+	    c->malformed + c->no_buffer + c->backend_error);
 }
 
 /* ------------------------------------------------------------------ */
@@ -527,9 +527,9 @@ START_TEST(test_counter_names)
 {
 	static const char *const want[REORDER_NCOUNTERS] = {
 		"packets_in", "placed", "duplicate", "late", "malformed",
-		"no_buffer_packets", "batches_complete", "batches_timeout",
+		"no_buffer", "batches_complete", "batches_timeout",
 		"batches_evicted", "batches_no_buffer", "resync",
-		"missing_slots", "backend_error_packets",
+		"missing_slots", "backend_error",
 		"batches_backend_error",
 	};
 	int i;
@@ -1183,7 +1183,7 @@ h_init_failing(struct harness *h, const struct cfg_reorder *r, int nbufs)
 
 /* Issue 7 item 5: a failed commit() was ignored and the batch published
  * COMPLETE with its packets counted placed. Now the batch is dropped, its
- * buffer returns, and the packets move to backend_error_packets. */
+ * buffer returns, and the packets move to backend_error. */
 START_TEST(test_backend_commit_error_drops_batch)
 {
 	struct cfg_reorder r = simple_cfg(4, 16, 4, 0);
@@ -1196,11 +1196,11 @@ START_TEST(test_backend_commit_error_drops_batch)
 	fb.fail_commits = 1;
 	h_send(h, 2, 2, 2);		/* its commit fails */
 	ck_assert_uint_eq(C(h)->placed, 2);
-	ck_assert_uint_eq(C(h)->backend_error_packets, 1);
+	ck_assert_uint_eq(C(h)->backend_error, 1);
 	h_send(h, 2, 2, 2);		/* a duplicate is still a duplicate */
 	ck_assert_uint_eq(C(h)->duplicate, 1);
 	h_send(h, 3, 3, 3);		/* completes the failed batch */
-	ck_assert_uint_eq(C(h)->backend_error_packets, 2);
+	ck_assert_uint_eq(C(h)->backend_error, 2);
 	ck_assert_uint_eq(h->tp.nlog, 0);	/* not published */
 	ck_assert_uint_eq(C(h)->batches_backend_error, 1);
 	ck_assert_uint_eq(C(h)->batches_complete, 0);
@@ -1233,7 +1233,7 @@ START_TEST(test_backend_commit_error_fails_batches_of_burst)
 	fb.fail_commits = 1;
 	reorder_burst(h->p, h->pkts, 2, 2);
 	check_invariant(C(h));
-	ck_assert_uint_eq(C(h)->backend_error_packets, 2);
+	ck_assert_uint_eq(C(h)->backend_error, 2);
 	h_send(h, 1, 1, 3);		/* batch 0 complete: published */
 	h_send(h, 3, 3, 3);		/* batch 1 complete: dropped */
 	h_send(h, 5, 5, 3);		/* batch 2 complete: dropped */
@@ -1242,7 +1242,7 @@ START_TEST(test_backend_commit_error_fails_batches_of_burst)
 	ck_assert_uint_eq(h->tp.log[0].d.batch_id, 0);
 	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_TENSOR_COMPLETE);
 	ck_assert_uint_eq(C(h)->placed, 2);
-	ck_assert_uint_eq(C(h)->backend_error_packets, 4);
+	ck_assert_uint_eq(C(h)->backend_error, 4);
 	h_fini(h);
 	free(h);
 }
@@ -1297,10 +1297,10 @@ START_TEST(test_no_buffer_batch_keeps_its_place)
 	h_send(h, 1, 1, 3);		/* batch 0 completes, published */
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	ck_assert_uint_eq(C(h)->batches_no_buffer, 1);
-	ck_assert_uint_eq(C(h)->no_buffer_packets, 2);
+	ck_assert_uint_eq(C(h)->no_buffer, 2);
 	tp_release_oldest(&h->tp);
 	h_send(h, 3, 3, 4);		/* still batch 1: counted, no retry */
-	ck_assert_uint_eq(C(h)->no_buffer_packets, 3);
+	ck_assert_uint_eq(C(h)->no_buffer, 3);
 	ck_assert_uint_eq(C(h)->batches_no_buffer, 1);
 	h_send(h, 4, 4, 5);		/* batch 2 gets the buffer */
 	h_send(h, 5, 5, 5);
@@ -1421,7 +1421,7 @@ START_TEST(test_regress_full_pool_drops_and_recovers)
 	for (b = 1; b < 20; b++)
 		h_batch(h, b, b);
 	ck_assert_uint_eq(C(h)->batches_no_buffer, 19);
-	ck_assert_uint_eq(C(h)->no_buffer_packets, 38);
+	ck_assert_uint_eq(C(h)->no_buffer, 38);
 	ck_assert_uint_eq(h->tp.nlog, 1);
 	tp_release_oldest(&h->tp);
 	/* batch 18 and 19 are still open without buffers: 20 opens when 21
@@ -1736,7 +1736,7 @@ m_packet(struct model *m, const uint8_t *f, uint32_t len, uint64_t rx,
 			m->c.batches_no_buffer++;
 	}
 	if (mb->nobuf) {
-		m->c.no_buffer_packets++;
+		m->c.no_buffer++;
 		return;
 	}
 	if (mb->present[slot]) {
@@ -1970,7 +1970,7 @@ compare(const struct tpool *tp, const struct model *m,
 		    (unsigned long long)a[k], (unsigned long long)b[k]);
 	}
 	if (c->packets_in != c->placed + c->duplicate + c->late +
-	    c->malformed + c->no_buffer_packets + c->backend_error_packets)
+	    c->malformed + c->no_buffer + c->backend_error)
 		ck_abort_msg("seed %llu: invariant broken",
 		    (unsigned long long)seed);
 	if (tp->nlog != m->npubs)

@@ -106,8 +106,8 @@ counters(struct fix *f, struct reorder_counters *reorder, struct stream_counters
 	stream_publish_counters(f->s);
 	stream_snapshot(f->s, reorder, sc);
 	ck_assert_uint_eq(reorder->packets_in, reorder->placed + reorder->duplicate +
-	    reorder->late + reorder->malformed + reorder->no_buffer_packets +
-	    reorder->backend_error_packets);
+	    reorder->late + reorder->malformed + reorder->no_buffer +
+	    reorder->backend_error);
 	ck_assert_uint_eq(sc->free_bufs + sc->held_bufs + sc->open_bufs,
 	    f->nbufs);
 }
@@ -1268,7 +1268,7 @@ START_TEST(test_one_conn_cannot_starve)
 	}
 	counters(&f, &reorder, &sc);
 	ck_assert_uint_eq(reorder.batches_no_buffer, 0);
-	ck_assert_uint_eq(reorder.no_buffer_packets, 0);
+	ck_assert_uint_eq(reorder.no_buffer, 0);
 	ck_assert_uint_eq(sc.published, BATCHES);
 	ck_assert_uint_le(sc.held_bufs, held);
 	ck_assert_double_eq(sub_field(&f, 1, 1, "overruns"), 0);
@@ -1472,7 +1472,7 @@ START_TEST(test_raw_stream)
 	ck_assert_uint_eq(reorder.placed, 4);
 	ck_assert_uint_eq(reorder.malformed, 1);		/* the oversize frame */
 	ck_assert_uint_eq(reorder.packets_in, reorder.placed + reorder.malformed +
-	    reorder.no_buffer_packets + reorder.backend_error_packets);
+	    reorder.no_buffer + reorder.backend_error);
 	ck_assert_uint_eq(sc.published, 1);
 	ck_assert_uint_eq(sc.held_bufs, 1);
 	ck_assert_int_eq(daqiri_rel_push(&ring, idx), 0);
