@@ -262,6 +262,16 @@ scalar_width(const cJSON *v)
 
 static void print_object(const cJSON *o, int indent);
 
+/* A latency histogram (proto/histogram.h) of stats and consumers:
+ * {le_ns, buckets, count, sum_ns}. */
+static bool
+is_hist(const cJSON *o)
+{
+	return cJSON_IsObject(o) &&
+	    cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "le_ns")) &&
+	    cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "buckets"));
+}
+
 /* An array of flat objects as a table, anything else as blocks. */
 static void
 print_array(const cJSON *a, int indent)
@@ -890,6 +900,11 @@ collect_metrics(struct samples *ss, const cJSON *o, const char *prefix,
 			    is_gauge(c->string));
 		} else if (cJSON_IsBool(c)) {
 			add_sample(ss, name, labels, cJSON_IsTrue(c), true);
+		} else if (is_hist(c)) {
+			/* Latency histograms are left to the metrics endpoint,
+			 * which renders them as Prometheus histograms (flattened
+			 * here, "_ns" names would fail promtool's unit lint). */
+			continue;
 		} else if (cJSON_IsObject(c)) {
 			collect_metrics(ss, c, name, labels);
 		} else if (cJSON_IsArray(c)) {
