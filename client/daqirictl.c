@@ -22,12 +22,14 @@
 
 #include "daqiri_client.h"
 #include "metrics.h"
+#include "histogram.h"
 
 #define CTL_TABLE_MAX_COLS	8	/* wider arrays print as blocks */
 #define CTL_TOP_INTERVAL_MS	1000
 #define CTL_TOP_MAX_ROWS	64
 #define CTL_TOP_NAME_MAX	40	/* widest name column of top */
 #define CTL_NAME_MAX		128
+#define CTL_HIST_MAX_BUCKETS	64	/* a histogram with more is shown raw */
 
 struct ctl {
 	struct daqiri *d;		/* connected by the first request */
@@ -263,6 +265,71 @@ scalar_width(const cJSON *v)
 
 static void print_object(const cJSON *o, int indent);
 
+/* ---- latency histograms (proto/histogram.h) of stats and consumers:
+ * {le_ns, buckets, count, sum_ns} */
+
+static bool
+is_hist(const cJSON *o)
+{
+	return cJSON_IsObject(o) &&
+	    cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "le_ns")) &&
+	    cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "buckets"));
+}
+
+/* A bucket bound in ns as "500us", "2ms", "10s". */
+static void
+duration_text(double ns, char *buf, size_t cap)
+{
+	if (ns >= 1e9 && fmod(ns, 1e9) == 0)
+		snprintf(buf, cap, "%.0fs", ns / 1e9);
+	else if (ns >= 1e6 && fmod(ns, 1e6) == 0)
+		snprintf(buf, cap, "%.0fms", ns / 1e6);
+	else if (ns >= 1e3 && fmod(ns, 1e3) == 0)
+		snprintf(buf, cap, "%.0fus", ns / 1e3);
+	else
+		snprintf(buf, cap, "%.0fns", ns);
+}
+
+/*
+ * The permille-quantile of histogram h (NULL: none) as the upper bound of
+ * the bucket it falls in (daqiri_hist_quantile()): "2ms" means more than
+ * the bound below, at most 2 ms. ">10s" for the +Inf bucket, "-" with no
+ * values or no histogram.
+ */
+static const char *
+hist_quantile_text(const cJSON *h, unsigned permille, char *buf, size_t cap)
+{
+	uint64_t b[CTL_HIST_MAX_BUCKETS];
+	const cJSON *le, *e;
+	unsigned n = 0;
+	int q;
+
+	snprintf(buf, cap, "-");
+	if (!is_hist(h))
+		return buf;
+	le = cJSON_GetObjectItemCaseSensitive(h, "le_ns");
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(h, "buckets")) {
+		if (n == CTL_HIST_MAX_BUCKETS || !cJSON_IsNumber(e))
+			return buf;
+		b[n++] = e->valuedouble > 0 ? (uint64_t)e->valuedouble : 0;
+	}
+	q = daqiri_hist_quantile(b, n, permille);
+	if (q < 0)
+		return buf;
+	e = cJSON_GetArrayItem(le, q);
+	if (cJSON_IsNumber(e)) {
+		duration_text(e->valuedouble, buf, cap);
+	} else {
+		/* past the last bound: the +Inf bucket */
+		e = cJSON_GetArrayItem(le, cJSON_GetArraySize(le) - 1);
+		if (cJSON_IsNumber(e)) {
+			buf[0] = '>';
+			duration_text(e->valuedouble, buf + 1, cap - 1);
+		}
+	}
+	return buf;
+}
+
 /* An array of flat objects as a table, anything else as blocks. */
 static void
 print_array(const cJSON *a, int indent)
@@ -351,8 +418,19 @@ print_object(const cJSON *o, int indent)
 
 	cJSON_ArrayForEach(c, o) {
 		if (cJSON_IsObject(c)) {
+			char q[32];
+
 			printf("%*s%s:\n", indent, "", c->string);
 			print_object(c, indent + 2);
+			if (!is_hist(c))
+				continue;
+			/* the estimates daqirictl(8) describes */
+			hist_quantile_text(c, 500, q, sizeof(q));
+			printf("%*sp50: %s%s\n", indent + 2, "",
+			    q[0] >= '0' && q[0] <= '9' ? "<= " : "", q);
+			hist_quantile_text(c, 990, q, sizeof(q));
+			printf("%*sp99: %s%s\n", indent + 2, "",
+			    q[0] >= '0' && q[0] <= '9' ? "<= " : "", q);
 		} else if (cJSON_IsArray(c)) {
 			bool flat = true;
 
@@ -885,6 +963,26 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 			cur[n].bytes = 0;
 			cur[n++].pub = pub;
 		}
+	}
+	/* Quantiles since daqirid started, each the upper bound of the
+	 * bucket it falls in: assembly (first packet to publish) and hold
+	 * (publish to release, all the stream's subscriptions). */
+	printf("\n%-*s %12s %12s %9s %9s\n", w, "LATENCY", "ASSEMBLY_P50",
+	    "ASSEMBLY_P99", "HOLD_P50", "HOLD_P99");
+	cJSON_ArrayForEach(e, a) {
+		const cJSON *asm_h = cJSON_GetObjectItemCaseSensitive(e,
+		    "assembly_ns");
+		const cJSON *hold_h = cJSON_GetObjectItemCaseSensitive(e,
+		    "hold_ns");
+		char pq[4][32];
+
+		nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+		printf("%-*.*s %12s %12s %9s %9s\n", w, w,
+		    cJSON_IsString(nm) ? nm->valuestring : "?",
+		    hist_quantile_text(asm_h, 500, pq[0], sizeof(pq[0])),
+		    hist_quantile_text(asm_h, 990, pq[1], sizeof(pq[1])),
+		    hist_quantile_text(hold_h, 500, pq[2], sizeof(pq[2])),
+		    hist_quantile_text(hold_h, 990, pq[3], sizeof(pq[3])));
 	}
 	memcpy(rows, cur, sizeof(cur[0]) * (size_t)n);
 	*nrows = n;

@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "control.h"
+#include "histogram.h"
 #include "mem.h"
 #include "proto.h"
 #include "reorder.h"
@@ -40,6 +41,14 @@ struct stream_counters {
 	uint64_t free_bufs;		/* buffers free at the snapshot */
 	uint64_t held_bufs;		/* buffers held by consumers */
 	uint64_t open_bufs;		/* buffers lent to the reorder plan */
+	/* Per published tensor: publish time - its first packet's receive
+	 * time (both CLOCK_MONOTONIC), so count == published. */
+	struct daqiri_hist assembly;
+	/* Per released tensor, every subscription together: the time the
+	 * worker took the release back - publish time (a subscription's
+	 * own is in the consumers view). Buffers taken back from a
+	 * subscription that ended or was cut off are not counted. */
+	struct daqiri_hist hold;
 };
 
 struct stream;

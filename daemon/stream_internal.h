@@ -13,6 +13,8 @@
  *  - sub.state, a release/acquire atomic: the worker hands a subscription
  *    back (SUB_BROKEN with its why, SUB_GONE: main may free it);
  *  - relaxed atomics for a subscription's own counters (consumers view);
+ *  - a subscription's seqlock (hold_lock): the worker publishes its hold
+ *    time histogram, main reads a consistent copy;
  *  - the seqlock snapshot (snap_*): the worker publishes the stream's
  *    counters, main reads a consistent copy.
  */
@@ -89,6 +91,13 @@ struct sub {
 	_Atomic uint64_t released;
 	_Atomic uint64_t overruns;
 	_Atomic uint32_t held_now;
+	/* Hold times (release taken back - publish): the worker counts
+	 * into hold, then copies it into hold_snap under hold_lock after
+	 * each reclaim pass that took something back; main reads hold_snap
+	 * under the seqlock. */
+	struct daqiri_hist hold;	/* worker only */
+	struct seqlock hold_lock;
+	struct daqiri_hist hold_snap;
 
 	bool removing;			/* main only: removal requested */
 	bool reported;			/* main only: BROKEN reported */
@@ -146,6 +155,7 @@ struct stream {
 	 * them only through the snapshot below. */
 	uint8_t *buf_state;		/* enum buf_state per buffer */
 	uint32_t *refs;			/* holders of a published buffer */
+	uint64_t *pub_ns;		/* publish time of a published buffer */
 	uint32_t *free_stack;
 	uint32_t nfree;
 	uint32_t nlent;			/* buffers lent to the plan */

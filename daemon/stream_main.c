@@ -8,8 +8,9 @@
  * may touch the main-only and fixed fields of struct stream and struct
  * sub, and the worker's side only as stream_internal.h says: commands
  * through push_cmd(), sub.state and the subscription counters read as
- * atomics, the stream's counters through the seqlock. The buffer pool and
- * the rings are the worker's (stream_worker.c).
+ * atomics, the stream's counters and a subscription's hold times through
+ * their seqlocks. The buffer pool and the rings are the worker's
+ * (stream_worker.c).
  *
  * Isolation (DESIGN.md "Isolation"): the sidecar and the tensor memory go
  * to consumers sealed and read-only; the max_held of a stream's
@@ -31,6 +32,7 @@
 #include "raw.h"
 #include "geometry.h"
 #include "gpu.h"
+#include "histogram.h"
 #include "ring.h"
 #include "seqlock.h"
 #include "stream_internal.h"
@@ -185,9 +187,11 @@ stream_new(const char *ifc, const char *name, struct mem_region *region,
 	s->priv_bitmap = calloc(s->nbufs, s->bitmap_bytes);
 	s->buf_state = calloc(s->nbufs, 1);
 	s->refs = calloc(s->nbufs, sizeof(*s->refs));
+	s->pub_ns = calloc(s->nbufs, sizeof(*s->pub_ns));
 	s->free_stack = calloc(s->nbufs, sizeof(*s->free_stack));
 	if (s->priv_bitmap == NULL || s->buf_state == NULL || s->refs == NULL ||
-	    s->free_stack == NULL || sub_arrays_alloc(s, STREAM_MAX_SUBS) != 0) {
+	    s->pub_ns == NULL || s->free_stack == NULL ||
+	    sub_arrays_alloc(s, STREAM_MAX_SUBS) != 0) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "stream '%s': out of memory", s->name);
 		goto fail;
@@ -331,6 +335,7 @@ stream_destroy(struct stream *s)
 	sub_arrays_free(s);
 	free(s->buf_state);
 	free(s->refs);
+	free(s->pub_ns);
 	free(s->free_stack);
 	pthread_mutex_destroy(&s->cmd_lock);
 	if (s->region == &s->own_region)
@@ -775,6 +780,35 @@ stream_snapshot(struct stream *s, struct reorder_counters *reorder,
 
 /* --- JSON views ----------------------------------------------------------- */
 
+/*
+ * h as a member key of o: {"le_ns": [bounds], "buckets": [per bucket, not
+ * cumulative, the last +Inf], "count": N, "sum_ns": S}. The metrics
+ * endpoint renders these as Prometheus histograms; daqirictl prints
+ * p50/p99 from them.
+ */
+static int
+hist_json(cJSON *o, const char *key, const struct daqiri_hist *h)
+{
+	cJSON *ho, *le, *b;
+
+	if ((ho = cJSON_AddObjectToObject(o, key)) == NULL ||
+	    (le = cJSON_AddArrayToObject(ho, "le_ns")) == NULL ||
+	    (b = cJSON_AddArrayToObject(ho, "buckets")) == NULL)
+		return -ENOMEM;
+	for (unsigned i = 0; i < DAQIRI_HIST_NBOUNDS; i++)
+		if (!cJSON_AddItemToArray(le,
+		    cJSON_CreateNumber((double)daqiri_hist_le_ns(i))))
+			return -ENOMEM;
+	for (unsigned i = 0; i < DAQIRI_HIST_NBUCKETS; i++)
+		if (!cJSON_AddItemToArray(b,
+		    cJSON_CreateNumber((double)h->buckets[i])))
+			return -ENOMEM;
+	if (cJSON_AddNumberToObject(ho, "count", (double)h->count) == NULL ||
+	    cJSON_AddNumberToObject(ho, "sum_ns", (double)h->sum_ns) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
 int
 stream_info_json(const struct stream *s, cJSON *o)
 {
@@ -848,9 +882,24 @@ stream_stats_json(struct stream *s, cJSON *o)
 	    cJSON_AddNumberToObject(handoff_obj, "held_bufs",
 		(double)handoff.held_bufs) == NULL ||
 	    cJSON_AddNumberToObject(handoff_obj, "open_bufs",
-		(double)handoff.open_bufs) == NULL)
+		(double)handoff.open_bufs) == NULL ||
+	    hist_json(o, "assembly_ns", &handoff.assembly) != 0 ||
+	    hist_json(o, "hold_ns", &handoff.hold) != 0)
 		return -ENOMEM;
 	return 0;
+}
+
+/* u's hold times as the worker last published them. */
+static void
+sub_hold_read(struct sub *u, struct daqiri_hist *h)
+{
+	uint32_t v;
+
+	do {
+		v = seqlock_read_begin(&u->hold_lock);
+		seqlock_copy((uint64_t *)h, (const uint64_t *)&u->hold_snap,
+		    SEQLOCK_WORDS(*h));
+	} while (seqlock_read_retry(&u->hold_lock, v));
 }
 
 int
@@ -860,10 +909,12 @@ stream_consumers_json(struct stream *s, cJSON *arr)
 		struct sub *u = s->subs[k];
 		int st = atomic_load_explicit(&u->state, memory_order_relaxed);
 		cJSON *o = cJSON_CreateObject();
+		struct daqiri_hist hold;
 
 		if (o == NULL)
 			return -ENOMEM;
 		cJSON_AddItemToArray(arr, o);
+		sub_hold_read(u, &hold);
 		if (cJSON_AddStringToObject(o, "stream", s->name) == NULL ||
 		    cJSON_AddNumberToObject(o, "conn", (double)u->conn_id) == NULL ||
 		    cJSON_AddNumberToObject(o, "sub_id", u->sub_id) == NULL ||
@@ -884,7 +935,8 @@ stream_consumers_json(struct stream *s, cJSON *arr)
 		    cJSON_AddNumberToObject(o, "held", atomic_load(
 			&u->held_now)) == NULL ||
 		    cJSON_AddNumberToObject(o, "max_held", u->max_held) == NULL ||
-		    cJSON_AddNumberToObject(o, "ring_depth", u->ring.depth) == NULL)
+		    cJSON_AddNumberToObject(o, "ring_depth", u->ring.depth) == NULL ||
+		    hist_json(o, "hold_ns", &hold) != 0)
 			return -ENOMEM;
 	}
 	return 0;

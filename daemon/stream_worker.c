@@ -3,13 +3,14 @@
  * The RX worker's side of a stream: it lends tensor buffers to the
  * reorder (or raw) plan, publishes finished tensors into the subscribers'
  * rings, takes back what they release, ends subscriptions that misbehave,
- * runs the main thread's commands and publishes the counters. Everything
+ * runs the main thread's commands and publishes the counters, with the
+ * assembly and hold time histograms (proto/histogram.h). Everything
  * here runs on the one worker that feeds the stream (stream_pool_fill(),
  * stream_owner_init() and a first stream_publish_counters() also on the
  * main thread at creation, before that worker exists). It may touch the
  * worker-only fields of struct stream and struct sub freely, and crosses
  * to the main thread only as stream_internal.h says: commands under
- * cmd_lock, sub.state with release, relaxed counters, the seqlock. It
+ * cmd_lock, sub.state with release, relaxed counters, the seqlocks. It
  * never allocates and never logs; the one lock it takes is cmd_lock, and
  * only when a command is pending (main holds it just to append one).
  *
@@ -28,9 +29,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "histogram.h"
 #include "raw.h"
 #include "ring.h"
 #include "seqlock.h"
@@ -237,6 +240,11 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	uint32_t refs = 0;
 
 	d.publish_ns = daqiri_mono_ns();
+	/* Assembly time, per tensor; the clocks agree (CLOCK_MONOTONIC),
+	 * the guard only keeps a bad engine stamp from wrapping. */
+	daqiri_hist_add(&s->ctr.assembly, d.publish_ns > d.first_rx_ns ?
+	    d.publish_ns - d.first_rx_ns : 0);
+	s->pub_ns[i] = d.publish_ns;
 	/* The consumers' copy of the presence bitmap, before any ring
 	 * carries the descriptor (the push orders it before). */
 	memcpy(s->bitmap + (size_t)i * s->bitmap_bytes,
@@ -326,12 +334,31 @@ stream_owner_init(struct stream *s, struct reorder_owner *owner)
 
 /* --- the worker's loop -------------------------------------------------- */
 
-/* Take back what every subscriber released. */
+/* Make u's hold times visible to main (the consumers view). */
+static void
+sub_publish_hold(struct sub *u)
+{
+	seqlock_write_begin(&u->hold_lock);
+	seqlock_copy((uint64_t *)&u->hold_snap, (const uint64_t *)&u->hold,
+	    SEQLOCK_WORDS(u->hold_snap));
+	seqlock_write_end(&u->hold_lock);
+}
+
+/*
+ * Take back what every subscriber released. Each release counts its hold
+ * time, publish to now: the time the buffer was out of the daemon's
+ * hands, which includes how long the worker took to look (its next loop;
+ * up to its idle interval when no packets arrive). The clock is read
+ * once per pass, and only when something was released.
+ */
 static void
 reclaim(struct stream *s)
 {
+	uint64_t now = 0;
+
 	for (int k = 0; k < s->nserved; k++) {
 		struct sub *u = s->served[k];
+		bool took = false;
 		uint32_t idx;
 		int rc;
 
@@ -340,6 +367,7 @@ reclaim(struct stream *s)
 			continue;
 		while ((rc = daqiri_rel_pop(&u->ring, &idx)) == 1) {
 			char why[DAQIRI_ERR_MSG_MAX];
+			uint64_t held;
 
 			if (idx >= s->nbufs || u->held_pos[idx] == 0) {
 				snprintf(why, sizeof(why),
@@ -348,12 +376,20 @@ reclaim(struct stream *s)
 				sub_break(s, u, &s->ctr.subs_broken, why);
 				break;
 			}
+			if (now == 0)
+				now = daqiri_mono_ns();
+			held = now > s->pub_ns[idx] ? now - s->pub_ns[idx] : 0;
+			daqiri_hist_add(&u->hold, held);
+			daqiri_hist_add(&s->ctr.hold, held);
+			took = true;
 			held_remove(u, idx);
 			atomic_fetch_add_explicit(&u->released, 1,
 			    memory_order_relaxed);
 			if (--s->refs[idx] == 0)
 				buf_free(s, idx);
 		}
+		if (took)
+			sub_publish_hold(u);
 		if (rc < 0)
 			sub_break(s, u, &s->ctr.subs_broken,
 			    "release ring positions corrupted by the consumer");

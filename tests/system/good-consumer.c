@@ -4,7 +4,9 @@
  * subscribes, checks every tensor's descriptor (sequence numbers without
  * holes, presence bitmap agreeing with the packet count and the flags)
  * and releases it at once; at SIGTERM, or when the daemon goes away, it
- * prints one summary line the tests read.
+ * prints one summary line the tests read, with its own histogram of the
+ * descriptors' assembly times (publish - first packet, the daemon's
+ * buckets) to hold the daemon's assembly_ns against.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +19,7 @@
 #include <time.h>
 
 #include "daqiri_client.h"
+#include "histogram.h"
 
 #define GC_BUSY_SLICE_MS	100	/* busy-poll wait slices */
 #define GC_EXIT_BAD		3	/* a tensor broke a rule */
@@ -64,6 +67,7 @@ struct gc_totals {
 	unsigned long long got, missed, bad, complete, timeout, evicted,
 	    flush, missing_slots;
 	long long first, last;
+	struct daqiri_hist assembly;
 };
 
 /* Check one tensor against the descriptor rules; count what it is. */
@@ -102,6 +106,8 @@ gc_check(struct gc_totals *c, const struct daqiri_tensor *t)
 	c->evicted += (t->flags & DAQIRI_TENSOR_EVICTED) != 0;
 	c->flush += (t->flags & DAQIRI_TENSOR_FLUSH) != 0;
 	c->missing_slots += t->packets_expected - t->packets_received;
+	daqiri_hist_add(&c->assembly, t->publish_ns > t->first_rx_ns ?
+	    t->publish_ns - t->first_rx_ns : 0);
 }
 
 int
@@ -197,6 +203,12 @@ main(int argc, char **argv)
 	    "missing_slots=%llu end=%s end_ns=%llu\n", c.got, c.first, c.last,
 	    c.missed, c.bad, c.complete, c.timeout, c.evicted, c.flush,
 	    c.missing_slots, end_name(r), realtime_ns());
+	printf("consumer assembly=");
+	for (unsigned i = 0; i < DAQIRI_HIST_NBUCKETS; i++)
+		printf("%s%llu", i ? "," : "",
+		    (unsigned long long)c.assembly.buckets[i]);
+	printf(" assembly_sum_ns=%llu\n",
+	    (unsigned long long)c.assembly.sum_ns);
 	fflush(stdout);
 	daqiri_unsubscribe(sub);
 	daqiri_disconnect(d);

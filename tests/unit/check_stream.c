@@ -4,9 +4,9 @@
  * RX worker and a consumer see them, in one process: subscriptions with
  * their real memfds and rings, tensors read through the read-only
  * mappings, broadcast and shared delivery, overruns, bad release rings,
- * unsubscribe, a raw stream, the JSON views, and isolation: sealed
- * memory, a private duplicate-detection bitmap, admission control on
- * held buffers, the hold timeout.
+ * unsubscribe, a raw stream, the JSON views, the latency histograms,
+ * and isolation: sealed memory, a private duplicate-detection bitmap,
+ * admission control on held buffers, the hold timeout.
  */
 #include <check.h>
 #include <errno.h>
@@ -1493,6 +1493,105 @@ START_TEST(test_raw_stream)
 END_TEST
 
 /* (8) The JSON views have the documented fields (PROTOCOL.md). */
+/* The count of histogram key in o (a stats or consumers record), after
+ * checking its shape: 22 bounds, 23 buckets that add up to count. */
+static double
+hist_count(const cJSON *o, const char *key)
+{
+	const cJSON *h = cJSON_GetObjectItem(o, key), *e;
+	double sum = 0;
+
+	ck_assert_msg(cJSON_IsObject(h), "no histogram %s", key);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(h, "le_ns")),
+	    DAQIRI_HIST_NBOUNDS);
+	ck_assert_double_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(h,
+	    "le_ns"), 0)->valuedouble, 1000);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(h, "buckets")),
+	    DAQIRI_HIST_NBUCKETS);
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(h, "buckets"))
+		sum += e->valuedouble;
+	ck_assert_double_eq(sum, cJSON_GetObjectItem(h, "count")->valuedouble);
+	ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(h, "sum_ns")));
+	return sum;
+}
+
+/*
+ * Latency histograms: one assembly count per published tensor, in the
+ * bucket of its descriptor's publish_ns - first_rx_ns (tensors nobody
+ * took count too); one hold count per release, for the subscription and
+ * the stream; buffers taken back when a subscription ends count none.
+ */
+START_TEST(test_histograms)
+{
+	struct fix f;
+	struct cons c;
+	struct daqiri_desc d[3];
+	struct reorder_counters reorder;
+	struct stream_counters sc;
+	struct daqiri_hist want;
+	uint64_t t0 = daqiri_mono_ns(), before, after;
+	cJSON *arr, *o;
+
+	memset(&want, 0, sizeof(want));
+	fix_init(&f, 4 + SPARE, 0);
+	/* nobody subscribed yet: unseen, still assembled */
+	feed(&f, 0, ALL, t0);
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.unseen, 1);
+	ck_assert_uint_eq(sc.assembly.count, 1);
+	memcpy(&want, &sc.assembly, sizeof(want));
+
+	ck_assert_int_eq(subscribe(&f, &c, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
+	stream_service(f.s, t0);
+	/* first packets 3 ms before now: at least 3 ms to assemble */
+	for (uint32_t b = 1; b <= 3; b++) {
+		feed(&f, b, ALL, daqiri_mono_ns() - 3000000);
+		ck_assert_int_eq(pop(&c, &d[b - 1]), 1);
+		ck_assert_uint_ge(d[b - 1].publish_ns - d[b - 1].first_rx_ns,
+		    3000000);
+		daqiri_hist_add(&want, d[b - 1].publish_ns - d[b - 1].first_rx_ns);
+	}
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.published, 4);
+	ck_assert_uint_eq(sc.assembly.count, sc.published);
+	ck_assert_mem_eq(&sc.assembly, &want, sizeof(want));
+	ck_assert_uint_eq(sc.hold.count, 0);
+
+	/* two released: two hold times, between publish and now */
+	release(&c, d[0].buf_index);
+	release(&c, d[1].buf_index);
+	before = daqiri_mono_ns();
+	stream_service(f.s, before);
+	after = daqiri_mono_ns();
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.hold.count, 2);
+	ck_assert_uint_ge(sc.hold.sum_ns, (before - d[0].publish_ns) +
+	    (before - d[1].publish_ns));
+	ck_assert_uint_le(sc.hold.sum_ns, (after - d[0].publish_ns) +
+	    (after - d[1].publish_ns));
+	ck_assert_double_eq(sub_field(&f, 1, 1, "released"), 2);
+	arr = cJSON_CreateArray();
+	ck_assert_int_eq(stream_consumers_json(f.s, arr), 0);
+	ck_assert_double_eq(hist_count(cJSON_GetArrayItem(arr, 0), "hold_ns"), 2);
+	cJSON_Delete(arr);
+
+	/* the third goes back with the subscription: no hold time */
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 1), 1);
+	stream_service(f.s, daqiri_mono_ns());
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.held_bufs, 0);
+	ck_assert_uint_eq(sc.hold.count, 2);
+
+	o = cJSON_CreateObject();
+	ck_assert_int_eq(stream_stats_json(f.s, o), 0);
+	ck_assert_double_eq(hist_count(o, "assembly_ns"), 4);
+	ck_assert_double_eq(hist_count(o, "hold_ns"), 2);
+	cJSON_Delete(o);
+	cons_close(&c);
+	fix_fini(&f);
+}
+END_TEST
+
 START_TEST(test_json_views)
 {
 	struct fix f;
@@ -1682,6 +1781,7 @@ stream_suite(void)
 	tc = tcase_create("raw_json");
 	tcase_add_test(tc, test_raw_stream);
 	tcase_add_test(tc, test_json_views);
+	tcase_add_test(tc, test_histograms);
 	suite_add_tcase(s, tc);
 	return s;
 }
