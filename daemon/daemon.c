@@ -522,8 +522,12 @@ on_signal(struct daemon *d)
 
 	while (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			log_warnx("SIGHUP: configuration reload is not built yet; "
-			    "restart daqirid to apply a new configuration");
+			static struct reload_result r;	/* big */
+
+			log_notice("SIGHUP: reloading %s", d->config_file !=
+			    NULL ? d->config_file : "the built-in default");
+			(void)daemon_reload(d, &r);
+			daemon_reload_log(&r);
 			continue;
 		}
 		log_info("%s: stopping", strsignal((int)si.ssi_signo));
@@ -633,8 +637,8 @@ log_started(struct daemon *d)
 }
 
 int
-daemon_run(const struct cfg *c, const char *socket_path,
-	   const char *config_file)
+daemon_run(struct cfg *c, const char *socket_path, const char *config_file,
+	   int level)
 {
 	static struct daemon dd;
 	struct daemon *d = &dd;
@@ -646,7 +650,9 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	d->socket_path = socket_path;
 	d->epfd = d->sigfd = d->tick_fd = -1;
 	d->start_ns = daqiri_mono_ns();
-	log_init(c->log_level, getenv("JOURNAL_STREAM") != NULL);
+	d->level_override = level;
+	log_init(level >= 0 ? (enum cfg_log_level)level : c->log_level,
+	    getenv("JOURNAL_STREAM") != NULL);
 
 	raise_nofile(c);
 	if (check_region_owners(c) != 0)

@@ -40,7 +40,10 @@ struct daemon_iface {
  * this.
  */
 struct daemon {
-	const struct cfg *cfg;
+	struct cfg *cfg;		/* the running config; a reload
+					 * rewrites its live fields */
+	int level_override;		/* -l LEVEL, or -1: the config's */
+	uint64_t reloads;		/* applied */
 	const char *config_file;	/* NULL: the built-in default */
 	const char *socket_path;
 	uint64_t start_ns;
@@ -84,6 +87,33 @@ heartbeat_age(const struct worker *w, uint64_t now)
 
 	return now > b ? now - b : 0;
 }
+
+/* What a reload did (reload.c). */
+enum reload_outcome {
+	RELOAD_APPLIED,			/* every change applied */
+	RELOAD_UNCHANGED,		/* the file says what runs */
+	RELOAD_REFUSED,			/* errors or restart-only changes */
+	RELOAD_MAX
+};
+extern const char *const reload_outcome_names[RELOAD_MAX];
+
+struct reload_result {
+	enum reload_outcome outcome;
+	char file[CFG_PATH_MAX];	/* as named in the diagnostics */
+	char reason[256];		/* one line: why, or what was done */
+	struct cfg_diags diags;		/* the loader's */
+	struct cfg_changes changes;	/* cfg_diff()'s */
+};
+
+/*
+ * reload.c: re-read d->config_file (the built-in default when NULL),
+ * check it and apply it whole or not at all (RELOADING=1 and READY=1
+ * to systemd around the apply). *r says what happened. Returns 0 when
+ * applied or unchanged, -1 when refused.
+ */
+int daemon_reload(struct daemon *d, struct reload_result *r);
+/* Log *r: every error or change, then the outcome. */
+void daemon_reload_log(const struct reload_result *r);
 
 /* daemon_ops.c: what the control server calls back (control_init()). */
 extern const struct control_ops daemon_control_ops;

@@ -14,7 +14,10 @@
  *    back (SUB_BROKEN with its why, SUB_GONE: main may free it);
  *  - relaxed atomics for a subscription's own counters (consumers view);
  *  - the seqlock snapshot (snap_*): the worker publishes the stream's
- *    counters, main reads a consistent copy.
+ *    counters, main reads a consistent copy;
+ *  - tune_pending / tune_retired, release/acquire atomics: a reload hands
+ *    the worker a prepared retune of the plan (timeout, fill, window), the
+ *    worker applies it between bursts and hands back what it let go.
  */
 #ifndef DAQIRI_STREAM_INTERNAL_H
 #define DAQIRI_STREAM_INTERNAL_H
@@ -167,6 +170,14 @@ struct stream {
 	_Atomic int cmd_pending;
 	/* main: set before the worker starts, written after each command */
 	int worker_wake_fd;		/* eventfd that wakes the worker */
+	/* Reload: main stores a prepared retune (release) while none is
+	 * pending; the worker takes it, applies it, stores it in
+	 * tune_retired (release) and clears tune_pending; main frees it. */
+	_Atomic(struct reorder_tune *) tune_pending;
+	_Atomic(struct reorder_tune *) tune_retired;
+	uint32_t window;		/* main only: the window it runs, or was
+					 * last told to (budgets are taken
+					 * from it) */
 
 	/* main only: every subscription not yet freed (ending, broken and
 	 * gone ones included until stream_reap() frees them) */
