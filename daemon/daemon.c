@@ -6,7 +6,7 @@
  * signalfd) and a timer that reaps subscriptions, feeds the systemd
  * watchdog while every worker's heartbeat advances and sends STATUS.
  * The main thread never touches packet data. Control requests are
- * answered in daemon_ops.c.
+ * answered in daemon_ops.c; SIGHUP reloads the configuration (reload.c).
  *
  * A map of daemon/ (DESIGN.md "Threads and ownership"): which file owns
  * which concern, and the thread that runs it. "main" is the thread of
@@ -24,6 +24,9 @@
  *                    addresses, reorder geometry)
  *   cfg_print.c      the normalised printout (-n -v) and cfg_equal()
  *   cfg_names.c      the YAML spelling of every config enum, lookups
+ *   cfg_diff.c       any thread, pure: a running config against a new
+ *                    one, each difference live or restart-only, at the
+ *                    new file's line:col
  *   geometry.c       any thread, pure: frame, slot, window and tensor
  *                    sizes, the one place both the checker and the
  *                    stages take them from
@@ -31,7 +34,11 @@
  *                    loop, signals, watchdog, sd_notify
  *   daemon_ops.c     main: answers to control requests (status, streams,
  *                    stats, consumers, subscribe/unsubscribe and the
- *                    daemon-wide admission limits, flow list/add/del)
+ *                    daemon-wide admission limits, flow list/add/del,
+ *                    reload, config)
+ *   reload.c         main: SIGHUP and daqirictl reload: re-read, check,
+ *                    diff, then apply all (flow tables and plan retunes
+ *                    prepared for every worker first) or nothing
  *   control.c        main: the control socket, connections, request
  *                    validation, fd passing, throttling slow clients
  *   log.c            any thread, never per packet: the logging API
