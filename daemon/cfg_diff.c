@@ -121,6 +121,31 @@ diff_daemon(const struct cfg *ca, const struct cfg *cb, struct cfg_changes *o)
 		    b->stats_interval_ms);
 }
 
+/* Is region index r the output of a reorder config of c, or a receive
+ * region of a queue? */
+static bool
+region_in_use(const struct cfg *c, int r)
+{
+	for (int i = 0; i < c->ninterfaces; i++) {
+		const struct cfg_rx *rx = &c->interfaces[i].rx;
+
+		for (int j = 0; j < rx->nreorders; j++)
+			if (rx->reorders[j].region_idx == r)
+				return true;
+		for (int q = 0; q < rx->nqueues; q++)
+			for (int k = 0; k < rx->queues[q].nregions; k++)
+				if (rx->queues[q].region_idx[k] == r)
+					return true;
+	}
+	return false;
+}
+
+/*
+ * Regions keep their places: the daemon's memory is indexed as the file
+ * lists it. New regions may follow the old ones (allocated at the
+ * reload, for streams added with them) and the last ones may go when
+ * nothing that stays uses them; anything else needs a restart.
+ */
 static void
 diff_regions(const struct cfg *a, const struct cfg *b, struct cfg_changes *o)
 {
@@ -131,12 +156,26 @@ diff_regions(const struct cfg *a, const struct cfg *b, struct cfg_changes *o)
 		    &b->regions[i] : NULL;
 		char what[CFG_NAME_MAX + 48];
 
-		if (ra == NULL || rb == NULL || strcmp(ra->name, rb->name) != 0) {
-			change(o, false, rb != NULL ? rb->pos : nowhere,
-			    "memory region %d: '%s' -> '%s' (regions added, "
-			    "removed or reordered): needs a restart", i,
-			    ra != NULL ? ra->name : "(none)",
-			    rb != NULL ? rb->name : "(none)");
+		if (ra == NULL) {
+			change(o, true, rb->pos, "memory region '%s' added",
+			    rb->name);
+			continue;
+		}
+		if (rb == NULL) {
+			if (region_in_use(b, i))
+				change(o, false, nowhere, "memory region '%s' "
+				    "removed while in use: needs a restart",
+				    ra->name);
+			else
+				change(o, true, nowhere, "memory region '%s' "
+				    "removed", ra->name);
+			continue;
+		}
+		if (strcmp(ra->name, rb->name) != 0) {
+			change(o, false, rb->pos, "memory region %d: '%s' -> "
+			    "'%s': regions are added at the end and removed "
+			    "from the end live; anything else needs a restart",
+			    i, ra->name, rb->name);
 			continue;
 		}
 		snprintf(what, sizeof(what), "memory region '%s': kind", rb->name);
@@ -351,26 +390,57 @@ reorder_fixed_diff(const struct cfg_reorder *a, const struct cfg_reorder *b)
 	return NULL;
 }
 
+static const struct cfg_reorder *
+reorder_by_name(const struct cfg_rx *rx, const char *name)
+{
+	for (int j = 0; j < rx->nreorders; j++)
+		if (strcmp(rx->reorders[j].name, name) == 0)
+			return &rx->reorders[j];
+	return NULL;
+}
+
+/* Did region index r of ca, a stream's output there, stay where it was
+ * with nothing else writing it? An added stream needs a region no
+ * running stream writes: one added with it, or one that was unused. */
+static bool
+region_free_in(const struct cfg *ca, const char *name)
+{
+	int r = cfg_region_find(ca, name);
+
+	return r < 0 || !region_in_use(ca, r);
+}
+
+/* Streams are matched by name: one kept changes only timeout_us, fill
+ * and window live; one added or removed is live too (its memory region
+ * made or let go, its subscribers ended). */
 static void
-diff_reorders(const struct cfg *cb, const struct cfg_interface *ia,
-	      const struct cfg_interface *ib, struct cfg_changes *o)
+diff_reorders(const struct cfg *ca, const struct cfg *cb,
+	      const struct cfg_interface *ia, const struct cfg_interface *ib,
+	      struct cfg_changes *o)
 {
 	const struct cfg_rx *a = &ia->rx, *b = &ib->rx;
 
-	for (int i = 0; i < a->nreorders || i < b->nreorders; i++) {
-		const struct cfg_reorder *ra = i < a->nreorders ?
-		    &a->reorders[i] : NULL;
-		const struct cfg_reorder *rb = i < b->nreorders ?
-		    &b->reorders[i] : NULL;
+	for (int i = 0; i < a->nreorders; i++)
+		if (reorder_by_name(b, a->reorders[i].name) == NULL)
+			change(o, true, ib->pos, "stream '%s/%s' removed (its "
+			    "subscribers are ended)", ib->name,
+			    a->reorders[i].name);
+	for (int i = 0; i < b->nreorders; i++) {
+		const struct cfg_reorder *rb = &b->reorders[i];
+		const struct cfg_reorder *ra = reorder_by_name(a, rb->name);
 		const char *key;
 
-		if (ra == NULL || rb == NULL || strcmp(ra->name, rb->name) != 0) {
-			change(o, false, rb != NULL ? rb->pos : ib->pos,
-			    "interface '%s': reorder config %d: '%s' -> '%s': "
-			    "streams added, removed or reordered need a restart "
-			    "in this daqirid", ib->name, i,
-			    ra != NULL ? ra->name : "(none)",
-			    rb != NULL ? rb->name : "(none)");
+		if (ra == NULL) {
+			if (!region_free_in(ca, rb->region_name))
+				change(o, false, cfg_pos_of(cb, rb->region_name,
+				    rb->pos), "stream '%s/%s' added on memory "
+				    "region '%s', which the running "
+				    "configuration uses: give it a new region "
+				    "(or restart)", ib->name, rb->name,
+				    rb->region_name);
+			else
+				change(o, true, rb->pos, "stream '%s/%s' added",
+				    ib->name, rb->name);
 			continue;
 		}
 		if ((key = reorder_fixed_diff(ra, rb)) != NULL)
@@ -449,7 +519,7 @@ diff_interfaces(const struct cfg *a, const struct cfg *b,
 			    ib->pos), "interface '%s': hardware_timestamps "
 			    "changed: needs a restart", ib->name);
 		diff_flows(b, ia, ib, o);
-		diff_reorders(b, ia, ib, o);
+		diff_reorders(a, b, ia, ib, o);
 		tx_same = ia->has_tx == ib->has_tx &&
 		    ia->tx.nflows == ib->tx.nflows &&
 		    ia->tx.accurate_send == ib->tx.accurate_send &&

@@ -196,6 +196,30 @@ apply_stream_limits(const struct cfg *c, struct stream *s)
 	return rc;
 }
 
+int
+daemon_stream_make(struct daemon *d, const struct cfg_interface *ifc,
+		   const struct cfg_reorder *r, struct stream **out)
+{
+	const struct reorder_backend *be = backend_for(ifc, r);
+	char err[ERRLEN];
+	int rc;
+
+	*out = NULL;
+	if (be == NULL)
+		return -ENODEV;
+	rc = stream_create(out, ifc, r, &d->regions[r->region_idx], be, err,
+	    sizeof(err));
+	if (rc != 0) {
+		log_warnx("%s", err);
+		return rc;
+	}
+	if ((rc = apply_stream_limits(d->cfg, *out)) != 0) {
+		stream_destroy(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 static int
 interface_up(struct daemon *d, struct daemon_iface *di,
 	     const struct cfg_interface *ifc)
@@ -232,17 +256,8 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 	}
 	for (int j = 0; j < ifc->rx.nreorders; j++) {
 		const struct cfg_reorder *r = &ifc->rx.reorders[j];
-		const struct reorder_backend *be = backend_for(ifc, r);
 
-		if (be == NULL)
-			return -1;
-		rc = stream_create(&di->streams[j], ifc, r,
-		    &d->regions[r->region_idx], be, err, sizeof(err));
-		if (rc != 0) {
-			log_warnx("%s", err);
-			return -1;
-		}
-		if (apply_stream_limits(c, di->streams[j]) != 0)
+		if (daemon_stream_make(d, ifc, r, &di->streams[j]) != 0)
 			return -1;
 		di->reorder_cfgs[j] = r;
 		di->nstreams++;
@@ -510,6 +525,7 @@ on_tick(struct daemon *d)
 	for (int i = 0; i < d->nifs; i++)
 		for (int q = 0; q < d->ifs[i].nworkers; q++)
 			worker_reap(d->ifs[i].workers[q]);
+	daemon_reload_reap(d);
 	if (d->wd_usec != 0 && now - d->last_wd_ns >= d->wd_usec * 1000 / 2 &&
 	    workers_alive(d, now)) {
 		sd_notify(0, "WATCHDOG=1");
@@ -580,8 +596,10 @@ teardown(struct daemon *d)
 	d->ctl = NULL;
 	for (int i = d->nifs; i-- > 0;)
 		interface_down(&d->ifs[i]);
+	daemon_reload_fini(d);
+	/* every slot: a reload may have made regions and let others go */
 	if (d->regions_made)
-		mem_regions_destroy(d->regions, d->cfg->nregions);
+		mem_regions_destroy(d->regions, CFG_MAX_REGIONS);
 	if (d->epfd >= 0)
 		close(d->epfd);
 	if (d->tick_fd >= 0)
@@ -656,6 +674,7 @@ daemon_run(struct cfg *c, const char *socket_path, const char *config_file,
 	d->config_file = config_file;
 	d->socket_path = socket_path;
 	d->epfd = d->sigfd = d->tick_fd = -1;
+	d->regions_keep = -1;
 	d->start_ns = daqiri_mono_ns();
 	d->level_override = level;
 	log_init(level >= 0 ? (enum cfg_log_level)level : c->log_level,

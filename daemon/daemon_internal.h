@@ -44,6 +44,15 @@ struct daemon {
 					 * rewrites its live fields */
 	int level_override;		/* -l LEVEL, or -1: the config's */
 	uint64_t reloads;		/* applied */
+	/* Streams a reload removed, until every worker of their interface
+	 * let them go (reload.c). */
+	int nretiring;
+	struct {
+		struct stream *s;
+		int iface;
+	} retiring[CFG_MAX_INTERFACES * CFG_MAX_REORDERS];
+	int regions_keep;		/* regions past this are let go with
+					 * the retiring streams; -1 none */
 	const char *config_file;	/* NULL: the built-in default */
 	const char *socket_path;
 	uint64_t start_ns;
@@ -114,6 +123,16 @@ struct reload_result {
 int daemon_reload(struct daemon *d, struct reload_result *r);
 /* Log *r: every error or change, then the outcome. */
 void daemon_reload_log(const struct reload_result *r);
+/* Each tick: end the subscriptions of removed streams ("stream removed")
+ * and free them once their workers let go. */
+void daemon_reload_reap(struct daemon *d);
+/* At teardown (workers stopped): free what is still retiring. */
+void daemon_reload_fini(struct daemon *d);
+/* daemon.c: the stream of reorder config r of ifc, with its backend and
+ * the daemon's limits, on region d->regions[r->region_idx]. 0 or a
+ * negative errno (logged). */
+int daemon_stream_make(struct daemon *d, const struct cfg_interface *ifc,
+		       const struct cfg_reorder *r, struct stream **out);
 
 /* daemon_ops.c: what the control server calls back (control_init()). */
 extern const struct control_ops daemon_control_ops;

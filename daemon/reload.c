@@ -16,6 +16,7 @@
 
 #include "daemon_internal.h"
 #include "flow.h"
+#include "mem.h"
 #include "log.h"
 #include "reorder.h"
 #include "stream.h"
@@ -31,7 +32,15 @@ const char *const reload_outcome_names[RELOAD_MAX] = {
 struct reload_plan {
 	struct flow_table *tables[CFG_MAX_INTERFACES];	/* NULL: flows kept */
 	struct flow_change *changes[CFG_MAX_INTERFACES][CFG_MAX_QUEUES];
+	/* by the new config's reorder index */
 	struct reorder_tune *tunes[CFG_MAX_INTERFACES][CFG_MAX_REORDERS];
+	bool restream[CFG_MAX_INTERFACES];	/* streams added or removed */
+	int nstreams[CFG_MAX_INTERFACES];
+	struct stream *streams[CFG_MAX_INTERFACES][CFG_MAX_REORDERS];
+	bool made[CFG_MAX_INTERFACES][CFG_MAX_REORDERS];
+	int nremoved[CFG_MAX_INTERFACES];
+	struct stream *removed[CFG_MAX_INTERFACES][CFG_MAX_REORDERS];
+	bool made_region[CFG_MAX_REGIONS];
 };
 
 static void
@@ -40,10 +49,16 @@ plan_discard(struct daemon *d, struct reload_plan *p)
 	for (int i = 0; i < d->nifs; i++) {
 		for (int q = 0; q < CFG_MAX_QUEUES; q++)
 			worker_flows_discard(p->changes[i][q]);
-		for (int j = 0; j < CFG_MAX_REORDERS; j++)
+		for (int j = 0; j < CFG_MAX_REORDERS; j++) {
 			reorder_tune_free(p->tunes[i][j]);
+			if (p->made[i][j])
+				stream_destroy(p->streams[i][j]);
+		}
 		flow_table_free(p->tables[i]);
 	}
+	for (int r = 0; r < CFG_MAX_REGIONS; r++)
+		if (p->made_region[r])
+			mem_region_destroy(&d->regions[r]);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -73,43 +88,133 @@ tune_differs(const struct cfg_reorder *a, const struct cfg_reorder *b)
 	    a->window != b->window;
 }
 
+/* The running stream of di named like reorder config name, its index in
+ * *at; NULL when none. */
+static struct stream *
+stream_named(struct daemon_iface *di, const char *name, int *at)
+{
+	for (int k = 0; k < di->nstreams; k++)
+		if (strcmp(di->reorder_cfgs[k]->name, name) == 0) {
+			*at = k;
+			return di->streams[k];
+		}
+	return NULL;
+}
+
+/* The streams of ni, in its order: the running ones kept, new ones made
+ * (with their region when the reload added it), the rest to remove. */
+static int
+plan_streams(struct daemon *d, int i, const struct cfg *nc,
+	     struct reload_plan *p, struct reload_result *r)
+{
+	struct daemon_iface *di = &d->ifs[i];
+	const struct cfg_interface *ni = &nc->interfaces[i];
+	bool same = di->nstreams == ni->rx.nreorders;
+	char err[256];
+	int k;
+
+	for (int j = 0; same && j < di->nstreams; j++)
+		same = strcmp(di->reorder_cfgs[j]->name,
+		    ni->rx.reorders[j].name) == 0;
+	if (same)
+		return 0;
+	p->restream[i] = true;
+	p->nstreams[i] = ni->rx.nreorders;
+	for (int j = 0; j < ni->rx.nreorders; j++) {
+		const struct cfg_reorder *nr = &ni->rx.reorders[j];
+		int ri = nr->region_idx;
+
+		p->streams[i][j] = stream_named(di, nr->name, &k);
+		if (p->streams[i][j] != NULL)
+			continue;
+		if (ri >= d->cfg->nregions && !p->made_region[ri]) {
+			if (mem_region_create(&nc->regions[ri], &d->regions[ri],
+			    err, sizeof(err)) < 0) {
+				snprintf(r->reason, sizeof(r->reason), "%s", err);
+				return -1;
+			}
+			p->made_region[ri] = true;
+		}
+		if (daemon_stream_make(d, ni, nr, &p->streams[i][j]) != 0) {
+			snprintf(r->reason, sizeof(r->reason), "stream '%s/%s' "
+			    "cannot be made (the log says why); nothing "
+			    "changed", ni->name, nr->name);
+			return -1;
+		}
+		p->made[i][j] = true;
+	}
+	for (int j = 0; j < di->nstreams; j++) {
+		bool kept = false;
+
+		for (int n = 0; n < p->nstreams[i] && !kept; n++)
+			kept = p->streams[i][n] == di->streams[j];
+		if (!kept)
+			p->removed[i][p->nremoved[i]++] = di->streams[j];
+	}
+	return 0;
+}
+
 /* Make everything; on the first failure say why in r->reason and
  * return -1 (the caller discards what was made). */
 static int
 plan_make(struct daemon *d, const struct cfg *nc, struct reload_plan *p,
 	  struct reload_result *r)
 {
+	if (d->nretiring > 0) {
+		snprintf(r->reason, sizeof(r->reason), "streams removed by the "
+		    "previous reload are still being let go; try again");
+		return -1;
+	}
 	for (int i = 0; i < d->nifs; i++) {
 		struct daemon_iface *di = &d->ifs[i];
 		const struct cfg_interface *ni = &nc->interfaces[i];
+		const struct cfg_reorder *keep[CFG_MAX_REORDERS];
+		bool flows = di->flows != NULL && flows_differ(&di->ifc->rx,
+		    &ni->rx);
 
-		if (di->flows != NULL && flows_differ(&di->ifc->rx, &ni->rx)) {
+		if (plan_streams(d, i, nc, p, r) != 0)
+			return -1;
+		if ((flows || p->restream[i]) && di->flows == NULL) {
+			snprintf(r->reason, sizeof(r->reason), "interface '%s' "
+			    "has no rx queues to run streams on", ni->name);
+			return -1;
+		}
+		if (flows || p->restream[i])
 			for (int q = 0; q < di->nworkers; q++)
 				if (worker_flows_busy(di->workers[q]))
 					goto busy;
-			p->tables[i] = flow_table_create(ni);
-			if (p->tables[i] == NULL)
+		if (flows && (p->tables[i] = flow_table_create(ni)) == NULL)
+			goto nomem;
+		for (int j = 0; j < p->nstreams[i]; j++)
+			keep[j] = &d->cfg->interfaces[i].rx.reorders[j];
+		for (int q = 0; q < di->nworkers && (flows || p->restream[i]);
+		    q++) {
+			const struct flow_table *t = p->tables[i] != NULL ?
+			    p->tables[i] : di->flows;
+
+			p->changes[i][q] = p->restream[i] ?
+			    worker_streams_prepare(di->workers[q], t, ni,
+				p->streams[i], keep, p->nstreams[i]) :
+			    worker_flows_prepare(di->workers[q], t);
+			if (p->changes[i][q] == NULL)
 				goto nomem;
-			for (int q = 0; q < di->nworkers; q++) {
-				p->changes[i][q] = worker_flows_prepare(
-				    di->workers[q], p->tables[i]);
-				if (p->changes[i][q] == NULL)
-					goto nomem;
-			}
 		}
-		for (int j = 0; j < di->nstreams; j++) {
+		for (int j = 0; j < ni->rx.nreorders; j++) {
 			const struct cfg_reorder *nr = &ni->rx.reorders[j];
 			char why[sizeof(r->reason)];
+			struct stream *s;
+			int k;
 
-			if (!tune_differs(di->reorder_cfgs[j], nr))
+			if ((s = stream_named(di, nr->name, &k)) == NULL ||
+			    !tune_differs(di->reorder_cfgs[k], nr))
 				continue;
-			if (stream_tune_check(di->streams[j], nr->window, why,
+			if (stream_tune_check(s, nr->window, why,
 			    sizeof(why)) != 0) {
 				snprintf(r->reason, sizeof(r->reason), "%s", why);
 				return -1;
 			}
-			p->tunes[i][j] = stream_tune_prepare(di->streams[j],
-			    nr->timeout_us, nr->fill, nr->window);
+			p->tunes[i][j] = stream_tune_prepare(s, nr->timeout_us,
+			    nr->fill, nr->window);
 			if (p->tunes[i][j] == NULL) {
 				if (errno == EBUSY)
 					goto busy;
@@ -128,14 +233,17 @@ nomem:
 	return -1;
 }
 
-/* The live fields of nc into the running config, which then equals nc
- * (checked by the caller). Nothing a worker reads at run time is here. */
+/* The live parts of nc into the running config, which then equals nc
+ * (checked by the caller). Nothing a worker reads at run time is here:
+ * plans keep their own copy of their reorder config. */
 static void
 copy_live(struct cfg *run, const struct cfg *nc)
 {
 	run->debug = nc->debug;
 	run->log_level = nc->log_level;
 	run->daemon.stats_interval_ms = nc->daemon.stats_interval_ms;
+	run->nregions = nc->nregions;
+	memcpy(run->regions, nc->regions, sizeof(run->regions));
 	for (int i = 0; i < run->ninterfaces; i++) {
 		struct cfg_rx *a = &run->interfaces[i].rx;
 		const struct cfg_rx *b = &nc->interfaces[i].rx;
@@ -144,11 +252,8 @@ copy_live(struct cfg *run, const struct cfg *nc)
 		memcpy(a->flows, b->flows, sizeof(a->flows));
 		a->flow_isolation = b->flow_isolation;
 		a->dynamic_flow_capacity = b->dynamic_flow_capacity;
-		for (int j = 0; j < a->nreorders; j++) {
-			a->reorders[j].timeout_us = b->reorders[j].timeout_us;
-			a->reorders[j].fill = b->reorders[j].fill;
-			a->reorders[j].window = b->reorders[j].window;
-		}
+		a->nreorders = b->nreorders;
+		memcpy(a->reorders, b->reorders, sizeof(a->reorders));
 	}
 	/* positions now refer to the file just read */
 	run->nmarks = nc->nmarks;
@@ -162,15 +267,28 @@ plan_post(struct daemon *d, struct reload_plan *p)
 	for (int i = 0; i < d->nifs; i++) {
 		struct daemon_iface *di = &d->ifs[i];
 
-		if (p->tables[i] != NULL) {
-			for (int q = 0; q < di->nworkers; q++) {
+		for (int q = 0; q < di->nworkers; q++)
+			if (p->changes[i][q] != NULL) {
 				worker_flows_post(di->workers[q],
 				    p->changes[i][q]);
 				p->changes[i][q] = NULL;
 			}
+		if (p->tables[i] != NULL) {
 			flow_table_free(di->flows);
 			di->flows = p->tables[i];
 			p->tables[i] = NULL;
+		}
+		if (p->restream[i]) {
+			/* gone from every view now; freed once the workers
+			 * let go (daemon_reload_reap) */
+			for (int k = 0; k < p->nremoved[i]; k++) {
+				d->retiring[d->nretiring].s = p->removed[i][k];
+				d->retiring[d->nretiring++].iface = i;
+			}
+			di->nstreams = p->nstreams[i];
+			for (int j = 0; j < di->nstreams; j++)
+				di->streams[j] = p->streams[i][j];
+			memset(p->made[i], 0, sizeof(p->made[i]));
 		}
 		for (int j = 0; j < di->nstreams; j++)
 			if (p->tunes[i][j] != NULL) {
@@ -178,6 +296,68 @@ plan_post(struct daemon *d, struct reload_plan *p)
 				p->tunes[i][j] = NULL;
 			}
 	}
+	memset(p->made_region, 0, sizeof(p->made_region));
+}
+
+/* After copy_live(): every stream's config where the running config now
+ * holds it. */
+static void
+repoint(struct daemon *d)
+{
+	for (int i = 0; i < d->nifs; i++) {
+		struct daemon_iface *di = &d->ifs[i];
+
+		di->ifc = &d->cfg->interfaces[i];
+		for (int j = 0; j < di->nstreams; j++) {
+			di->reorder_cfgs[j] = &di->ifc->rx.reorders[j];
+			stream_set_config(di->streams[j], di->reorder_cfgs[j]);
+		}
+	}
+}
+
+static void
+tell_removed(void *ctx, uint64_t conn_id, uint32_t sub_id)
+{
+	struct daemon *d = ctx;
+
+	control_sub_closed(d->ctl, conn_id, sub_id, DAQIRI_ST_NO_SUCH_STREAM,
+	    "stream removed");
+}
+
+void
+daemon_reload_reap(struct daemon *d)
+{
+	for (int k = 0; k < d->nretiring;) {
+		struct daemon_iface *di = &d->ifs[d->retiring[k].iface];
+		struct stream *s = d->retiring[k].s;
+		bool busy = false;
+
+		for (int q = 0; q < di->nworkers; q++)
+			busy |= worker_flows_busy(di->workers[q]);
+		if (busy) {
+			k++;
+			continue;
+		}
+		log_info("stream '%s' removed: %d subscription(s) ended",
+		    stream_name(s), stream_live_nsubs(s, false, 0));
+		stream_subs_each(s, tell_removed, d);
+		stream_destroy(s);
+		d->retiring[k] = d->retiring[--d->nretiring];
+	}
+	if (d->nretiring == 0 && d->regions_keep >= 0) {
+		for (int r = d->regions_keep; r < CFG_MAX_REGIONS; r++)
+			if (r >= d->cfg->nregions)
+				mem_region_destroy(&d->regions[r]);
+		d->regions_keep = -1;
+	}
+}
+
+void
+daemon_reload_fini(struct daemon *d)
+{
+	for (int k = 0; k < d->nretiring; k++)
+		stream_destroy(d->retiring[k].s);
+	d->nretiring = 0;
 }
 
 int
@@ -223,8 +403,11 @@ daemon_reload(struct daemon *d, struct reload_result *r)
 	sd_notify(0, "RELOADING=1\nSTATUS=reloading the configuration");
 	if (d->level_override < 0)
 		log_set_level(nc.log_level);
+	if (nc.nregions < d->cfg->nregions)
+		d->regions_keep = nc.nregions;
 	plan_post(d, &plan);
 	copy_live(d->cfg, &nc);
+	repoint(d);
 	d->reloads++;
 	r->outcome = RELOAD_APPLIED;
 	snprintf(r->reason, sizeof(r->reason), "%d change%s applied",

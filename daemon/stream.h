@@ -129,6 +129,14 @@ struct reorder_tune *stream_tune_prepare(struct stream *s, uint32_t timeout_us,
 void stream_tune_post(struct stream *s, struct reorder_tune *t);
 bool stream_tune_busy(const struct stream *s);
 
+/* A reload moved the stream's reorder config in the running config
+ * (main only; the plan keeps its own copy). */
+void stream_set_config(struct stream *s, const struct cfg_reorder *r);
+/* Call cb for every live subscription (main only). */
+void stream_subs_each(const struct stream *s,
+		      void (*cb)(void *ctx, uint64_t conn_id, uint32_t sub_id),
+		      void *ctx);
+
 /* Fixed at creation; any thread. */
 const char *stream_name(const struct stream *s);
 struct reorder_plan *stream_plan(struct stream *s);

@@ -765,6 +765,23 @@ stream_tune_post(struct stream *s, struct reorder_tune *t)
 		    sizeof(uint64_t));
 }
 
+void
+stream_set_config(struct stream *s, const struct cfg_reorder *r)
+{
+	if (s->plan != NULL)
+		s->reorder_cfg = r;
+}
+
+void
+stream_subs_each(const struct stream *s,
+		 void (*cb)(void *ctx, uint64_t conn_id, uint32_t sub_id),
+		 void *ctx)
+{
+	for (int k = 0; k < s->nsubs; k++)
+		if (sub_live(s->subs[k]))
+			cb(ctx, s->subs[k]->conn_id, s->subs[k]->sub_id);
+}
+
 /* --- accessors and counters --------------------------------------------- */
 
 void

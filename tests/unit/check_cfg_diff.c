@@ -324,12 +324,70 @@ START_TEST(test_restart_reorder_fixed)
 }
 END_TEST
 
-START_TEST(test_restart_stream_added_removed)
+/* A stream added on a region nothing runs on, and removed again: live. */
+START_TEST(test_live_stream_added_removed)
 {
 	edit("  daemon:\n", second_stream);
 	parse_both();
-	expect_one(false, "streams added, removed or reordered", anywhere);
+	expect_one(true, "stream 'sensor0/tensor2' added", anywhere);
 	ck_assert_int_eq(ch.ch[0].pos.line, after("- name: tensor2").line);
+	/* and the other way round */
+	ck_assert_int_eq(cfg_diff(&new_cfg, &old_cfg, &ch), 0);
+	ck_assert_int_eq(ch.n, 1);
+	ck_assert(ch.ch[0].live);
+	ck_assert_ptr_nonnull(strstr(ch.ch[0].msg,
+	    "stream 'sensor0/tensor2' removed (its subscribers are ended)"));
+}
+END_TEST
+
+/* A stream added on the region a running stream writes: refused. */
+START_TEST(test_restart_stream_on_used_region)
+{
+	char tmp[sizeof(text)];
+
+	/* tensor2 writes into tensors, tensor moves to tensors2 */
+	edit("  daemon:\n", second_stream);
+	memcpy(tmp, text, sizeof(tmp));
+	{
+		char *a = strstr(tmp, "memory_region: tensors\n");
+		char *b = strstr(tmp, "memory_region: tensors2\n");
+
+		*a = '\0';
+		*b = '\0';
+		snprintf(text, sizeof(text), "%smemory_region: tensors2\n%s"
+		    "memory_region: tensors\n%s", tmp,
+		    a + strlen("memory_region: tensors\n"),
+		    b + strlen("memory_region: tensors2\n"));
+	}
+	parse_both();
+	cfg_diff(&old_cfg, &new_cfg, &ch);
+	ck_assert_int_ge(ch.nrestart, 1);
+	ck_assert_int_eq(ch.ch[ch.n - 1].live, false);
+	ck_assert_ptr_nonnull(strstr(ch.ch[ch.n - 1].msg,
+	    "which the running configuration uses"));
+}
+END_TEST
+
+/* Regions keep their places: appended or removed from the end live, a
+ * region inserted before others needs a restart. */
+START_TEST(test_regions_added_removed)
+{
+	edit("    interfaces:\n", "    - name: extra\n      kind: host\n"
+	    "      num_bufs: 2\n      buf_size: 64\n    interfaces:\n");
+	parse_both();
+	expect_one(true, "memory region 'extra' added", anywhere);
+	ck_assert_int_eq(ch.ch[0].pos.line, after("- name: extra").line);
+	ck_assert_int_eq(cfg_diff(&new_cfg, &old_cfg, &ch), 0);
+	ck_assert_int_eq(ch.n, 1);
+	ck_assert_ptr_nonnull(strstr(ch.ch[0].msg,
+	    "memory region 'extra' removed"));
+	edit("    memory_regions:\n", "    memory_regions:\n"
+	    "    - name: extra\n      kind: host\n"
+	    "      num_bufs: 2\n      buf_size: 64\n");
+	parse_both();
+	ck_assert_int_gt(cfg_diff(&old_cfg, &new_cfg, &ch), 0);
+	ck_assert_ptr_nonnull(strstr(ch.ch[0].msg,
+	    "regions are added at the end"));
 }
 END_TEST
 
@@ -396,7 +454,9 @@ diff_suite(void)
 	tcase_add_test(tc, test_restart_interface);
 	tcase_add_test(tc, test_restart_engine_core);
 	tcase_add_test(tc, test_restart_reorder_fixed);
-	tcase_add_test(tc, test_restart_stream_added_removed);
+	tcase_add_test(tc, test_live_stream_added_removed);
+	tcase_add_test(tc, test_restart_stream_on_used_region);
+	tcase_add_test(tc, test_regions_added_removed);
 	tcase_add_test(tc, test_restart_daemon);
 	tcase_add_test(tc, test_mixed);
 	tcase_add_test(tc, test_print_format);
