@@ -116,6 +116,7 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 		(double)(daqiri_mono_ns() - d->start_ns) / 1e9) == NULL ||
 	    cJSON_AddStringToObject(reply, "config", d->config_file != NULL ?
 		d->config_file : "<built-in default>") == NULL ||
+	    cJSON_AddNumberToObject(reply, "reloads", (double)d->reloads) == NULL ||
 	    cJSON_AddStringToObject(reply, "socket", d->socket_path) == NULL ||
 	    cJSON_AddStringToObject(reply, "engine",
 		d->nifs > 0 ? d->ifs[0].ops->name : "none") == NULL ||

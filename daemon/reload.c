@@ -369,6 +369,7 @@ daemon_reload(struct daemon *d, struct reload_result *r)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	memset(&plan, 0, sizeof(plan));
 	r->outcome = RELOAD_REFUSED;
 	if (d->config_file != NULL)
 		rc = cfg_load(d->config_file, &nc, &r->diags);

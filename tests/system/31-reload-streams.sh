@@ -71,6 +71,16 @@ expect_eq "sim2 sent" "$sent2" 160
 wait_for '.streams[] | select(.name == "sensor0/sensor2") | .handoff.published == 5'
 expect_eq "sensor2 placed" "$(stat '.streams[] | select(.name == "sensor0/sensor2") | .reorder.placed')" 160
 
+note "a later reload that only retunes: both streams stay"
+sed -e 's/window: 4 /window: 6 /' "$T/two.yaml" > "$CFG"
+ctl reload > "$T/reload.out" || fail "retune refused: $(cat "$T/reload.out")"
+grep -q "applied: stream 'sensor0/sensor_tensor': window: 4 -> 6" "$T/reload.out" || fail "$(cat "$T/reload.out")"
+[ "$(grep -c ": applied: " "$T/reload.out")" -eq 1 ] || fail "more than the retune: $(cat "$T/reload.out")"
+expect_eq "streams" "$(ctl -j streams | jq -c '[.streams[] | select(.kind == "reorder") | [.name, .window]]')" \
+	'[["sensor0/sensor_tensor",6],["sensor0/sensor2",4]]'
+cp "$T/two.yaml" "$CFG"
+ctl reload > /dev/null || fail "window back refused"
+
 note "a new stream on the region of one it replaces: refused (needs a restart)"
 sed -e 's/- name: sensor2/- name: sensor3/' "$T/two.yaml" > "$CFG"
 if ctl reload > "$T/reload.out" 2> "$T/reload.err"; then
