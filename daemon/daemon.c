@@ -37,12 +37,14 @@
  *                    daemon-wide admission limits, flow list/add/del,
  *                    reload, config)
  *   reload.c         main: SIGHUP and daqirictl reload: re-read, check,
- *                    diff, then apply all (flow tables and plan retunes
- *                    prepared for every worker first) or nothing
+ *                    diff, then apply all (flow tables, plan retunes,
+ *                    new streams and their regions made for every
+ *                    worker first) or nothing; removed streams freed
+ *                    once their workers let go
  *   control.c        main: the control socket, connections, request
  *                    validation, fd passing, throttling slow clients
  *   log.c            any thread, never per packet: the logging API
- *   mem.c            main, start-up/teardown: memory regions (sealed
+ *   mem.c            main, start-up/teardown and reload: memory regions (sealed
  *                    memfds, huge pages, pinned, device)
  *   engine.c         main: the table of engines built in
  *   engine_socket.c  the socket engine: init/start/fini on main, receive,

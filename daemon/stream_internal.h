@@ -117,7 +117,9 @@ struct stream_group {
 struct stream {
 	/* fixed at creation (main) */
 	char name[DAQIRI_STREAM_NAME_MAX];
-	const struct cfg_reorder *reorder_cfg;	/* NULL for raw streams */
+	/* NULL for raw streams; main only, moved by a reload
+	 * (stream_set_config()); the plan keeps its own copy */
+	const struct cfg_reorder *reorder_cfg;
 	enum daqiri_stream_kind kind;
 	struct mem_region *region;
 	/* Made and destroyed by main while no worker runs; between, only
