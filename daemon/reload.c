@@ -261,6 +261,19 @@ copy_live(struct cfg *run, const struct cfg *nc)
 	    (size_t)nc->nmarks);
 }
 
+/* Does table t still hold the config's flows, and only those? (Flows
+ * added or deleted at run time make it differ.) */
+static bool
+table_is_file(const struct flow_table *t, const struct cfg_rx *rx)
+{
+	if (t->nrules != (uint32_t)rx->nflows)
+		return false;
+	for (int f = 0; f < rx->nflows; f++)
+		if (t->rules[f].id != rx->flows[f].id)
+			return false;
+	return true;
+}
+
 static void
 plan_post(struct daemon *d, struct reload_plan *p)
 {
@@ -274,6 +287,10 @@ plan_post(struct daemon *d, struct reload_plan *p)
 				p->changes[i][q] = NULL;
 			}
 		if (p->tables[i] != NULL) {
+			if (!table_is_file(di->flows, &di->ifc->rx))
+				log_notice("reload: interface '%s': its flow table "
+				    "is the file's again; flows added or deleted "
+				    "with daqirictl since are gone", di->ifc->name);
 			flow_table_free(di->flows);
 			di->flows = p->tables[i];
 			p->tables[i] = NULL;

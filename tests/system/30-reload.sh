@@ -77,6 +77,9 @@ sed -i 's/window: 8 /window: 2 /' "$CFG"
 reload_ok "window 8 -> 2"
 expect_eq "window in streams" "$(ctl -j streams | jq '.streams[0].window')" 2
 
+# a flow added at run time is replaced with the file's table when the
+# file changes that interface's flows
+ctl flow add sensor0 9 0 udp_dst=$((PORT + 9)) > /dev/null || fail "flow add"
 # a second flow (no traffic of its own) and isolation on
 awk -v p=$((PORT + 1)) '
 	{ print }
@@ -84,7 +87,9 @@ awk -v p=$((PORT + 1)) '
 		print "          match: {udp_dst: " p "}"; print "          action: {type: queue, id: 0}" }
 ' "$CFG" > "$T/x.yaml" && cp "$T/x.yaml" "$CFG"
 reload_ok "flow added"
-expect_eq "flows listed" "$(ctl -j flow list | jq '[.interfaces[0].flows[].id] | sort | join(",")')" '"0,5"'
+expect_eq "flows listed (the file's)" "$(ctl -j flow list | jq '[.interfaces[0].flows[].id] | sort | join(",")')" '"0,5"'
+grep -q "reload: interface 'sensor0': its flow table is the file's again" "$T/daemon.log" ||
+	fail "replacing a run-time flow was not logged"
 sed -i 's/flow_isolation: false/flow_isolation: true/' "$CFG"
 reload_ok "flow_isolation"
 expect_eq "isolation in flow list" "$(ctl -j flow list | jq '.interfaces[0].flow_isolation')" true
