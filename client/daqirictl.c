@@ -36,6 +36,8 @@ struct ctl {
 	const char *sock;		/* -s, or NULL for the default */
 	bool json;
 	bool table;			/* -t, or stdout is a terminal */
+	bool echo_json;			/* request() prints the reply as it is
+					 * and also returns it (-j reload) */
 };
 
 /* One column of a command's table view: a field of each record. */
@@ -76,6 +78,8 @@ static int cmd_flow_add(struct ctl *c, int argc, char **argv);
 static int cmd_flow_del(struct ctl *c, int argc, char **argv);
 static int cmd_top(struct ctl *c, int argc, char **argv);
 static int cmd_metrics(struct ctl *c, int argc, char **argv);
+static int cmd_reload(struct ctl *c, int argc, char **argv);
+static int cmd_config(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
@@ -97,6 +101,13 @@ static const struct command commands[] = {
 	    "0 or none until q or Ctrl-C", NULL, NULL },
 	{ "metrics", 0, 0, cmd_metrics, "",
 	    "stats in Prometheus text format", NULL, NULL },
+	{ "reload", 0, 0, cmd_reload, "",
+	    "re-read the configuration file and apply it whole or not at all; "
+	    "waits, prints the outcome, exits 1 when refused (root or admin "
+	    "group)", NULL, NULL },
+	{ "config", 0, 0, cmd_config, "",
+	    "the running configuration, normalised (as daqirid -n -v)", NULL,
+	    NULL },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -521,6 +532,8 @@ request(struct ctl *c, cJSON *req, const char *what, cJSON **out)
 		free(reply);
 		return 1;
 	}
+	if (c->echo_json)
+		printf("%s\n", reply);
 	o = cJSON_Parse(reply);
 	free(reply);
 	if (o == NULL) {
@@ -769,6 +782,74 @@ cmd_flow_del(struct ctl *c, int argc, char **argv)
 	cJSON_AddStringToObject(o, "interface", argv[0]);
 	add_word(o, "flow_id", argv[1]);
 	return request(c, o, "flow del", NULL);
+}
+
+/* ---- reload and config */
+
+static const char *
+str_of(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/*
+ * The daemon answers when the reload is done: every error or change as
+ * "file:line:col: ...", then one line with the outcome. A refused reload
+ * goes to stderr and exits 1, which makes systemctl reload fail.
+ */
+static int
+cmd_reload(struct ctl *c, int argc, char **argv)
+{
+	const cJSON *e;
+	cJSON *o = NULL;
+	bool refused;
+	FILE *fp;
+	int r;
+
+	c->echo_json = c->json;
+	r = request(c, new_req("reload"), "reload", &o);
+	c->echo_json = false;
+	if (r != 0)
+		return r;
+	refused = strcmp(str_of(o, "outcome"), "applied") != 0 &&
+	    strcmp(str_of(o, "outcome"), "unchanged") != 0;
+	fp = refused ? stderr : stdout;
+	if (!c->json) {
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o,
+		    "diagnostics"))
+			fprintf(fp, "%s: %s: %s\n", str_of(e, "where"),
+			    str_of(e, "severity"), str_of(e, "message"));
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o,
+		    "changes"))
+			if (!refused || strcmp(str_of(e, "kind"), "live") != 0)
+				fprintf(fp, "%s: %s%s\n", str_of(e, "where"),
+				    strcmp(str_of(e, "kind"), "live") == 0 ?
+				    "applied: " : "", str_of(e, "change"));
+		fprintf(fp, "reload %s: %s\n", str_of(o, "outcome"),
+		    str_of(o, "reason"));
+	}
+	cJSON_Delete(o);
+	return refused ? 1 : 0;
+}
+
+static int
+cmd_config(struct ctl *c, int argc, char **argv)
+{
+	const cJSON *e;
+	cJSON *o = NULL;
+	int r;
+
+	if (c->json)
+		return request(c, new_req("config"), "config", NULL);
+	r = request(c, new_req("config"), "config", &o);
+	if (r != 0)
+		return r;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "lines"))
+		printf("%s\n", cJSON_IsString(e) ? e->valuestring : "");
+	cJSON_Delete(o);
+	return fflush(stdout) != 0 ? 1 : 0;
 }
 
 /* ---- metrics: the Prometheus text, rendered as the daemon's /metrics

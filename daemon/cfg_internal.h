@@ -160,6 +160,10 @@ bool cfg_get_uint_q(struct pctx *x, const char *key, const yaml_node_t *n,
 		    uint64_t min, uint64_t max, bool quoted_ok, uint64_t *out);
 bool cfg_get_u64(struct pctx *x, const char *key, const yaml_node_t *n,
 		 uint64_t min, uint64_t max, uint64_t *out);
+/* Remember that field (a pointer into x->c; anything else is ignored)
+ * took the value at n, for cfg_pos_of(). The typed getters below do it
+ * for their out pointer; enum callers do it themselves. */
+void cfg_mark(struct pctx *x, const void *field, const yaml_node_t *n);
 bool cfg_get_u32(struct pctx *x, const char *key, const yaml_node_t *n,
 		 uint32_t min, uint32_t max, uint32_t *out);
 bool cfg_get_int(struct pctx *x, const char *key, const yaml_node_t *n,

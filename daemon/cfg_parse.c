@@ -130,6 +130,7 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 
 		if (cfg_get_enum(x, "rx_mode", v, KEYS(cfg_rx_mode_names), &k))
 			dm->rx_mode = (enum cfg_rx_mode)k;
+		cfg_mark(x, &dm->rx_mode, v);
 	}
 	v = mval(&m, "metrics_listen");
 	if (v != NULL && cfg_get_str(x, "metrics_listen", v, dm->metrics_listen,
@@ -188,8 +189,10 @@ parse_region(struct pctx *x, yaml_node_t *n, struct cfg_region *r, int idx)
 		}
 	}
 	if ((v = mval(&m, "kind")) != NULL &&
-	    cfg_get_enum(x, "kind", v, KEYS(cfg_mem_kind_names), &k))
+	    cfg_get_enum(x, "kind", v, KEYS(cfg_mem_kind_names), &k)) {
 		r->kind = (enum daqiri_mem_kind)k;
+		cfg_mark(x, &r->kind, v);
+	}
 	if ((v = mval(&m, "affinity")) != NULL)
 		cfg_get_int(x, "affinity", v, 0, CFG_AFFINITY_MAX,
 			    &r->affinity);
@@ -977,6 +980,7 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 	    cfg_get_enum(x, "reorder_type", v, KEYS(cfg_reorder_type_names),
 			 &k)) {
 		r->type = (enum cfg_reorder_type)k;
+		cfg_mark(x, &r->type, v);
 		type_ok = true;
 	}
 	if ((v = mval(&m, "memory_region")) != NULL &&
@@ -1000,6 +1004,7 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 	if ((v = mval(&m, "fill")) != NULL &&
 	    cfg_get_enum(x, "fill", v, KEYS(cfg_fill_names), &k)) {
 		r->fill = (enum daqiri_fill)k;
+		cfg_mark(x, &r->fill, v);
 		if (r->fill == DAQIRI_FILL_NAN && !(r->has_data_types &&
 		    dtype_is_float(r->output_type)))
 			err(x, v, "fill: nan needs a floating-point "
@@ -1339,6 +1344,8 @@ parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
 	    cfg_get_enum(x, "stream_type", v, KEYS(cfg_stream_type_names),
 			 &k)) {
 		c->stream_type = (enum cfg_stream_type)k;
+		cfg_mark(x, &c->stream_type, v);
+		cfg_mark(x, &c->engine, v);
 		c->engine = c->stream_type == CFG_STREAM_SOCKET ?
 		    CFG_ENGINE_SOCKET : CFG_ENGINE_DPDK;
 		x->stream_known = true;
@@ -1346,8 +1353,10 @@ parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
 	if ((v = mval(&m, "engine")) != NULL)
 		parse_engine(x, v);
 	if ((v = mval(&m, "log_level")) != NULL &&
-	    cfg_get_enum(x, "log_level", v, KEYS(cfg_log_level_names), &k))
+	    cfg_get_enum(x, "log_level", v, KEYS(cfg_log_level_names), &k)) {
 		c->log_level = (enum cfg_log_level)k;
+		cfg_mark(x, &c->log_level, v);
+	}
 	if ((v = mval(&m, "loopback")) != NULL) {
 		if (scalar_is(v, "hw"))
 			err(x, v, "loopback: hardware loopback (hw) is not "
@@ -1355,6 +1364,7 @@ parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
 		else if (cfg_get_enum(x, "loopback", v,
 				      KEYS(cfg_loopback_names), &k))
 			c->loopback = (enum cfg_loopback)k;
+		cfg_mark(x, &c->loopback, v);
 	}
 	if ((v = mval(&m, "tx_meta_buffers")) != NULL)
 		cfg_get_u32(x, "tx_meta_buffers", v, 1, UINT32_MAX,

@@ -13,6 +13,37 @@
 #include "cfg_internal.h"
 
 /* ---------------------------------------------------------------------
+ * Positions of the values, for a reload's list of changes.
+ */
+void
+cfg_mark(struct pctx *x, const void *field, const yaml_node_t *n)
+{
+	const char *b = (const char *)x->c, *f = field;
+	struct cfg *c = x->c;
+
+	if (c == NULL || n == NULL || f < b || f >= b + sizeof(*c) ||
+	    c->nmarks >= CFG_MAX_MARKS)
+		return;
+	c->marks[c->nmarks].off = (uint32_t)(f - b);
+	c->marks[c->nmarks].pos = pos_of(n);
+	c->nmarks++;
+}
+
+struct cfg_pos
+cfg_pos_of(const struct cfg *c, const void *field, struct cfg_pos fallback)
+{
+	const char *b = (const char *)c, *f = field;
+
+	if (f < b || f >= b + sizeof(*c))
+		return fallback;
+	/* the last one wins: a value read twice was read last there */
+	for (int i = c->nmarks; i-- > 0;)
+		if (c->marks[i].off == (uint32_t)(f - b))
+			return c->marks[i].pos;
+	return fallback;
+}
+
+/* ---------------------------------------------------------------------
  * Diagnostics.
  */
 void
@@ -290,6 +321,7 @@ bool
 cfg_get_u64(struct pctx *x, const char *key, const yaml_node_t *n, uint64_t min,
 	    uint64_t max, uint64_t *out)
 {
+	cfg_mark(x, out, n);
 	return cfg_get_uint_q(x, key, n, min, max, false, out);
 }
 
@@ -299,6 +331,7 @@ cfg_get_u32(struct pctx *x, const char *key, const yaml_node_t *n, uint32_t min,
 {
 	uint64_t v;
 
+	cfg_mark(x, out, n);
 	if (!cfg_get_uint_q(x, key, n, min, max, false, &v))
 		return false;
 	*out = (uint32_t)v;
@@ -311,6 +344,7 @@ cfg_get_int(struct pctx *x, const char *key, const yaml_node_t *n, int min,
 {
 	uint64_t v;
 
+	cfg_mark(x, out, n);
 	if (!cfg_get_uint_q(x, key, n, (uint64_t)min, (uint64_t)max, false, &v))
 		return false;
 	*out = (int)v;
@@ -322,6 +356,7 @@ cfg_get_bool(struct pctx *x, const char *key, const yaml_node_t *n, bool *out)
 {
 	char db[DBUF];
 
+	cfg_mark(x, out, n);
 	if (n->type == YAML_SCALAR_NODE && scalar_kind(n) == SK_BOOL) {
 		*out = sval(n)[0] == 't' || sval(n)[0] == 'T';
 		return true;
@@ -338,6 +373,7 @@ cfg_get_str(struct pctx *x, const char *key, const yaml_node_t *n, char *buf,
 {
 	char db[DBUF];
 
+	cfg_mark(x, buf, n);
 	if (n->type != YAML_SCALAR_NODE) {
 		err(x, n, "%s: expected a string, got %s", key,
 		    cfg_describe(n, db));
@@ -656,6 +692,7 @@ cfg_get_endpoint(struct pctx *x, const char *key, const yaml_node_t *n,
 	uint32_t addr;
 	uint16_t port;
 
+	cfg_mark(x, e, n);
 	if (!cfg_get_str(x, key, n, buf, sizeof(buf)))
 		return false;
 	sep = strstr(buf, "://");
@@ -712,6 +749,7 @@ cfg_get_mode(struct pctx *x, const char *key, const yaml_node_t *n,
 	size_t len, i;
 	unsigned v = 0;
 
+	cfg_mark(x, out, n);
 	if (n->type != YAML_SCALAR_NODE || scalar_kind(n) == SK_NULL) {
 		err(x, n, "%s: expected an octal mode such as 0660, got %s",
 		    key, cfg_describe(n, db));
@@ -748,6 +786,7 @@ cfg_get_port_range(struct pctx *x, const char *key, const yaml_node_t *n,
 	uint16_t a, b;
 	uint32_t v;
 
+	cfg_mark(x, lo, n);
 	if (n->type == YAML_SCALAR_NODE && is_plain(n) &&
 	    scalar_kind(n) == SK_INT) {
 		if (!cfg_get_u32(x, key, n, 1, UINT16_MAX, &v))
@@ -798,6 +837,7 @@ cfg_get_ipv4(struct pctx *x, const char *key, const yaml_node_t *n,
 {
 	char buf[CFG_NAME_MAX], qb[QBUF];
 
+	cfg_mark(x, out, n);
 	if (!cfg_get_str(x, key, n, buf, sizeof(buf)))
 		return false;
 	if (!cfg_parse_ipv4(buf, out)) {

@@ -32,6 +32,8 @@
 #define CFG_WINDOW_DEFAULT	4
 #define CFG_WINDOW_MAX		64
 #define CFG_REORDER_TIMEOUT_US_DEFAULT 100000u
+#define CFG_MAX_MARKS		2048	/* value positions kept (cfg_pos_of) */
+#define CFG_MAX_CHANGES		128	/* differences kept by cfg_diff() */
 
 /* Where a node started in its file (1-based; 0 = not from a file). */
 struct cfg_pos {
@@ -226,6 +228,13 @@ struct cfg_listen {
  * three forms (a unix path must be absolute and fit sun_path). */
 bool cfg_parse_listen(const char *text, struct cfg_listen *out);
 
+/* Where the value of one field came from: the field's byte offset in
+ * struct cfg and the position of its YAML value (cfg_pos_of()). */
+struct cfg_mark {
+	uint32_t off;
+	struct cfg_pos pos;
+};
+
 struct cfg {
 	int version;
 	bool debug;
@@ -243,6 +252,9 @@ struct cfg {
 	int ninterfaces;
 	struct cfg_interface interfaces[CFG_MAX_INTERFACES];
 	struct cfg_daemon daemon;
+	/* Positions of the values read (not compared by cfg_equal()). */
+	int nmarks;
+	struct cfg_mark marks[CFG_MAX_MARKS];
 };
 
 enum cfg_severity { CFG_SEV_ERROR, CFG_SEV_WARNING, CFG_SEV_MAX };
@@ -293,6 +305,43 @@ int cfg_print(const struct cfg *c, FILE *fp);
 
 /* Equal in every field but source positions: 1 if equal, else 0. */
 int cfg_equal(const struct cfg *a, const struct cfg *b);
+
+/*
+ * Where the value of field (a pointer into *c) was written in the file,
+ * or fallback when it was not (a default) or is not known.
+ */
+struct cfg_pos cfg_pos_of(const struct cfg *c, const void *field,
+			  struct cfg_pos fallback);
+
+/*
+ * The differences between a running config and a new one (cfg_diff.c),
+ * each classified as applied live or needing a restart (daqirid.yaml(5)
+ * "RELOAD"), positioned in the new file (0:0 = not in it, e.g. removed).
+ */
+struct cfg_change {
+	bool live;
+	struct cfg_pos pos;
+	char msg[256];
+};
+
+struct cfg_changes {
+	int n;				/* kept in ch[] */
+	int nrestart;			/* every restart-only one, kept or not */
+	int nlive;
+	struct cfg_change ch[CFG_MAX_CHANGES];
+};
+
+/*
+ * Compare old (running) and new (both checked by cfg_parse()) and list
+ * every difference in *out. Pure. Returns the number of restart-only
+ * differences: 0 means new can be applied live (out->nlive of them).
+ */
+int cfg_diff(const struct cfg *old, const struct cfg *new_cfg,
+	     struct cfg_changes *out);
+
+/* Write every change as "file:line:col: live|restart: message\n". */
+void cfg_changes_print(const struct cfg_changes *ch, const char *file,
+		       FILE *fp);
 
 /* Defaults of a fresh config (used before parsing). */
 void cfg_defaults(struct cfg *c);

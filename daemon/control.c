@@ -636,6 +636,14 @@ do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
 			r = o->flow_del(c->ctx, &m->u.flow, &k->peer, reply,
 			    &err);
 		break;
+	case DAQIRI_MSG_RELOAD:
+		if (o->reload != NULL)
+			r = o->reload(c->ctx, &k->peer, reply, &err);
+		break;
+	case DAQIRI_MSG_CONFIG:
+		if (o->config != NULL)
+			r = o->config(c->ctx, reply, &err);
+		break;
 	case DAQIRI_MSG_UNSUBSCRIBE:
 		if (o->unsubscribe != NULL)
 			r = o->unsubscribe(c->ctx, &k->peer,

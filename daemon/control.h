@@ -88,6 +88,12 @@ struct control_ops {
 	int (*flow_del)(void *ctx, const struct daqiri_flow_req *req,
 			const struct control_peer *peer, cJSON *reply,
 			struct daqiri_err *err);
+	/* Re-read and apply the config (admin peers only); the outcome,
+	 * applied or refused, is the reply's payload. */
+	int (*reload)(void *ctx, const struct control_peer *peer, cJSON *reply,
+		      struct daqiri_err *err);
+	/* The running config, normalised. */
+	int (*config)(void *ctx, cJSON *reply, struct daqiri_err *err);
 };
 
 /* Counters, for stats and status output ("control" object). */

@@ -6,7 +6,7 @@
  * signalfd) and a timer that reaps subscriptions, feeds the systemd
  * watchdog while every worker's heartbeat advances and sends STATUS.
  * The main thread never touches packet data. Control requests are
- * answered in daemon_ops.c.
+ * answered in daemon_ops.c; SIGHUP reloads the configuration (reload.c).
  *
  * A map of daemon/ (DESIGN.md "Threads and ownership"): which file owns
  * which concern, and the thread that runs it. "main" is the thread of
@@ -24,6 +24,9 @@
  *                    addresses, reorder geometry)
  *   cfg_print.c      the normalised printout (-n -v) and cfg_equal()
  *   cfg_names.c      the YAML spelling of every config enum, lookups
+ *   cfg_diff.c       any thread, pure: a running config against a new
+ *                    one, each difference live or restart-only, at the
+ *                    new file's line:col
  *   geometry.c       any thread, pure: frame, slot, window and tensor
  *                    sizes, the one place both the checker and the
  *                    stages take them from
@@ -31,14 +34,20 @@
  *                    loop, signals, watchdog, sd_notify
  *   daemon_ops.c     main: answers to control requests (status, streams,
  *                    stats, consumers, subscribe/unsubscribe and the
- *                    daemon-wide admission limits, flow list/add/del)
+ *                    daemon-wide admission limits, flow list/add/del,
+ *                    reload, config)
+ *   reload.c         main: SIGHUP and daqirictl reload: re-read, check,
+ *                    diff, then apply all (flow tables, plan retunes,
+ *                    new streams and their regions made for every
+ *                    worker first) or nothing; removed streams freed
+ *                    once their workers let go
  *   control.c        main: the control socket, connections, request
  *                    validation, fd passing, throttling slow clients
  *   http.c           its own thread (libmicrohttpd): /metrics, whose text
  *                    main builds on request (daemon_ops.c), and /healthz
  *                    from the workers' heartbeats
  *   log.c            any thread, never per packet: the logging API
- *   mem.c            main, start-up/teardown: memory regions (sealed
+ *   mem.c            main, start-up/teardown and reload: memory regions (sealed
  *                    memfds, huge pages, pinned, device)
  *   engine.c         main: the table of engines built in
  *   engine_socket.c  the socket engine: init/start/fini on main, receive,
@@ -192,6 +201,30 @@ apply_stream_limits(const struct cfg *c, struct stream *s)
 	return rc;
 }
 
+int
+daemon_stream_make(struct daemon *d, const struct cfg_interface *ifc,
+		   const struct cfg_reorder *r, struct stream **out)
+{
+	const struct reorder_backend *be = backend_for(ifc, r);
+	char err[ERRLEN];
+	int rc;
+
+	*out = NULL;
+	if (be == NULL)
+		return -ENODEV;
+	rc = stream_create(out, ifc, r, &d->regions[r->region_idx], be, err,
+	    sizeof(err));
+	if (rc != 0) {
+		log_warnx("%s", err);
+		return rc;
+	}
+	if ((rc = apply_stream_limits(d->cfg, *out)) != 0) {
+		stream_destroy(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 static int
 interface_up(struct daemon *d, struct daemon_iface *di,
 	     const struct cfg_interface *ifc)
@@ -228,17 +261,8 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 	}
 	for (int j = 0; j < ifc->rx.nreorders; j++) {
 		const struct cfg_reorder *r = &ifc->rx.reorders[j];
-		const struct reorder_backend *be = backend_for(ifc, r);
 
-		if (be == NULL)
-			return -1;
-		rc = stream_create(&di->streams[j], ifc, r,
-		    &d->regions[r->region_idx], be, err, sizeof(err));
-		if (rc != 0) {
-			log_warnx("%s", err);
-			return -1;
-		}
-		if (apply_stream_limits(c, di->streams[j]) != 0)
+		if (daemon_stream_make(d, ifc, r, &di->streams[j]) != 0)
 			return -1;
 		di->reorder_cfgs[j] = r;
 		di->nstreams++;
@@ -540,6 +564,7 @@ on_tick(struct daemon *d)
 	for (int i = 0; i < d->nifs; i++)
 		for (int q = 0; q < d->ifs[i].nworkers; q++)
 			worker_reap(d->ifs[i].workers[q]);
+	daemon_reload_reap(d);
 	if (d->wd_usec != 0 && now - d->last_wd_ns >= d->wd_usec * 1000 / 2 &&
 	    workers_alive(d, now)) {
 		sd_notify(0, "WATCHDOG=1");
@@ -559,8 +584,12 @@ on_signal(struct daemon *d)
 
 	while (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			log_warnx("SIGHUP: configuration reload is not built yet; "
-			    "restart daqirid to apply a new configuration");
+			static struct reload_result r;	/* big */
+
+			log_notice("SIGHUP: reloading %s", d->config_file !=
+			    NULL ? d->config_file : "the built-in default");
+			(void)daemon_reload(d, &r);
+			daemon_reload_log(&r);
 			continue;
 		}
 		log_info("%s: stopping", strsignal((int)si.ssi_signo));
@@ -611,8 +640,10 @@ teardown(struct daemon *d)
 	d->ctl = NULL;
 	for (int i = d->nifs; i-- > 0;)
 		interface_down(&d->ifs[i]);
+	daemon_reload_fini(d);
+	/* every slot: a reload may have made regions and let others go */
 	if (d->regions_made)
-		mem_regions_destroy(d->regions, d->cfg->nregions);
+		mem_regions_destroy(d->regions, CFG_MAX_REGIONS);
 	if (d->epfd >= 0)
 		close(d->epfd);
 	if (d->tick_fd >= 0)
@@ -675,8 +706,8 @@ log_started(struct daemon *d)
 }
 
 int
-daemon_run(const struct cfg *c, const char *socket_path,
-	   const char *config_file)
+daemon_run(struct cfg *c, const char *socket_path, const char *config_file,
+	   int level)
 {
 	static struct daemon dd;
 	struct daemon *d = &dd;
@@ -687,8 +718,11 @@ daemon_run(const struct cfg *c, const char *socket_path,
 	d->config_file = config_file;
 	d->socket_path = socket_path;
 	d->epfd = d->sigfd = d->tick_fd = -1;
+	d->regions_keep = -1;
 	d->start_ns = daqiri_mono_ns();
-	log_init(c->log_level, getenv("JOURNAL_STREAM") != NULL);
+	d->level_override = level;
+	log_init(level >= 0 ? (enum cfg_log_level)level : c->log_level,
+	    getenv("JOURNAL_STREAM") != NULL);
 
 	raise_nofile(c);
 	if (check_region_owners(c) != 0)

@@ -27,11 +27,14 @@ void daemon_signals(sigset_t *set);
 
 /*
  * Run the daemon on validated config c with its control socket at
- * socket_path until SIGTERM or SIGINT. config_file is only reported
- * (NULL = built-in default). Returns the process exit status: 0 after an
- * orderly stop, 1 when start-up failed (the reason is logged).
+ * socket_path until SIGTERM or SIGINT. config_file is reported and
+ * re-read by a reload (SIGHUP, daqirictl reload; NULL = the built-in
+ * default); c is the running config from then on, rewritten by each
+ * applied reload. level is -l's log level, which outlasts reloads, or -1
+ * for the config's. Returns the process exit status: 0 after an orderly
+ * stop, 1 when start-up failed (the reason is logged).
  */
-int daemon_run(const struct cfg *c, const char *socket_path,
-	       const char *config_file);
+int daemon_run(struct cfg *c, const char *socket_path,
+	       const char *config_file, int level);
 
 #endif

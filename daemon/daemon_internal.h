@@ -41,7 +41,19 @@ struct daemon_iface {
  * this.
  */
 struct daemon {
-	const struct cfg *cfg;
+	struct cfg *cfg;		/* the running config; a reload
+					 * rewrites its live fields */
+	int level_override;		/* -l LEVEL, or -1: the config's */
+	uint64_t reloads;		/* applied */
+	/* Streams a reload removed, until every worker of their interface
+	 * let them go (reload.c). */
+	int nretiring;
+	struct {
+		struct stream *s;
+		int iface;
+	} retiring[CFG_MAX_INTERFACES * CFG_MAX_REORDERS];
+	int regions_keep;		/* regions past this are let go with
+					 * the retiring streams; -1 none */
 	const char *config_file;	/* NULL: the built-in default */
 	const char *socket_path;
 	uint64_t start_ns;
@@ -93,6 +105,42 @@ heartbeat_age(const struct worker *w, uint64_t now)
  * daemon). 0 and a malloc'ed *text, or -ENOMEM.
  */
 int daemon_metrics_text(void *ctx, char **text, size_t *len);
+/* What a reload did (reload.c). */
+enum reload_outcome {
+	RELOAD_APPLIED,			/* every change applied */
+	RELOAD_UNCHANGED,		/* the file says what runs */
+	RELOAD_REFUSED,			/* errors or restart-only changes */
+	RELOAD_MAX
+};
+extern const char *const reload_outcome_names[RELOAD_MAX];
+
+struct reload_result {
+	enum reload_outcome outcome;
+	char file[CFG_PATH_MAX];	/* as named in the diagnostics */
+	char reason[256];		/* one line: why, or what was done */
+	struct cfg_diags diags;		/* the loader's */
+	struct cfg_changes changes;	/* cfg_diff()'s */
+};
+
+/*
+ * reload.c: re-read d->config_file (the built-in default when NULL),
+ * check it and apply it whole or not at all (RELOADING=1 and READY=1
+ * to systemd around the apply). *r says what happened. Returns 0 when
+ * applied or unchanged, -1 when refused.
+ */
+int daemon_reload(struct daemon *d, struct reload_result *r);
+/* Log *r: every error or change, then the outcome. */
+void daemon_reload_log(const struct reload_result *r);
+/* Each tick: end the subscriptions of removed streams ("stream removed")
+ * and free them once their workers let go. */
+void daemon_reload_reap(struct daemon *d);
+/* At teardown (workers stopped): free what is still retiring. */
+void daemon_reload_fini(struct daemon *d);
+/* daemon.c: the stream of reorder config r of ifc, with its backend and
+ * the daemon's limits, on region d->regions[r->region_idx]. 0 or a
+ * negative errno (logged). */
+int daemon_stream_make(struct daemon *d, const struct cfg_interface *ifc,
+		       const struct cfg_reorder *r, struct stream **out);
 
 /* daemon_ops.c: what the control server calls back (control_init()). */
 extern const struct control_ops daemon_control_ops;

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -116,6 +117,7 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 		(double)(daqiri_mono_ns() - d->start_ns) / 1e9) == NULL ||
 	    cJSON_AddStringToObject(reply, "config", d->config_file != NULL ?
 		d->config_file : "<built-in default>") == NULL ||
+	    cJSON_AddNumberToObject(reply, "reloads", (double)d->reloads) == NULL ||
 	    cJSON_AddStringToObject(reply, "socket", d->socket_path) == NULL ||
 	    cJSON_AddStringToObject(reply, "engine",
 		d->nifs > 0 ? d->ifs[0].ops->name : "none") == NULL ||
@@ -612,6 +614,103 @@ op_flow_del(void *ctx, const struct daqiri_flow_req *req,
 	return 0;
 }
 
+/* --- reload and the running config ---------------------------------------- */
+
+static int
+add_where(cJSON *o, const char *file, struct cfg_pos pos)
+{
+	char where[CFG_PATH_MAX + 32];
+
+	if (pos.line > 0)
+		snprintf(where, sizeof(where), "%s:%d:%d", file, pos.line,
+		    pos.col);
+	else
+		snprintf(where, sizeof(where), "%s", file);
+	return cJSON_AddStringToObject(o, "where", where) == NULL ? -ENOMEM : 0;
+}
+
+/* The outcome is the payload, refused or not: the reply says "ok" when
+ * the request was carried out, and "outcome" what became of the file. */
+static int
+op_reload(void *ctx, const struct control_peer *peer, cJSON *reply,
+	  struct daqiri_err *err)
+{
+	static struct reload_result r;	/* big */
+	struct daemon *d = ctx;
+	cJSON *ch, *dg;
+
+	log_notice("reload asked by pid %d (uid %u)", (int)peer->pid,
+	    (unsigned)peer->uid);
+	(void)daemon_reload(d, &r);
+	daemon_reload_log(&r);
+	if (cJSON_AddStringToObject(reply, "outcome",
+	    reload_outcome_names[r.outcome]) == NULL ||
+	    cJSON_AddStringToObject(reply, "config", r.file) == NULL ||
+	    cJSON_AddStringToObject(reply, "reason", r.reason) == NULL ||
+	    (ch = cJSON_AddArrayToObject(reply, "changes")) == NULL ||
+	    (dg = cJSON_AddArrayToObject(reply, "diagnostics")) == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < r.changes.n; i++) {
+		const struct cfg_change *c = &r.changes.ch[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL || !cJSON_AddItemToArray(ch, o) ||
+		    add_where(o, r.file, c->pos) != 0 ||
+		    cJSON_AddStringToObject(o, "kind", c->live ? "live" :
+			"restart") == NULL ||
+		    cJSON_AddStringToObject(o, "change", c->msg) == NULL)
+			return -ENOMEM;
+	}
+	for (int i = 0; i < r.diags.ndiags; i++) {
+		const struct cfg_diag *g = &r.diags.diags[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (o == NULL || !cJSON_AddItemToArray(dg, o) ||
+		    add_where(o, r.file, g->pos) != 0 ||
+		    cJSON_AddStringToObject(o, "severity", g->severity ==
+			CFG_SEV_ERROR ? "error" : "warning") == NULL ||
+		    cJSON_AddStringToObject(o, "message", g->msg) == NULL)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The running config as -n -v prints it, one array element per line
+ * (top-level arrays are what a reply in parts may cut). */
+static int
+op_config(void *ctx, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	char *text = NULL, *line, *end;
+	size_t len = 0;
+	FILE *fp = open_memstream(&text, &len);
+	cJSON *a;
+	int rc = 0;
+
+	if (fp == NULL)
+		return -ENOMEM;
+	if (cfg_print(d->cfg, fp) != 0 || fclose(fp) != 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	if (cJSON_AddStringToObject(reply, "config", d->config_file != NULL ?
+	    d->config_file : "<built-in default>") == NULL ||
+	    cJSON_AddNumberToObject(reply, "reloads", (double)d->reloads) == NULL ||
+	    (a = cJSON_AddArrayToObject(reply, "lines")) == NULL)
+		rc = -ENOMEM;
+	/* every line, empty ones too: the client prints them back as they are */
+	for (line = text; rc == 0 && line < text + len; line = end + 1) {
+		end = memchr(line, '\n', (size_t)(text + len - line));
+		if (end == NULL)
+			end = text + len;
+		*end = '\0';
+		if (!cJSON_AddItemToArray(a, cJSON_CreateString(line)))
+			rc = -ENOMEM;
+	}
+	free(text);
+	return rc;
+}
+
 /* --- what the rest of the daemon calls ------------------------------------- */
 
 const struct control_ops daemon_control_ops = {
@@ -625,6 +724,8 @@ const struct control_ops daemon_control_ops = {
 	.flow_list = op_flow_list,
 	.flow_add = op_flow_add,
 	.flow_del = op_flow_del,
+	.reload = op_reload,
+	.config = op_config,
 };
 
 /* A worker cut a subscription off (a corrupt ring, a buffer held too

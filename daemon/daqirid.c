@@ -182,8 +182,7 @@ main(int argc, char **argv)
 			printf("%s: configuration OK\n", diags.file);
 		return 0;
 	}
-	if (o.level >= 0)
-		cfg.log_level = (enum cfg_log_level)o.level;
 	return daemon_run(&cfg, o.socket != NULL ? o.socket :
-	    cfg.daemon.control_socket, used != NULL ? abs_config : NULL);
+	    cfg.daemon.control_socket, used != NULL ? abs_config : NULL,
+	    o.level);
 }

@@ -4,6 +4,7 @@
  * under systemd, plain "daqirid: " otherwise. Never called per packet.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 
 #include "log.h"
 
-static enum cfg_log_level log_level = CFG_LOG_WARN;
+/* A reload changes it on the main thread while workers may log. */
+static _Atomic int log_level = CFG_LOG_WARN;
 static int log_prefix;
 
 static const char *const level_names[CFG_LOG_MAX] = {
@@ -28,13 +30,14 @@ log_init(enum cfg_log_level level, int use_prefix)
 void
 log_set_level(enum cfg_log_level level)
 {
-	log_level = level;
+	atomic_store_explicit(&log_level, level, memory_order_relaxed);
 }
 
 enum cfg_log_level
 log_get_level(void)
 {
-	return log_level;
+	return (enum cfg_log_level)atomic_load_explicit(&log_level,
+	    memory_order_relaxed);
 }
 
 int
@@ -50,9 +53,10 @@ static void
 vlog(enum cfg_log_level lvl, int sd_prio, const char *fmt, va_list ap,
      int with_errno, int saved_errno)
 {
+	enum cfg_log_level now = log_get_level();
 	char buf[1024];
 
-	if (lvl < log_level || log_level == CFG_LOG_OFF)
+	if (lvl < now || now == CFG_LOG_OFF)
 		return;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	if (log_prefix)

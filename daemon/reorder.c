@@ -479,6 +479,101 @@ reorder_next_deadline(const struct reorder_plan *p)
 	return slot_of(p, p->head_pos)->deadline;
 }
 
+/* --- a reload's retuning ------------------------------------------------- */
+
+struct reorder_tune {
+	uint64_t timeout_ns;
+	uint32_t timeout_us;
+	enum daqiri_fill fill;
+	uint32_t window_cfg;		/* as configured */
+	uint32_t window;		/* after the cap */
+	uint32_t ring_mask;
+	struct rbatch *ring;		/* the new ring; after apply, the old */
+};
+
+struct reorder_tune *
+reorder_tune_prepare(const struct reorder_plan *p, uint32_t timeout_us,
+		     enum daqiri_fill fill, uint32_t window)
+{
+	struct reorder_tune *t = calloc(1, sizeof(*t));
+	uint32_t ring = 1;
+
+	if (t == NULL)
+		return NULL;
+	t->timeout_us = timeout_us;
+	t->timeout_ns = (uint64_t)timeout_us * 1000;
+	t->fill = fill;
+	t->window_cfg = window;
+	/* id_space is fixed at creation: safe to read beside the worker */
+	t->window = geom_window(window, p->g.id_space);
+	while (ring < t->window)
+		ring <<= 1;
+	t->ring_mask = ring - 1;
+	t->ring = calloc(ring, sizeof(*t->ring));
+	if (t->ring == NULL) {
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return t;
+}
+
+uint32_t
+reorder_tune_window(const struct reorder_tune *t)
+{
+	return t->window;
+}
+
+void
+reorder_tune_apply(struct reorder_plan *p, struct reorder_tune *t,
+		   uint64_t now_ns)
+{
+	struct rbatch *old = p->ring;
+	uint32_t old_mask = p->ring_mask;
+
+	p->timeout_ns = t->timeout_ns;
+	p->cfg.timeout_us = t->timeout_us;
+	if (p->cfg.fill != t->fill && p->be->set_fill != NULL)
+		p->be->set_fill(p->be_state, t->fill);
+	p->cfg.fill = t->fill;
+	/* A smaller window: the open batches must lie in [base, base + W).
+	 * Slide as a packet of the newest open batch would. */
+	if (t->window < p->g.window && p->nopen > 0) {
+		uint64_t newest = p->head_pos;
+
+		for (uint32_t i = 0; i <= old_mask; i++)
+			if (old[i].open && old[i].pos > newest)
+				newest = old[i].pos;
+		if (newest >= p->base_pos + t->window) {
+			uint64_t target = newest - t->window + 1;
+
+			while (p->nopen > 0 && p->head_pos < target)
+				publish_head(p, DAQIRI_TENSOR_EVICTED, now_ns);
+			if (p->base_pos < target)
+				p->base_pos = target;
+		}
+	}
+	/* Every open batch now lies within the new window: one ring slot
+	 * each by its position, as before. */
+	for (uint32_t i = 0; i <= old_mask; i++)
+		if (old[i].open)
+			t->ring[old[i].pos & t->ring_mask] = old[i];
+	p->ring = t->ring;
+	p->ring_mask = t->ring_mask;
+	p->g.window = t->window;
+	p->cfg.window = t->window_cfg;
+	t->ring = old;
+}
+
+void
+reorder_tune_free(struct reorder_tune *t)
+{
+	if (t == NULL)
+		return;
+	free(t->ring);
+	free(t);
+}
+
 const struct reorder_counters *
 reorder_counters(const struct reorder_plan *p)
 {
@@ -646,8 +741,15 @@ cpu_fill(void *state, const struct reorder_buf *buf)
 	}
 }
 
+static void
+cpu_set_fill(void *state, enum daqiri_fill fill)
+{
+	((struct cpu_state *)state)->fill = fill;
+}
+
 const struct reorder_backend reorder_backend_cpu = {
 	.name = "cpu",
+	.set_fill = cpu_set_fill,
 	.init = cpu_init,
 	.fini = cpu_fini,
 	.place = cpu_place,

@@ -100,6 +100,9 @@ struct reorder_backend {
 	void (*fill)(void *state, const struct reorder_buf *buf);
 	/* called just before publish(); e.g. records the CUDA event */
 	int (*finish)(void *state, const struct reorder_buf *buf);
+	/* A reload changed fill: later fill() calls use it (plan's thread,
+	 * between bursts, nothing placed uncommitted). */
+	void (*set_fill)(void *state, enum daqiri_fill fill);
 };
 
 extern const struct reorder_backend reorder_backend_cpu;
@@ -132,6 +135,28 @@ uint64_t reorder_next_deadline(const struct reorder_plan *p);
 
 /* Publish everything open now (stream stop), flagged FLUSH. */
 void reorder_flush(struct reorder_plan *p, uint64_t now_ns);
+
+/*
+ * A reload's change of timeout_us, fill and window for a running plan.
+ * reorder_tune_prepare() runs on the main thread and allocates what the
+ * new window needs (NULL with errno ENOMEM); reorder_tune_apply() runs
+ * on the plan's thread between bursts and cannot fail: batches already
+ * open keep their deadline; a smaller window first publishes the oldest
+ * open batches as EVICTED until the rest fits (no packet is lost, every
+ * one stays counted). Afterwards t holds what the plan let go: free it
+ * with reorder_tune_free() on any thread. window is the configured one
+ * (capped here as geom_window() does).
+ */
+struct reorder_tune;
+struct reorder_tune *reorder_tune_prepare(const struct reorder_plan *p,
+					  uint32_t timeout_us,
+					  enum daqiri_fill fill,
+					  uint32_t window);
+void reorder_tune_apply(struct reorder_plan *p, struct reorder_tune *t,
+			uint64_t now_ns);
+void reorder_tune_free(struct reorder_tune *t);
+/* The window t sets (after the cap). */
+uint32_t reorder_tune_window(const struct reorder_tune *t);
 
 const struct reorder_counters *reorder_counters(const struct reorder_plan *p);
 const struct reorder_geom *reorder_geom(const struct reorder_plan *p);

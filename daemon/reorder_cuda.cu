@@ -901,6 +901,17 @@ reorder_cuda_stats(const struct reorder_plan *p,
 		}
 }
 
+/* A reload changed fill: the plan calls this between bursts, after its
+ * commit, so no fill job queued with the old value is still waiting. */
+static void
+rcuda_set_fill(void *state, enum daqiri_fill fill)
+{
+	struct rcuda_state *s = (struct rcuda_state *)state;
+
+	s->fill = fill;
+	s->kp.fill = fill;
+}
+
 extern "C" const struct reorder_backend reorder_backend_cuda = {
 	"cuda",
 	rcuda_init,
@@ -909,4 +920,5 @@ extern "C" const struct reorder_backend reorder_backend_cuda = {
 	rcuda_commit,
 	rcuda_fill_slots,
 	rcuda_finish,
+	rcuda_set_fill,
 };

@@ -117,6 +117,35 @@ stream_user_share(uint32_t total)
 	return total > 1 ? total / 2 : total;
 }
 
+/*
+ * Reload (main thread). stream_tune_check(): 0 when window would still
+ * leave the buffers the live subscriptions were promised (the held
+ * budget, nbufs - window - 1), else -ENOBUFS with the numbers in err.
+ * A retune of the reorder plan (timeout_us, fill, window;
+ * reorder_tune_apply()) in two steps, so that a reload applies to every
+ * stream or to none: stream_tune_prepare() may fail (NULL, errno EINVAL
+ * for a raw stream, EBUSY while the previous retune is not taken, or
+ * ENOMEM); stream_tune_post() hands it to the worker, which takes it
+ * between two bursts, and cannot fail; a prepared retune never posted
+ * is freed with reorder_tune_free(). stream_tune_busy(): a posted retune
+ * not taken yet.
+ */
+int stream_tune_check(const struct stream *s, uint32_t window, char *err,
+		      size_t errlen);
+struct reorder_tune *stream_tune_prepare(struct stream *s, uint32_t timeout_us,
+					 enum daqiri_fill fill,
+					 uint32_t window);
+void stream_tune_post(struct stream *s, struct reorder_tune *t);
+bool stream_tune_busy(const struct stream *s);
+
+/* A reload moved the stream's reorder config in the running config
+ * (main only; the plan keeps its own copy). */
+void stream_set_config(struct stream *s, const struct cfg_reorder *r);
+/* Call cb for every live subscription (main only). */
+void stream_subs_each(const struct stream *s,
+		      void (*cb)(void *ctx, uint64_t conn_id, uint32_t sub_id),
+		      void *ctx);
+
 /* Fixed at creation; any thread. */
 const char *stream_name(const struct stream *s);
 struct reorder_plan *stream_plan(struct stream *s);

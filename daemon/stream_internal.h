@@ -16,7 +16,10 @@
  *  - a subscription's seqlock (hold_lock): the worker publishes its hold
  *    time histogram, main reads a consistent copy;
  *  - the seqlock snapshot (snap_*): the worker publishes the stream's
- *    counters, main reads a consistent copy.
+ *    counters, main reads a consistent copy;
+ *  - tune_pending / tune_retired, release/acquire atomics: a reload hands
+ *    the worker a prepared retune of the plan (timeout, fill, window), the
+ *    worker applies it between bursts and hands back what it let go.
  */
 #ifndef DAQIRI_STREAM_INTERNAL_H
 #define DAQIRI_STREAM_INTERNAL_H
@@ -123,7 +126,9 @@ struct stream_group {
 struct stream {
 	/* fixed at creation (main) */
 	char name[DAQIRI_STREAM_NAME_MAX];
-	const struct cfg_reorder *reorder_cfg;	/* NULL for raw streams */
+	/* NULL for raw streams; main only, moved by a reload
+	 * (stream_set_config()); the plan keeps its own copy */
+	const struct cfg_reorder *reorder_cfg;
 	enum daqiri_stream_kind kind;
 	struct mem_region *region;
 	/* Made and destroyed by main while no worker runs; between, only
@@ -177,6 +182,14 @@ struct stream {
 	_Atomic int cmd_pending;
 	/* main: set before the worker starts, written after each command */
 	int worker_wake_fd;		/* eventfd that wakes the worker */
+	/* Reload: main stores a prepared retune (release) while none is
+	 * pending; the worker takes it, applies it, stores it in
+	 * tune_retired (release) and clears tune_pending; main frees it. */
+	_Atomic(struct reorder_tune *) tune_pending;
+	_Atomic(struct reorder_tune *) tune_retired;
+	uint32_t window;		/* main only: the window it runs, or was
+					 * last told to (budgets are taken
+					 * from it) */
 
 	/* main only: every subscription not yet freed (ending, broken and
 	 * gone ones included until stream_reap() frees them) */

@@ -239,6 +239,7 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 		goto fail;
 	}
 	s->geom = reorder_geom(s->plan);
+	s->window = s->geom->window;
 	if (region->kind == DAQIRI_MEM_DEVICE &&
 	    (rc = make_ipc_file(s, err, errlen)) != 0)
 		goto fail;
@@ -287,6 +288,7 @@ stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
 	s->kind = DAQIRI_STREAM_RAW;
 	s->raw_geom = g;
 	s->geom = &s->raw_geom;
+	s->window = g.window;
 	stream_owner_init(s, &owner);
 	s->raw = raw_create(g.ppb, g.slot_bytes, q->timeout_us, &owner);
 	if (s->raw == NULL) {
@@ -321,6 +323,8 @@ stream_destroy(struct stream *s)
 {
 	if (s == NULL)
 		return;
+	reorder_tune_free(atomic_load(&s->tune_pending));
+	reorder_tune_free(atomic_load(&s->tune_retired));
 	reorder_destroy(s->plan);
 	raw_destroy(s->raw);
 	for (int k = 0; k < s->nsubs; k++)
@@ -439,7 +443,7 @@ stream_set_limits(struct stream *s, uint32_t max_subs,
 uint32_t
 stream_held_budget(const struct stream *s)
 {
-	uint64_t keep = (uint64_t)s->geom->window + 1;
+	uint64_t keep = (uint64_t)s->window + 1;
 
 	return s->nbufs > keep ? s->nbufs - (uint32_t)keep : 0;
 }
@@ -577,14 +581,14 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		    "more than the %u of %u buffers the reorder window leaves "
 		    "(window %u)", s->name, req->max_held,
 		    (unsigned long long)used + req->max_held, budget, s->nbufs,
-		    s->geom->window), -ENOBUFS;
+		    s->window), -ENOBUFS;
 	if (left == 0)
 		return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
 		    "stream '%s': no buffers left to hold: its subscriptions "
 		    "hold up to %llu, all of the %u of %u buffers the reorder "
 		    "window leaves (window %u)", s->name,
 		    (unsigned long long)used, budget, s->nbufs,
-		    s->geom->window), -ENOBUFS;
+		    s->window), -ENOBUFS;
 
 	u = calloc(1, sizeof(*u));
 	if (u == NULL)
@@ -708,6 +712,79 @@ stream_reap(struct stream *s,
 		}
 	}
 	reap_gone(s);
+	reorder_tune_free(atomic_exchange_explicit(&s->tune_retired, NULL,
+	    memory_order_acquire));
+}
+
+/* --- reload ---------------------------------------------------------------- */
+
+int
+stream_tune_check(const struct stream *s, uint32_t window, char *err,
+		  size_t errlen)
+{
+	uint32_t w = geom_window(window, s->geom->id_space);
+	uint64_t keep = (uint64_t)w + 1;
+	uint32_t budget = s->nbufs > keep ? s->nbufs - (uint32_t)keep : 0;
+	uint64_t used = stream_held_promised(s, false, 0);
+
+	if (used <= budget)
+		return 0;
+	snprintf(err, errlen, "stream '%s': window %u would leave %u of its %u "
+	    "buffers to hold, and its subscriptions were promised %llu; "
+	    "end some or give the region more buffers (a restart)", s->name,
+	    w, budget, s->nbufs, (unsigned long long)used);
+	return -ENOBUFS;
+}
+
+bool
+stream_tune_busy(const struct stream *s)
+{
+	return atomic_load_explicit(&((struct stream *)s)->tune_pending,
+	    memory_order_acquire) != NULL;
+}
+
+struct reorder_tune *
+stream_tune_prepare(struct stream *s, uint32_t timeout_us,
+		    enum daqiri_fill fill, uint32_t window)
+{
+	if (s->plan == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (stream_tune_busy(s)) {
+		errno = EBUSY;
+		return NULL;
+	}
+	reorder_tune_free(atomic_exchange_explicit(&s->tune_retired, NULL,
+	    memory_order_acquire));
+	return reorder_tune_prepare(s->plan, timeout_us, fill, window);
+}
+
+void
+stream_tune_post(struct stream *s, struct reorder_tune *t)
+{
+	s->window = reorder_tune_window(t);
+	atomic_store_explicit(&s->tune_pending, t, memory_order_release);
+	if (s->worker_wake_fd >= 0)
+		(void)!write(s->worker_wake_fd, &(uint64_t){ 1 },
+		    sizeof(uint64_t));
+}
+
+void
+stream_set_config(struct stream *s, const struct cfg_reorder *r)
+{
+	if (s->plan != NULL)
+		s->reorder_cfg = r;
+}
+
+void
+stream_subs_each(const struct stream *s,
+		 void (*cb)(void *ctx, uint64_t conn_id, uint32_t sub_id),
+		 void *ctx)
+{
+	for (int k = 0; k < s->nsubs; k++)
+		if (sub_live(s->subs[k]))
+			cb(ctx, s->subs[k]->conn_id, s->subs[k]->sub_id);
 }
 
 /* --- accessors and counters --------------------------------------------- */
@@ -835,7 +912,7 @@ stream_info_json(const struct stream *s, cJSON *o)
 	    cJSON_AddStringToObject(o, "input_type",
 		r->has_data_types ? daqiri_dtype_name(r->input_type) : "raw") == NULL ||
 	    cJSON_AddNumberToObject(o, "payload_bytes", s->geom->in_bytes) == NULL ||
-	    cJSON_AddNumberToObject(o, "window", s->geom->window) == NULL)
+	    cJSON_AddNumberToObject(o, "window", s->window) == NULL)
 		return -ENOMEM;
 	return 0;
 }

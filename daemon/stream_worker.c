@@ -508,11 +508,30 @@ stream_burst(struct stream *s, const struct rx_frame *pkts, unsigned n,
 		raw_burst(s->raw, pkts, n, now_ns);
 }
 
+/* A reload's retune, between bursts (the plan committed at the end of the
+ * last one). */
+static void
+take_tune(struct stream *s)
+{
+	struct reorder_tune *t = atomic_load_explicit(&s->tune_pending,
+	    memory_order_acquire);
+
+	if (t == NULL)
+		return;
+	reorder_tune_apply(s->plan, t, s->now_ns);
+	/* handed back before pending clears: whoever sees pending empty
+	 * also sees it to free */
+	atomic_store_explicit(&s->tune_retired, t, memory_order_release);
+	atomic_store_explicit(&s->tune_pending, NULL, memory_order_release);
+}
+
 void
 stream_service(struct stream *s, uint64_t now_ns)
 {
 	s->now_ns = now_ns;
 	run_commands(s);
+	if (s->plan != NULL)
+		take_tune(s);
 	reclaim(s);
 	check_holds(s);
 	if (s->plan != NULL)

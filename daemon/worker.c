@@ -43,14 +43,23 @@ struct wstream {
 };
 
 /* A new flow table and its routes, handed to the worker; the old pair
- * comes back in the same struct for the main thread to free. */
+ * comes back in the same struct for the main thread to free. A reload
+ * that adds or removes streams also hands a new set of streams (ws not
+ * NULL); the old array comes back the same way. */
 struct flow_change {
 	struct flow_table *flows;
 	int *rule_stream;
+	struct wstream *ws;
+	int nws;
+	int default_ws;
+	int nscfg;
+	const struct cfg_reorder *scfg[WORKER_MAX_STREAMS];
+	int local[WORKER_MAX_STREAMS];
 };
 
 struct worker {
 	char name[CFG_NAME_MAX * 2 + 2];
+	uint32_t qid;			/* the rx queue's id */
 	int core;
 	uint32_t batch;
 	struct engine *eng;
@@ -78,6 +87,8 @@ struct worker {
 	const char *wedge_file;		/* test only: WORKER_WEDGE_FILE_ENV */
 
 	struct worker_counters ctr;
+	uint64_t removed_in;		/* packets_in of streams a reload took
+					 * away, kept in streams_packets_in */
 	struct flow_stats fstats;
 	uint64_t last_snap_ns;
 	struct rx_frame frames[ENGINE_MAX_BURST];
@@ -92,7 +103,7 @@ publish_counters(struct worker *w)
 {
 	w->ctr.matched = w->fstats.matched;
 	w->ctr.unmatched = w->fstats.unmatched;
-	w->ctr.streams_packets_in = 0;
+	w->ctr.streams_packets_in = w->removed_in;
 	for (int k = 0; k < w->nws; k++) {
 		stream_publish_counters(w->ws[k].s);
 		w->ctr.streams_packets_in += stream_packets_in(w->ws[k].s);
@@ -144,9 +155,29 @@ route(struct worker *w, unsigned n)
 	w->ctr.rx_packets += n;
 }
 
-/* Between bursts: take a new flow table, hand back the old one. */
+/* A reload took streams away: what they hold goes out (FLUSH) to their
+ * subscribers, and their packets stay counted in streams_packets_in. */
 static void
-take_flow_change(struct worker *w)
+let_go_streams(struct worker *w, const struct flow_change *fc, uint64_t now)
+{
+	for (int k = 0; k < w->nws; k++) {
+		struct stream *s = w->ws[k].s;
+		bool kept = false;
+
+		for (int n = 0; n < fc->nws && !kept; n++)
+			kept = fc->ws[n].s == s;
+		if (kept)
+			continue;
+		stream_service(s, now);
+		stream_flush(s, now);
+		w->removed_in += stream_packets_in(s);
+	}
+}
+
+/* Between bursts: take a new flow table (and set of streams), hand back
+ * the old one. */
+static void
+take_flow_change(struct worker *w, uint64_t now)
 {
 	struct flow_change *fc;
 	struct flow_table *t;
@@ -155,6 +186,18 @@ take_flow_change(struct worker *w)
 	fc = atomic_load_explicit(&w->pending, memory_order_acquire);
 	if (fc == NULL)
 		return;
+	if (fc->ws != NULL) {
+		struct wstream *old = w->ws;
+
+		let_go_streams(w, fc, now);
+		w->ws = fc->ws;
+		w->nws = fc->nws;
+		w->default_ws = fc->default_ws;
+		w->nscfg = fc->nscfg;
+		memcpy(w->scfg, fc->scfg, sizeof(w->scfg));
+		memcpy(w->local, fc->local, sizeof(w->local));
+		fc->ws = old;
+	}
 	t = w->flows;
 	r = w->rule_stream;
 	w->flows = fc->flows;
@@ -215,7 +258,7 @@ worker_main(void *arg)
 		now = daqiri_mono_ns();
 		/* A flow change posted before this burst arrived applies to
 		 * it: daqirictl's reply comes after the post. */
-		take_flow_change(w);
+		take_flow_change(w, now);
 		if (n > 0) {
 			w->ctr.bursts++;
 			route(w, (unsigned)n);
@@ -288,21 +331,28 @@ owner_queue(const struct cfg_interface *ifc, const struct cfg_reorder *r)
 	return -1;
 }
 
-/* Routes of every rule of t for this worker. */
+/* Routes of every rule of t, for a worker with these streams. */
 static int *
-make_routes(const struct worker *w, const struct flow_table *t)
+routes_for(const struct cfg_reorder *const *scfg, int nscfg, const int *local,
+	   int default_ws, const struct flow_table *t)
 {
 	int *rs = calloc(t->nrules > 0 ? t->nrules : 1, sizeof(int));
 
 	if (rs == NULL)
 		return NULL;
 	for (uint32_t i = 0; i < t->nrules; i++) {
-		int j = stream_of_flow(w->scfg, w->nscfg, t->rules[i].id);
+		int j = stream_of_flow(scfg, nscfg, t->rules[i].id);
 
-		rs[i] = j < 0 ? w->default_ws :
-		    w->local[j] >= 0 ? w->local[j] : WS_ROUTE_MISROUTED;
+		rs[i] = j < 0 ? default_ws :
+		    local[j] >= 0 ? local[j] : WS_ROUTE_MISROUTED;
 	}
 	return rs;
+}
+
+static int *
+make_routes(const struct worker *w, const struct flow_table *t)
+{
+	return routes_for(w->scfg, w->nscfg, w->local, w->default_ws, t);
 }
 
 bool
@@ -318,7 +368,67 @@ flow_change_free(struct flow_change *fc)
 		return;
 	flow_table_free(fc->flows);
 	free(fc->rule_stream);
+	free(fc->ws);
 	free(fc);
+}
+
+struct flow_change *
+worker_streams_prepare(struct worker *w, const struct flow_table *t,
+		       const struct cfg_interface *nifc,
+		       struct stream *const *streams,
+		       const struct cfg_reorder *const *keep_cfgs, int nstreams)
+{
+	const struct cfg_reorder *now_cfgs[WORKER_MAX_STREAMS];
+	struct flow_change *fc;
+	struct stream *raw = w->default_ws >= 0 ? w->ws[w->default_ws].s :
+	    NULL;
+
+	if (nstreams > WORKER_MAX_STREAMS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (atomic_load_explicit(&w->pending, memory_order_acquire) != NULL) {
+		errno = EBUSY;
+		return NULL;
+	}
+	flow_change_free(atomic_exchange_explicit(&w->retired, NULL,
+	    memory_order_acquire));
+	if ((fc = calloc(1, sizeof(*fc))) == NULL)
+		return NULL;
+	fc->nscfg = nstreams;
+	for (int j = 0; j < nstreams; j++) {
+		now_cfgs[j] = &nifc->rx.reorders[j];
+		fc->scfg[j] = keep_cfgs[j];
+		fc->local[j] = owner_queue(nifc, now_cfgs[j]) == (int64_t)w->qid ?
+		    fc->nws++ : -1;
+	}
+	fc->ws = calloc((size_t)fc->nws + 1, sizeof(*fc->ws));
+	fc->flows = flow_table_clone(t, 0);
+	if (fc->ws == NULL || fc->flows == NULL) {
+		flow_change_free(fc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int j = 0; j < nstreams; j++)
+		if (fc->local[j] >= 0) {
+			fc->ws[fc->local[j]].s = streams[j];
+			stream_set_wake_fd(streams[j], w->wake_fd);
+		}
+	fc->default_ws = WS_ROUTE_NO_STREAM;
+	if (raw != NULL) {
+		fc->ws[fc->nws].s = raw;
+		fc->default_ws = fc->nws++;
+	}
+	/* routes from the new streams' flow ids, which the running config
+	 * (keep_cfgs) holds only once the reload copied them in */
+	fc->rule_stream = routes_for(now_cfgs, nstreams, fc->local,
+	    fc->default_ws, fc->flows);
+	if (fc->rule_stream == NULL) {
+		flow_change_free(fc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return fc;
 }
 
 struct flow_change *
@@ -358,7 +468,7 @@ worker_flows_post(struct worker *w, struct flow_change *fc)
 	if (!w->started) {
 		/* Not running: swap here. */
 		atomic_store_explicit(&w->pending, fc, memory_order_relaxed);
-		take_flow_change(w);
+		take_flow_change(w, daqiri_mono_ns());
 		return;
 	}
 	atomic_store_explicit(&w->pending, fc, memory_order_release);
@@ -372,11 +482,7 @@ worker_reap(struct worker *w)
 	struct flow_change *old;
 
 	old = atomic_exchange_explicit(&w->retired, NULL, memory_order_acquire);
-	if (old != NULL) {
-		flow_table_free(old->flows);
-		free(old->rule_stream);
-		free(old);
-	}
+	flow_change_free(old);
 }
 
 int
@@ -394,6 +500,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	if (w == NULL)
 		return -ENOMEM;
 	snprintf(w->name, sizeof(w->name), "%s/%s", ifc->name, cq->name);
+	w->qid = cq->id;
 	w->core = cq->cpu_core;
 	w->batch = cq->batch_size > 0 && cq->batch_size < ENGINE_MAX_BURST ?
 	    cq->batch_size : ENGINE_MAX_BURST;
@@ -516,11 +623,7 @@ worker_destroy(struct worker *w)
 	if (w->wake_fd >= 0)
 		close(w->wake_fd);
 	worker_reap(w);
-	if (w->pending != NULL) {
-		flow_table_free(w->pending->flows);
-		free(w->pending->rule_stream);
-		free(w->pending);
-	}
+	flow_change_free(w->pending);
 	flow_table_free(w->flows);
 	free(w->rule_stream);
 	free(w->ws);

@@ -75,6 +75,24 @@ struct flow_change;
 struct flow_change *worker_flows_prepare(struct worker *w,
 					 const struct flow_table *t);
 void worker_flows_post(struct worker *w, struct flow_change *fc);
+/*
+ * The same for a reload that adds or removes streams: t and a new set
+ * of streams of the interface, in the order of nifc (the new config)'s
+ * reorder configs, streams[j] for nifc->rx.reorders[j]; keep_cfgs[j] is
+ * where that config lives in the running config once the reload copied
+ * it in (the worker keeps those pointers). Routes and the streams this
+ * queue owns come from nifc. The raw stream stays. When the worker
+ * takes it, every stream it no longer has is flushed (FLUSH) and its
+ * packets_in stays in streams_packets_in; once worker_flows_busy() is
+ * false the caller may destroy them. NULL with errno EBUSY, ENOMEM or
+ * EINVAL (more than WORKER_MAX_STREAMS).
+ */
+struct flow_change *worker_streams_prepare(struct worker *w,
+					   const struct flow_table *t,
+					   const struct cfg_interface *nifc,
+					   struct stream *const *streams,
+					   const struct cfg_reorder *const *keep_cfgs,
+					   int nstreams);
 void worker_flows_discard(struct flow_change *fc);
 /* True while the previous flow change is not taken yet. */
 bool worker_flows_busy(struct worker *w);

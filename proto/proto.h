@@ -35,6 +35,8 @@
  *      whose top-level arrays the client concatenates; connection limits
  *      (hello deadline, per-uid cap, slots reserved for root and the
  *      admin group) answered with too_many_consumers or no_hello.
+ *      Later, still 2: the reload and config requests (a daemon without
+ *      them answers unknown_type, so no client has to be refused).
  */
 #define DAQIRI_PROTO_VERSION	2
 
@@ -62,6 +64,8 @@ enum daqiri_msg_type {
 	DAQIRI_MSG_FLOW_LIST,
 	DAQIRI_MSG_FLOW_ADD,
 	DAQIRI_MSG_FLOW_DEL,
+	DAQIRI_MSG_RELOAD,	/* re-read the config; apply all or nothing */
+	DAQIRI_MSG_CONFIG,	/* the running config, normalised */
 	DAQIRI_MSG_REPLY,	/* daemon: the answer to one request */
 	DAQIRI_MSG_SUB_FD,	/* daemon: one fd of a subscription, numbered */
 	DAQIRI_MSG_EVENT,	/* daemon: unsolicited (subscription ended) */
@@ -232,7 +236,7 @@ const char *daqiri_fd_kind_name(enum daqiri_fd_kind k);
  * proto_names.c. */
 
 /* Whether a request type changes daemon state (needs root or the admin
- * group): flow_add, flow_del. */
+ * group): flow_add, flow_del, reload. */
 bool daqiri_msg_is_mutating(enum daqiri_msg_type t);
 
 /* Status <-> errno, for the client's return values and the daemon's

@@ -484,6 +484,8 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 		[DAQIRI_MSG_FLOW_LIST] = keys_flow_list,
 		[DAQIRI_MSG_FLOW_ADD] = keys_flow_add,
 		[DAQIRI_MSG_FLOW_DEL] = keys_flow_del,
+		[DAQIRI_MSG_RELOAD] = keys_none,
+		[DAQIRI_MSG_CONFIG] = keys_none,
 	};
 
 	/* Requests are strict; daemon messages may grow payload fields. */

@@ -23,6 +23,8 @@ static const char *const msg_type_names[] = {
 	[DAQIRI_MSG_FLOW_LIST] = "flow_list",
 	[DAQIRI_MSG_FLOW_ADD] = "flow_add",
 	[DAQIRI_MSG_FLOW_DEL] = "flow_del",
+	[DAQIRI_MSG_RELOAD] = "reload",
+	[DAQIRI_MSG_CONFIG] = "config",
 	[DAQIRI_MSG_REPLY] = "reply",
 	[DAQIRI_MSG_SUB_FD] = "sub_fd",
 	[DAQIRI_MSG_EVENT] = "event",
@@ -264,7 +266,8 @@ proto_stream_kind_parse(const char *name)
 bool
 daqiri_msg_is_mutating(enum daqiri_msg_type t)
 {
-	return t == DAQIRI_MSG_FLOW_ADD || t == DAQIRI_MSG_FLOW_DEL;
+	return t == DAQIRI_MSG_FLOW_ADD || t == DAQIRI_MSG_FLOW_DEL ||
+	    t == DAQIRI_MSG_RELOAD;
 }
 
 enum daqiri_status

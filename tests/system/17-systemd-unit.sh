@@ -5,9 +5,11 @@
 # namespaces that see the staging tree over /usr and /etc, then
 # `systemctl start daqirid`: it must reach READY as user daqiri with only
 # its three capabilities, root and members of daqiri get in, others are
-# refused at connect, only daqiri-admin adds flows, the watchdog restarts
-# a stopped daemon, daqirid.socket activates it, DPDK runs in the
-# sandbox, and poweroff leaves nothing running. Nothing of the real
+# refused at connect, only daqiri-admin adds flows, systemctl reload
+# applies a good file and fails on a broken one (the daemon runs on), the
+# watchdog restarts a stopped daemon, systemctl stop is orderly,
+# daqirid.socket activates it, DPDK runs in the sandbox, and poweroff
+# leaves nothing running. Nothing of the real
 # machine's /etc, /usr, /var or /tmp is written.
 . tests/system/lib.sh
 
@@ -262,6 +264,40 @@ ns daqirictl -s "$SOCKP" -j flow list | jq -e '[.. | objects | select(.id? == 9)
 	> /dev/null || fail "flow 9 not listed after add"
 echo "   ok  daqiri-admin: flow add"
 
+note "systemctl reload: a good file is applied, a broken one refused"
+ns daqirictl -s "$SOCKP" config > "$S/config.before" || fail "daqirictl config failed"
+grep -q 'timeout_us: 100000$' "$S/config.before" || fail "no reorder timeout_us in: $(cat "$S/config.before")"
+ns cp /etc/daqiri/daqirid.yaml /etc/daqiri/daqirid.yaml.good || fail "cannot keep the config"
+ns sed -i 's/timeout_us: 100000 /timeout_us: 50000 /' /etc/daqiri/daqirid.yaml ||
+	fail "cannot edit the config"
+ns systemctl reload daqirid.service || {
+	ns journalctl -u daqirid --no-pager | tail -20
+	fail "systemctl reload with a good file failed"
+}
+ns daqirictl -s "$SOCKP" config > "$S/config.after" || fail "daqirictl config failed"
+grep -q 'timeout_us: 50000$' "$S/config.after" || fail "the reload did not apply: $(cat "$S/config.after")"
+ns journalctl -u daqirid.service --no-pager -o cat > "$S/journal" 2>&1 || true
+grep -q 'reload of /etc/daqiri/daqirid.yaml: 1 change applied' "$S/journal" ||
+	fail "the journal lacks the applied reload: $(tail -5 "$S/journal")"
+expect_eq "ActiveState after reload" "$(ns systemctl show -P ActiveState daqirid.service)" active
+expect_eq "MainPID after reload" "$(ns systemctl show -P MainPID daqirid.service)" "$MAIN"
+echo "   ok  good file applied"
+ns sh -c 'printf "daqiri: [\n" > /etc/daqiri/daqirid.yaml' || fail "cannot break the config"
+if ns systemctl reload daqirid.service 2> "$S/reload.err"; then
+	fail "systemctl reload with a broken file succeeded"
+fi
+expect_eq "ActiveState after a refused reload" "$(ns systemctl show -P ActiveState daqirid.service)" active
+expect_eq "MainPID after a refused reload" "$(ns systemctl show -P MainPID daqirid.service)" "$MAIN"
+ns daqirictl -s "$SOCKP" config > "$S/config.refused" || fail "daqirictl config failed"
+cmp -s "$S/config.after" "$S/config.refused" || fail "a refused reload changed the running config"
+ns journalctl -u daqirid.service --no-pager -o cat > "$S/journal" 2>&1 || true
+grep -q 'reload of /etc/daqiri/daqirid.yaml refused: the configuration has 1 error' "$S/journal" ||
+	fail "the journal lacks the refusal: $(tail -5 "$S/journal")"
+grep -q '/etc/daqiri/daqirid.yaml:[0-9]*:[0-9]*: error: YAML syntax error' "$S/journal" ||
+	fail "the journal lacks the diagnostic: $(tail -5 "$S/journal")"
+ns mv /etc/daqiri/daqirid.yaml.good /etc/daqiri/daqirid.yaml || fail "cannot restore the config"
+echo "   ok  broken file refused; systemctl reload failed; still running the old one"
+
 note "watchdog: a stopped daqirid is killed and restarted (WatchdogSec=10s)"
 OLD=$MAIN
 ns kill -STOP "$OLD" || fail "cannot stop daqirid"
@@ -278,8 +314,22 @@ grep -q 'Watchdog timeout' "$S/journal" || fail "restarted, but not by the watch
 ns daqirictl -s "$SOCKP" status > /dev/null || fail "no status after the restart"
 echo "   ok  watchdog restarted it: pid $OLD -> $MAIN"
 
-note "socket activation: daqirid.socket owns the socket, daqirid starts on connect"
+note "systemctl stop is orderly: STOPPING=1, the socket removed, exit 0"
+# systemd logs each notification it gets only at debug level
+ns systemd-analyze log-level debug || fail "cannot raise systemd's log level"
 ns systemctl stop daqirid.service || fail "systemctl stop daqirid failed"
+ns systemd-analyze log-level info || true
+expect_eq "ActiveState after stop" "$(ns systemctl show -P ActiveState daqirid.service)" inactive
+expect_eq "Result" "$(ns systemctl show -P Result daqirid.service)" success
+expect_eq "ExecMainStatus" "$(ns systemctl show -P ExecMainStatus daqirid.service)" 0
+ns test -e "$SOCKP" && fail "the daemon's own socket $SOCKP is still there after stop"
+ns journalctl -u daqirid.service --no-pager -o cat > "$S/journal" 2>&1 || true
+grep -q 'Terminated: stopping' "$S/journal" || fail "no orderly stop in the journal: $(tail -5 "$S/journal")"
+grep -q 'notification message from PID [0-9]* (STOPPING=1' "$S/journal" ||
+	fail "systemd got no STOPPING=1: $(grep -i notification "$S/journal" | tail -3)"
+echo "   ok  stopped in order"
+
+note "socket activation: daqirid.socket owns the socket, daqirid starts on connect"
 ns systemctl start daqirid.socket || fail "systemctl start daqirid.socket failed"
 expect_eq "activation socket mode, owner, group" \
 	"$(ns stat -c '%a %U %G' "$SOCKP")" "660 daqiri daqiri"

@@ -104,6 +104,8 @@ START_TEST(test_tables)
 	ck_assert_str_eq(daqiri_fill_name(DAQIRI_FILL_NAN), "nan");
 	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_FLOW_ADD));
 	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_FLOW_DEL));
+	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_RELOAD));
+	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_CONFIG));
 	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_FLOW_LIST));
 	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_SUBSCRIBE));
 }

@@ -955,6 +955,124 @@ START_TEST(test_fill_keep)
 }
 END_TEST
 
+/* A reload's retune, applied as the worker would between bursts. */
+static void
+h_tune(struct harness *h, uint32_t timeout_us, enum daqiri_fill fill,
+       uint32_t window, uint64_t now)
+{
+	struct reorder_tune *t = reorder_tune_prepare(h->p, timeout_us, fill,
+	    window);
+
+	ck_assert_ptr_nonnull(t);
+	reorder_tune_apply(h->p, t, now);
+	reorder_tune_free(t);
+	check_invariant(reorder_counters(h->p));
+}
+
+/* A smaller window publishes the oldest open batches (EVICTED) until the
+ * rest fits; a larger one keeps every open batch where it is. Every
+ * packet stays counted. */
+START_TEST(test_retune_window)
+{
+	struct cfg_reorder r = simple_cfg(2, 16, 4, 0);
+	struct harness *h = malloc(sizeof(*h));
+
+	h_init(h, &r, 8);
+	h_send(h, 0, 0, 1);		/* batches 0..3, one slot each */
+	h_send(h, 2, 2, 1);
+	h_send(h, 4, 4, 1);
+	h_send(h, 6, 6, 1);
+	ck_assert_uint_eq(h->tp.nlog, 0);
+	h_tune(h, 0, DAQIRI_FILL_ZERO, 2, 2);
+	ck_assert_uint_eq(reorder_geom(h->p)->window, 2);
+	ck_assert_uint_eq(h->tp.nlog, 2);
+	ck_assert_uint_eq(h->tp.log[0].d.batch_id, 0);
+	ck_assert_uint_eq(h->tp.log[1].d.batch_id, 1);
+	ck_assert_uint_eq(h->tp.log[1].d.flags,
+	    DAQIRI_TENSOR_EVICTED | DAQIRI_TENSOR_HAS_GAPS);
+	ck_assert_uint_eq(C(h)->batches_evicted, 2);
+	h_send(h, 5, 5, 3);		/* batch 2 completes */
+	ck_assert_uint_eq(h->tp.nlog, 3);
+	ck_assert_uint_eq(h->tp.log[2].d.batch_id, 2);
+	ck_assert_uint_eq(h->tp.log[2].d.flags, DAQIRI_TENSOR_COMPLETE);
+	ck_assert_uint_eq(slot_tag(&h->tp.log[2], 0), 4);
+	h_send(h, 3, 3, 4);		/* batch 1: published, within W */
+	ck_assert_uint_eq(C(h)->late, 1);
+	/* larger: batch 3 stays open and completes in the new ring */
+	h_tune(h, 0, DAQIRI_FILL_ZERO, 8, 5);
+	ck_assert_uint_eq(reorder_geom(h->p)->window, 8);
+	ck_assert_uint_eq(reorder_config(h->p)->window, 8);
+	ck_assert_uint_eq(h->tp.nlog, 3);
+	h_send(h, 16, 16, 6);		/* batch 8: within 8 of base 3 */
+	ck_assert_uint_eq(h->tp.nlog, 3);
+	h_send(h, 7, 7, 7);
+	ck_assert_uint_eq(h->tp.nlog, 4);
+	ck_assert_uint_eq(h->tp.log[3].d.batch_id, 3);
+	ck_assert_uint_eq(h->tp.log[3].d.flags, DAQIRI_TENSOR_COMPLETE);
+	ck_assert_uint_eq(slot_tag(&h->tp.log[3], 0), 6);
+	ck_assert_uint_eq(slot_tag(&h->tp.log[3], 1), 7);
+	ck_assert_uint_eq(C(h)->packets_in, 8);
+	ck_assert_uint_eq(C(h)->placed, 7);
+	reorder_flush(h->p, 8);
+	ck_assert_uint_eq(h->tp.nlog, 5);
+	ck_assert_uint_eq(h->tp.log[4].d.batch_id, 8);
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
+/* A new timeout applies to batches opened after the retune; open ones
+ * keep their deadline. */
+START_TEST(test_retune_timeout)
+{
+	struct cfg_reorder r = simple_cfg(2, 16, 4, 0);
+	struct harness *h = malloc(sizeof(*h));
+
+	h_init(h, &r, 4);
+	h_send(h, 0, 0, 1000);
+	h_tune(h, 10, DAQIRI_FILL_ZERO, 4, 1500);
+	ck_assert_uint_eq(reorder_next_deadline(h->p), UINT64_MAX);
+	ck_assert_uint_eq(reorder_config(h->p)->timeout_us, 10);
+	h_send(h, 1, 1, 2000);		/* batch 0 complete */
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	h_send(h, 2, 2, 3000);
+	ck_assert_uint_eq(reorder_next_deadline(h->p), 13000);
+	reorder_poll(h->p, 13000);
+	ck_assert_uint_eq(h->tp.nlog, 2);
+	ck_assert_uint_eq(h->tp.log[1].d.flags,
+	    DAQIRI_TENSOR_TIMEOUT | DAQIRI_TENSOR_HAS_GAPS);
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
+/* A new fill reaches the backend: the next partial tensor is filled so. */
+START_TEST(test_retune_fill)
+{
+	struct cfg_reorder r = simple_cfg(4, 16, 4, 0);
+	struct harness *h = malloc(sizeof(*h));
+	uint32_t w[8];
+
+	r.has_data_types = true;
+	r.input_type = DAQIRI_DTYPE_INT16;
+	r.output_type = DAQIRI_DTYPE_FP32;
+	r.endianness = CFG_ENDIAN_HOST;
+	r.slot_bytes = 8;
+	h_init(h, &r, 1);
+	h_tune(h, 0, DAQIRI_FILL_NAN, 4, 1);
+	ck_assert_int_eq(reorder_config(h->p)->fill, DAQIRI_FILL_NAN);
+	h_send(h, 0, 0x00010002, 1);
+	reorder_flush(h->p, 2);
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	memcpy(w, h->tp.log[0].data, 32);
+	ck_assert_uint_eq(w[0], 0x40000000);
+	ck_assert_uint_eq(w[2], CVT_NAN_F32);
+	ck_assert_uint_eq(w[7], CVT_NAN_F32);
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
 START_TEST(test_malformed)
 {
 	struct cfg_reorder r = simple_cfg(2, 16, 2, 0);
@@ -2246,6 +2364,9 @@ reorder_suite(void)
 	tcase_add_test(tc, test_fill_zero);
 	tcase_add_test(tc, test_fill_nan);
 	tcase_add_test(tc, test_fill_keep);
+	tcase_add_test(tc, test_retune_window);
+	tcase_add_test(tc, test_retune_timeout);
+	tcase_add_test(tc, test_retune_fill);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_split_frames);
 	tcase_add_test(tc, test_flush_and_destroy_return_buffers);
