@@ -331,8 +331,13 @@ class Daemon:
         return wait_until(get, what)
 
     def sim_args(self, *args):
+        args = [str(a) for a in args]
+        if "--rate" not in args:
+            # paced like the system tests: unpaced bursts of datagrams
+            # can overflow the daemon's socket on a loaded machine
+            args += ["--rate", "20kpps"]
         return [str(BUILD / "daqiri-sim"), "-c", str(self.cfg), "--dest",
-                f"udp://127.0.0.1:{self.port}", *[str(a) for a in args]]
+                f"udp://127.0.0.1:{self.port}", *args]
 
     def sim(self, *args):
         """Run the simulator to its end; its result."""

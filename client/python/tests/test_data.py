@@ -11,7 +11,8 @@ import pytest
 
 import daqiri
 from dqtest import (ELEMS, HANG_GUARD, PPB, RAW_STREAM, STREAM,
-                    check_fp16_tensor, packed_int4, pattern_fp16_bits)
+                    check_fp16_tensor, packed_int4, pattern_fp16_bits,
+                    wait_until)
 
 BATCHES = 20
 # A seed whose 0.5 % loss leaves some batches complete and some partial
@@ -107,6 +108,8 @@ def test_every_element_matches_the_simulator(daemon, via):
             t.release()
             assert t.released
         res = daemon.sim_wait(sim)
+        assert daemon.ctl("stats")["interfaces"][0]["kernel_drops"] == 0, \
+            "the kernel dropped packets (a loaded machine), not the module"
         # nothing more than the simulator's batches
         assert sub.next(timeout=0) is None
         me = daemon.consumer(info["sub_id"])
@@ -140,6 +143,12 @@ def test_raw_stream_packets_and_lengths(make_daemon):
         assert info["shape"][0] == burst and slot_bytes >= 8050
         res = daemon.sim("--batches", 1, "--seed", 1)   # 128 packets
         assert res.sent == 2 * burst
+        wait_until(lambda: daemon.stream_stats(RAW_STREAM)["raw"]
+                   ["packets_in"] == res.sent or daemon.ctl("stats")
+                   ["interfaces"][0]["kernel_drops"],
+                   "every packet in the raw stream")
+        assert daemon.ctl("stats")["interfaces"][0]["kernel_drops"] == 0, \
+            "the kernel dropped packets (a loaded machine), not the module"
         counters = []
         for _ in range(2):
             t = sub.next(timeout=HANG_GUARD)
