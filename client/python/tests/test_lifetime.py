@@ -11,6 +11,7 @@ import errno
 import gc
 import os
 import signal
+import threading
 
 import numpy as np
 import pytest
@@ -134,21 +135,30 @@ def test_release_twice_is_an_error(daemon):
 
 
 @pytest.mark.asan
-def test_closed_subscription_keeps_mapping_for_live_array(hdaemon):
-    with daqiri.connect(hdaemon.sock) as d:
+@pytest.mark.parametrize("closing", ["subscription", "connection"])
+def test_closed_subscription_keeps_mapping_for_live_array(hdaemon, closing):
+    """sub.close(), or the connection's close (which closes its
+    subscriptions), with an array of a tensor alive: the mapping and the
+    buffer stay until the array goes, then the subscription ends."""
+    d = daqiri.connect(hdaemon.sock)
+    try:
         sub = d.subscribe(STREAM)
         sid = sub.info["sub_id"]
         hdaemon.sim("--batches", 1)
         t = _next(sub)
         a = t.numpy()
         del t
-        sub.close()
+        if closing == "subscription":
+            sub.close()
+        else:
+            d.close()
+            assert d.closed
         assert sub.closed
         gc.collect()
         # the array still reads the mapping (under ASan, or as a fault,
         # an unmapped one would show) and the buffer is still held
         check_fp16_tensor(a.view(np.uint16), np.ones(PPB, bool),
-                          pattern_fp16_bits(), "array after sub.close()")
+                          pattern_fp16_bits(), f"array after {closing} close")
         c = hdaemon.consumer(sid)
         assert c is not None and c["held"] == 1, \
             f"subscription ended under a live array: {c}"
@@ -158,6 +168,8 @@ def test_closed_subscription_keeps_mapping_for_live_array(hdaemon):
                    "the subscription gone with its last array")
         wait_until(lambda: hdaemon.stream_stats()["handoff"]["held_bufs"]
                    == 0, "its buffer back")
+    finally:
+        d.close()
 
 
 CHILD_HOLDER = r"""
@@ -187,8 +199,8 @@ def test_killed_consumer_gives_buffers_back(hdaemon, child_py):
     c = hdaemon.wait_consumer(lambda c: c["held"] == held,
                               f"the child holding {held}", pid=child.pid)
     assert c["released"] == 0
-    hs = hdaemon.stream_stats()["handoff"]
-    assert hs["held_bufs"] == held and hs["free_bufs"] == NBUFS - held
+    hs = hdaemon.wait_published(held + 2)
+    assert hs["held_bufs"] == held and hs["free_bufs"] == NBUFS - held, hs
     os.kill(child.pid, signal.SIGKILL)
     assert child.wait() == -signal.SIGKILL
     wait_until(lambda: (lambda h: h["held_bufs"] == 0 and
@@ -236,3 +248,42 @@ def test_never_releasing_consumer_overruns(hdaemon):
                 got.append(t.batch_id)
         assert got == [0, 1, 2]
         assert hdaemon.consumer(sid)["overruns"] == n - held
+
+
+@pytest.mark.asan
+def test_daemon_ending_subscription_stops_iteration(make_daemon):
+    """A subscription the daemon ends (here: a buffer held longer than
+    hold_timeout_ms) ends `for t in sub` with StopIteration, then next()
+    raises daqiri.Error ESHUTDOWN with the daemon's reason."""
+    daemon = make_daemon()
+    daemon.make_config(("hold_timeout_ms: 10000 ", "hold_timeout_ms: 200 "))
+    daemon.start()
+    with daqiri.connect(daemon.sock) as d:
+        sub = d.subscribe(STREAM)
+        daemon.sim("--batches", 2)
+        t1 = _next(sub)                     # held past the timeout
+        wait_until(lambda: daemon.stream_stats()["handoff"]
+                   ["subs_held_too_long"] == 1, "the subscription ended")
+        out = {}
+
+        def drain():
+            try:
+                out["rest"] = [t.seq for t in sub]
+            except BaseException as e:
+                out["exc"] = e
+        th = threading.Thread(target=drain, daemon=True)
+        th.start()
+        th.join(HANG_GUARD)
+        assert not th.is_alive(), "iteration hung on an ended subscription"
+        assert "exc" not in out, f"iteration raised {out.get('exc')!r}"
+        assert out["rest"] in ([], [1]), out["rest"]
+        with pytest.raises(daqiri.Error) as e:
+            sub.next(timeout=0)
+        assert e.value.errno == errno.ESHUTDOWN
+        assert "held too long" in e.value.strerror, e.value.strerror
+        # the held tensor is still readable, and dropping it is no crash
+        assert t1.numpy().shape == (PPB, ELEMS)
+        del t1
+        gc.collect()
+        wait_until(lambda: daemon.stream_stats()["handoff"]["held_bufs"]
+                   == 0, "its buffers back to the stream")
