@@ -15,6 +15,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -58,6 +59,17 @@ def tool_env():
     env.pop("LD_PRELOAD", None)
     env.pop("DAQIRI_SOCKET", None)
     return env
+
+
+# Run before each process we start: if the test process itself dies (a
+# module bug can crash the interpreter) the kernel kills what it started,
+# since no fixture teardown will. setpriv execs, so the PID stays.
+_SETPRIV = shutil.which("setpriv")
+DEATHSIG = [_SETPRIV, "--pdeathsig", "KILL"] if _SETPRIV else []
+# The same for child Python processes, done by the child itself
+# (PR_SET_PDEATHSIG = 1), so that an ASan LD_PRELOAD meets Python only.
+CHILD_PREAMBLE = ("import ctypes as _c, signal as _s\n"
+                  "_c.CDLL(None, use_errno=True).prctl(1, int(_s.SIGKILL))\n")
 
 
 def wait_until(pred, what, timeout=HANG_GUARD, interval=0.02):
@@ -141,7 +153,8 @@ class ChildPy:
 
     def __init__(self, procs, code, args=(), env=None):
         self.p = procs.add(subprocess.Popen(
-            [sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
+            [sys.executable, "-c", CHILD_PREAMBLE + code, *args],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=env if env is not None else dict(os.environ)))
         self.pid = self.p.pid
@@ -257,8 +270,8 @@ class Daemon:
             env["NOTIFY_SOCKET"] = self.notify
             with open(self.log, "wb") as log:
                 self.proc = self.procs.add(subprocess.Popen(
-                    [str(BUILD / "daqirid"), "-c", str(self.cfg), "-s",
-                     self.sock, "-l", "info"], stdin=subprocess.DEVNULL,
+                    [*DEATHSIG, str(BUILD / "daqirid"), "-c", str(self.cfg),
+                     "-s", self.sock, "-l", "info"], stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL, stderr=log, env=env))
             self.pid = self.proc.pid
             deadline = time.monotonic() + HANG_GUARD
@@ -349,7 +362,7 @@ class Daemon:
     def sim_bg(self, *args):
         """Start the simulator; finish it with sim_wait()."""
         return self.procs.add(subprocess.Popen(
-            self.sim_args(*args), stdout=subprocess.PIPE,
+            [*DEATHSIG, *self.sim_args(*args)], stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, env=tool_env()))
 
     @staticmethod

@@ -18,7 +18,8 @@ BATCHES = 3                 # <= NBUFS_SMALL - window 4 - 1
 def _daemon(make_daemon, out, elem_bytes, fill="zero"):
     d = make_daemon()
     d.make_config(("output_type: fp16", f"output_type: {out}"),
-                  ("buf_size: 4096000", f"buf_size: {PPB * ELEMS * elem_bytes}"),
+                  ("buf_size: 4096000",
+                   f"buf_size: {PPB * ELEMS * elem_bytes}"),
                   ("num_bufs: 32", f"num_bufs: {NBUFS_SMALL}"),
                   ("fill: zero ", f"fill: {fill} "))
     return d.start()
