@@ -36,7 +36,7 @@ def _subscribe_and_wait(daemon, d, stream=STREAM, **kw):
     return sub
 
 
-def _views(t, via):
+def _views(t, via, present, want):
     """(bits, addresses): the tensor's uint16 view through `via`, and the
     data address every way of looking at it gives."""
     a = t.numpy()
@@ -61,8 +61,13 @@ def _views(t, via):
         assert tt.dtype == torch.float16 and tuple(tt.shape) == (PPB, ELEMS)
         assert tt.device.type == "cpu"
         addrs["torch.from_dlpack"] = tt.data_ptr()
-        # the elements as torch reads them, bit for bit
-        bits = tt.view(torch.int16).numpy().view(np.uint16)
+        # torch's own reading of the elements, bit for bit
+        t16 = tt.view(torch.int16)
+        p = torch.from_numpy(present.copy())
+        assert torch.equal(t16[p], torch.from_numpy(want.view(np.int16))[p])
+        assert not t16[~p].any(), "missing slots not zero-filled (torch)"
+        # and the same memory checked element by element below
+        bits = t16.numpy().view(np.uint16)
         assert bits.ctypes.data == tt.data_ptr()
     return bits, addrs
 
@@ -97,7 +102,7 @@ def test_every_element_matches_the_simulator(daemon, via):
             assert t.complete == bool(present.all()), what
             assert bool(t.flags & daqiri.COMPLETE) == t.complete, what
             assert bool(t.flags & daqiri.HAS_GAPS) == (not t.complete), what
-            bits, addrs = _views(t, via)
+            bits, addrs = _views(t, via, present, want)
             assert len(set(addrs.values())) == 1, \
                 f"{what}: views of one tensor at different addresses " \
                 f"(a copy): {addrs}"
