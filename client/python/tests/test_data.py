@@ -98,6 +98,9 @@ def test_every_element_matches_the_simulator(daemon, via):
             present = t.present
             assert present.dtype == np.bool_ and present.shape == (PPB,)
             assert t.packets_expected == PPB, what
+            assert 0 < t.first_rx_ns <= t.last_rx_ns <= t.publish_ns, what
+            assert 0 <= t.buf_index < info["nbufs"], what
+            assert not t.released, what
             assert t.packets_received == int(present.sum()), what
             assert t.complete == bool(present.all()), what
             assert bool(t.flags & daqiri.COMPLETE) == t.complete, what

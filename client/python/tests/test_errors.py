@@ -19,6 +19,8 @@ def test_connect_missing_socket(tmp_path):
     assert isinstance(e.value, OSError)
     assert e.value.errno == errno.ENOENT
     assert e.value.strerror, "no message"
+    # the library's hint: where it looked (and how to start a daemon)
+    assert path in e.value.strerror, e.value.strerror
     assert str(e.value) == f"[Errno {errno.ENOENT}] {e.value.strerror}"
     # `except OSError` catches it
     try:

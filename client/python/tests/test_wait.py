@@ -118,6 +118,54 @@ def test_wait_releases_gil(daemon):
         t.release()
 
 
+def test_requests_run_while_another_thread_waits(daemon):
+    """The connection's lock is not held for a whole wait: while one
+    thread waits in next() (no traffic, a timeout far beyond the test),
+    other threads' requests on the same connection are answered, and
+    concurrent requests each get their own reply."""
+    with daqiri.connect(daemon.sock) as d:
+        sub = d.subscribe(STREAM)
+        result = {}
+
+        def waiter():
+            try:
+                result["t"] = sub.next(timeout=HANG_GUARD)
+            except BaseException as e:
+                result["exc"] = e
+
+        w = threading.Thread(target=waiter, daemon=True)
+        w.start()
+        errors = []
+
+        def asker(k):
+            try:
+                for _ in range(4):
+                    assert d.status()["pid"] == daemon.pid
+                    assert [s["name"] for s in d.streams()][0] == STREAM
+                    assert any(c["stream"] == STREAM
+                               for c in d.consumers())
+            except BaseException as e:
+                errors.append(e)
+
+        askers = [threading.Thread(target=asker, args=(k,), daemon=True)
+                  for k in range(3)]
+        for a in askers:
+            a.start()
+        for a in askers:
+            a.join(HANG_GUARD)
+            assert not a.is_alive(), "a request hung"
+        assert not errors, errors
+        # every request was answered while the waiter still waited
+        assert w.is_alive() and not result, \
+            f"the wait ended before the requests were done: {result}"
+        daemon.sim("--batches", 1)
+        w.join(HANG_GUARD)
+        assert not w.is_alive()
+        assert "exc" not in result, result.get("exc")
+        assert result["t"] is not None
+        result["t"].release()
+
+
 def _iterate(sub, how, out):
     """Consume until the end; record what ended it."""
     try:
