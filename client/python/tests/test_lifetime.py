@@ -287,3 +287,30 @@ def test_daemon_ending_subscription_stops_iteration(make_daemon):
         gc.collect()
         wait_until(lambda: daemon.stream_stats()["handoff"]["held_bufs"]
                    == 0, "its buffers back to the stream")
+
+
+@pytest.mark.asan
+def test_references_keep_connection_and_subscription(daemon):
+    """No Python reference to the Connection or the Subscription but
+    through what was made of them: they stay usable and the array stays
+    readable; dropping the last array ends the subscription."""
+    sub = daqiri.connect(daemon.sock).subscribe(STREAM)
+    sid = sub.info["sub_id"]
+    gc.collect()
+    daemon.sim("--batches", 1)
+    t = _next(sub)
+    a = t.numpy()
+    del t, sub
+    gc.collect()
+    check_fp16_tensor(a.view(np.uint16), np.ones(PPB, bool),
+                      pattern_fp16_bits(), "array of a dropped subscription")
+    assert daemon.consumer(sid)["held"] == 1
+    del a
+    gc.collect()
+    wait_until(lambda: daemon.consumer(sid) is None,
+               "the subscription gone with the last reference")
+    wait_until(lambda: daemon.stream_stats()["handoff"]["held_bufs"] == 0,
+               "its buffer back")
+    # and the connection closed: daqirictl's own is the only one left
+    wait_until(lambda: daemon.ctl("status")["control"]["current"] == 1,
+               "the connection closed with its last reference")
