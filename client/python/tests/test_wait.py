@@ -239,9 +239,9 @@ def test_daemon_stopped_flushes_then_enotconn(make_daemon):
         res = daemon.sim("--batches", n, "--seed", 2, "--loss", 0.05)
         assert sorted(res.missing) == list(range(n)), res.missing
         wait_until(lambda: (lambda s: s["interfaces"][0]["rx_packets"]
-                            == res.sent)(daemon.ctl("stats")),
-                   "every packet received")
-        assert daemon.stream_stats()["handoff"]["open_bufs"] == n
+                            == res.sent and
+                            s["streams"][0]["handoff"]["open_bufs"] == n)(
+            daemon.ctl("stats")), f"every packet received, {n} batches open")
         assert out["tensors"] == [] and "end" not in out
         daemon.signal(signal.SIGTERM)
         th.join(HANG_GUARD)
