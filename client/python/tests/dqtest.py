@@ -299,6 +299,36 @@ class Daemon:
         except OSError:
             return "(no log)"
 
+    def wait_served(self):
+        """Call after a subscribe() returned (or a child said it did):
+        until every receive worker has gone round its loop since. A
+        workaround: the daemon answers subscribe and lists the consumer
+        as "active" before the worker serves it (state SUB_NEW is shown
+        as "active"), and a tensor published in between goes to nobody
+        ("unseen"). Each worker stores its heartbeat at the top of its
+        loop, after serving the commands of the previous round, with the
+        time that round's receive returned; a heartbeat later than now
+        means a round that began after the subscription was posted."""
+        t = time.monotonic_ns()
+
+        def past():
+            t0 = time.monotonic_ns()        # the daemon's "now" is later
+            ws = self.ctl("status")["workers"]
+            return ws and all(
+                t0 - (w["heartbeat_age_ms"] + 1) * 1_000_000 > t for w in ws)
+        wait_until(past, "the receive workers past the subscription")
+
+    def diag(self):
+        """What the daemon says, for a failure message."""
+        try:
+            return (f"\n--- stats: {json.dumps(self.ctl('stats')['streams'])}"
+                    f"\n--- interfaces: "
+                    f"{json.dumps(self.ctl('stats')['interfaces'])}"
+                    f"\n--- consumers: {json.dumps(self.consumers())}"
+                    f"\n--- daemon log:\n{self.log_tail()}")
+        except Exception as e:          # the daemon may be gone
+            return f"\n(no diagnostics: {e!r})\n{self.log_tail()}"
+
     def signal(self, sig):
         os.kill(self.pid, sig)
 

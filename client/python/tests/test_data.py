@@ -33,6 +33,7 @@ def _subscribe_and_wait(daemon, d, stream=STREAM, **kw):
                          stream=stream)
     assert any(c["sub_id"] == sid and c["stream"] == stream
                for c in d.consumers())
+    daemon.wait_served()
     return sub
 
 
@@ -90,7 +91,8 @@ def test_every_element_matches_the_simulator(daemon, via):
         while len(got) < BATCHES:
             t = sub.next(timeout=HANG_GUARD)
             assert t is not None, (f"no tensor within {HANG_GUARD:.0f} s "
-                                   f"after {len(got)} of {BATCHES}")
+                                   f"after {len(got)} of {BATCHES}"
+                                   + daemon.diag())
             what = f"seq {t.seq} batch {t.batch_id} via {via}"
             assert t.dtype == "fp16" and t.shape == (PPB, ELEMS), what
             assert t.nbytes == PPB * ELEMS * 2 and t.device == -1, what
@@ -158,9 +160,9 @@ def test_raw_stream_packets_and_lengths(make_daemon):
         assert daemon.ctl("stats")["interfaces"][0]["kernel_drops"] == 0, \
             "the kernel dropped packets (a loaded machine), not the module"
         counters = []
-        for _ in range(2):
+        for k in range(2):
             t = sub.next(timeout=HANG_GUARD)
-            assert t is not None
+            assert t is not None, f"raw tensor {k}: none came" + daemon.diag()
             with t:
                 a = t.numpy()
                 assert a.dtype == np.uint8 and a.shape == (burst, slot_bytes)

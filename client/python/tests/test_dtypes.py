@@ -30,6 +30,7 @@ def _tensors(daemon, n, *sim):
         # all n published before we look: room for all of them (the
         # most the stream allows: nbufs - window - 1)
         sub = d.subscribe(STREAM, max_held=n)
+        daemon.wait_served()
         info = sub.info
         res = daemon.sim("--batches", n, *sim)
         for _ in range(n):

@@ -51,6 +51,7 @@ def test_shared_group_splits_tensors(daemon):
     conns = [daqiri.connect(daemon.sock) for _ in range(2)]
     try:
         subs = [c.subscribe(STREAM, group="g") for c in conns]
+        daemon.wait_served()
         assert all(s.info["mode"] == "shared" for s in subs)
         wait_until(lambda: sum(1 for c in daemon.consumers()
                                if c["group"] == "g") == 2,

@@ -67,6 +67,7 @@ def test_view_outliving_tensor_keeps_buffer(hdaemon, how):
         pytest.importorskip("torch")
     with daqiri.connect(hdaemon.sock) as d:
         sub = d.subscribe(STREAM)
+        hdaemon.wait_served()
         sid = sub.info["sub_id"]
         hdaemon.sim("--batches", 2)            # two complete tensors
         t1, t2 = _next(sub), _next(sub)
@@ -108,6 +109,7 @@ def test_view_outliving_tensor_keeps_buffer(hdaemon, how):
 def test_release_twice_is_an_error(daemon):
     with daqiri.connect(daemon.sock) as d:
         sub = d.subscribe(STREAM)
+        daemon.wait_served()
         sid = sub.info["sub_id"]
         daemon.sim("--batches", 3)
         t = _next(sub)
@@ -149,6 +151,7 @@ def test_closed_subscription_keeps_mapping_for_live_array(hdaemon, closing):
     d = daqiri.connect(hdaemon.sock)
     try:
         sub = d.subscribe(STREAM)
+        hdaemon.wait_served()
         sid = sub.info["sub_id"]
         hdaemon.sim("--batches", 1)
         t = _next(sub)
@@ -200,6 +203,7 @@ def test_killed_consumer_gives_buffers_back(hdaemon, child_py):
     held = 4
     child = child_py(CHILD_HOLDER, hdaemon.sock, str(held))
     child.expect(r"^subscribed \d+")
+    hdaemon.wait_served()
     hdaemon.sim("--batches", held + 2)
     assert child.expect(r"^held (\d+)").group(1) == str(held)
     c = hdaemon.wait_consumer(lambda c: c["held"] == held,
@@ -221,6 +225,7 @@ def test_never_releasing_consumer_overruns(hdaemon):
     held, n = 4, 12
     with daqiri.connect(hdaemon.sock) as d:
         sub = d.subscribe(STREAM, max_held=held)
+        hdaemon.wait_served()
         sid = sub.info["sub_id"]
         assert sub.info["max_held"] == held
         hdaemon.sim("--batches", n)
@@ -266,6 +271,7 @@ def test_daemon_ending_subscription_stops_iteration(make_daemon):
     daemon.start()
     with daqiri.connect(daemon.sock) as d:
         sub = d.subscribe(STREAM)
+        daemon.wait_served()
         daemon.sim("--batches", 2)
         t1 = _next(sub)                     # held past the timeout
         wait_until(lambda: daemon.stream_stats()["handoff"]
@@ -301,6 +307,7 @@ def test_references_keep_connection_and_subscription(daemon):
     through what was made of them: they stay usable and the array stays
     readable; dropping the last array ends the subscription."""
     sub = daqiri.connect(daemon.sock).subscribe(STREAM)
+    daemon.wait_served()
     sid = sub.info["sub_id"]
     gc.collect()
     daemon.sim("--batches", 1)

@@ -83,6 +83,7 @@ def test_wait_releases_gil(daemon):
     n = 3_000_000
     with daqiri.connect(daemon.sock) as d:
         sub = d.subscribe(STREAM)
+        daemon.wait_served()
         entering = threading.Event()
         result = {}
         counter = [0]
@@ -125,6 +126,7 @@ def test_requests_run_while_another_thread_waits(daemon):
     concurrent requests each get their own reply."""
     with daqiri.connect(daemon.sock) as d:
         sub = d.subscribe(STREAM)
+        daemon.wait_served()
         result = {}
 
         def waiter():
@@ -194,6 +196,7 @@ def _iterate(sub, how, out):
 def test_daemon_killed_ends_iteration_enotconn(daemon, how, busy):
     with daqiri.connect(daemon.sock) as d:
         sub = d.subscribe(STREAM, busy_poll=busy, max_held=4)
+        daemon.wait_served()
         # one tensor held across the daemon's death: it stays readable
         daemon.sim("--batches", 3)
         held = sub.next(timeout=HANG_GUARD)
@@ -231,6 +234,7 @@ def test_daemon_stopped_flushes_then_enotconn(make_daemon):
     n = 3
     with daqiri.connect(daemon.sock) as d:
         sub = d.subscribe(STREAM)
+        daemon.wait_served()
         out = {"tensors": []}
         th = threading.Thread(target=_iterate, args=(sub, "iter", out),
                               daemon=True)
