@@ -307,7 +307,7 @@ run: all
 
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/%,$(wildcard tests/bench/bench_*.c))
 bench: all $(BENCH_BIN)
-	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
+	$(Q)BUILD=$(BUILD) BENCH_PYTHON=$(PYTHON) sh scripts/bench.sh
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
@@ -326,11 +326,13 @@ install: all
 	  install -m 0644 etc/daqirid.yaml $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml
 	install -d $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples
 	install -m 0644 etc/examples/*.yaml $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples/python
+	install -m 0755 client/python/examples/*.py $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples/python/
 	install -m 0644 systemd/daqirid.service systemd/daqirid.socket $(DESTDIR)$(SYSTEMDUNITDIR)/
 	install -m 0644 systemd/daqiri.sysusers $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf
 	install -m 0644 systemd/daqiri.tmpfiles $(DESTDIR)$(TMPFILESDIR)/daqiri.conf
 	install -m 0644 scripts/daqiri-sim.1 client/daqiri-consume.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 client/libdaqiri-client.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 client/libdaqiri-client.3 client/python/daqiri-python.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 daemon/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 daemon/daqirid.8 client/daqirictl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
@@ -346,6 +348,7 @@ uninstall:
 	  $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.service $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.socket \
 	  $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf \
 	  $(DESTDIR)$(TMPFILESDIR)/daqiri.conf $(DESTDIR)$(MANDIR)/man3/libdaqiri-client.3 \
+	  $(DESTDIR)$(MANDIR)/man3/daqiri-python.3 \
 	  $(DESTDIR)$(MANDIR)/man1/daqiri-sim.1 $(DESTDIR)$(MANDIR)/man1/daqiri-consume.1 \
 	  $(DESTDIR)$(MANDIR)/man5/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man8/daqirid.8 \
 	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8 \

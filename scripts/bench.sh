@@ -4,7 +4,9 @@
 # same run, then all machine-readable "bench ..." lines again together.
 # Parts: build/bench_reorder (CPU placement vs memcpy), the end-to-end
 # loopback benchmark (scripts/bench-e2e.sh), the hand-off latency below,
-# and build/bench_reorder_gpu (says so when there is no GPU).
+# the Python module against the C consumer (scripts/bench-python.sh; says
+# so when the module or torch is missing), and build/bench_reorder_gpu
+# (says so when there is no GPU).
 #
 # Hand-off latency: daqirid runs on a config whose tensors are one small
 # packet each (packets_per_batch 1, 64 int4 bytes -> 256 bytes of fp16),
@@ -176,6 +178,9 @@ handoff() {
 	wait "$dpid" 2>/dev/null || true
 }
 handoff 2>&1 | tee -a "$OUT"
+
+part "Python consumer vs the C consumer, 1 MiB tensors (scripts/bench-python.sh)"
+sh scripts/bench-python.sh 2>&1 | tee -a "$OUT"
 
 part "GPU reorder placement (build/bench_reorder_gpu)"
 if [ -x "$BUILD/bench_reorder_gpu" ]; then

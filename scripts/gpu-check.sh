@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The one prepared check for a machine with a GPU (an H200, sm_90): build
 # with CUDA, run the CUDA unit tests (kernel against convert.h, GPU plan
-# against the CPU plan), the GPU benchmark and the two-process IPC check.
+# against the CPU plan), the GPU benchmark and the two-process IPC check,
+# with client/python/examples/cupy_fft.py on the same daemon where CuPy is
+# installed for /usr/bin/python3 (skipped, and said so, where it is not).
 # Everything goes to stdout and, when $OUT is set, to $OUT/gpu-check.log.
 # Exits 0 only when every step passed. Usage: sh scripts/gpu-check.sh
 #
@@ -64,10 +66,53 @@ ipc_check() {
 	wait $cpid
 	rc=$?
 	"$BUILD/daqirictl" -s "$d/s" stats
+	cupy_step "$d"
 	kill $dpid 2>/dev/null
 	wait $dpid 2>/dev/null
 	rm -rf "$d"
 	return $rc
+}
+
+# CuPy on the IPC check's daemon (socket $1/s, config $1/gpu.yaml):
+# client/python/examples/cupy_fft.py maps the same device tensors through
+# the Python module and DLPack and transforms them. Reported as its own
+# step; skipped, without failing, where /usr/bin/python3 has no CuPy or the
+# module was not built.
+cupy_step() {
+	say "== cupy_fft: client/python/examples/cupy_fft.py on the ipc daemon"
+	if ! /usr/bin/python3 -c 'import cupy' 2>/dev/null; then
+		say "cupy_fft: not run: CuPy is not installed for /usr/bin/python3"
+		return 0
+	fi
+	if ! ls "$BUILD"/python/daqiri*.so >/dev/null 2>&1; then
+		say "cupy_fft: not run: no $BUILD/python/daqiri*.so (make python needs Python.h and dlpack.h)"
+		return 0
+	fi
+	PYTHONPATH=$BUILD/python timeout 120 /usr/bin/python3 \
+	    client/python/examples/cupy_fft.py -s "$1/s" --count 16 \
+	    --timeout 20 sensor0/sensor_tensor > "$1/cupy.out" 2>&1 &
+	fpid=$!
+	# CuPy's import and first FFT plan take seconds: wait for its header.
+	j=0
+	until grep -q '^cupy_fft: sensor0' "$1/cupy.out" 2>/dev/null; do
+		j=$((j + 1))
+		if [ $j -gt 600 ] || ! kill -0 $fpid 2>/dev/null; then
+			break
+		fi
+		sleep 0.1
+	done
+	if kill -0 $fpid 2>/dev/null; then
+		"$BUILD/daqiri-sim" -c "$1/gpu.yaml" --batches 32 --rate 0.2Gbps \
+		    --seed 6 --quiet
+	fi
+	wait $fpid
+	frc=$?
+	cat "$1/cupy.out"
+	if [ $frc -eq 0 ]; then
+		say "ok: cupy_fft"
+	else
+		fail "cupy_fft (exit $frc)"
+	fi
 }
 
 # run NAME CMD...: one step with its exit status reported
@@ -320,6 +365,7 @@ main() {
 		run ipc ipc_check
 	else
 		say "ipc: not run (needs the full make build and a GPU)"
+		say "cupy_fft: not run (it runs on the ipc check's daemon)"
 	fi
 
 	if [ -n "$FAILED" ]; then

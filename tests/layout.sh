@@ -4,11 +4,12 @@
 # The layout rules a newcomer relies on, checked so they stay true:
 #  - proto/ includes nothing from client/ or daemon/;
 #  - every daemon/*.c and *.cu file is named in the map at the top of
-#    daemon/daemon.c, and every proto/ and client/ source in the README's
-#    "Layout" section;
+#    daemon/daemon.c, and every proto/, client/ and client/python/ C
+#    source in the README's "Layout" section;
 #  - no source file is over 1500 lines unless its top comment says why
 #    (a line containing "over 1500 lines");
-#  - every source file starts with its SPDX line and a top comment.
+#  - every source file (C, CUDA, Python) starts with its SPDX line and a
+#    top comment.
 # Run from the repository root (make check does).
 
 fail=0
@@ -51,10 +52,14 @@ for f in proto/*.c proto/*.h client/*.c client/*.h; do
 	printf '%s\n' "$layout" | grep -q "\`$b\`" ||
 	    bad "$b is not named in README.md's Layout section"
 done
+for f in client/python/*.c; do
+	printf '%s\n' "$layout" | grep -q "\`${f#client/}\`" ||
+	    bad "${f#client/} is not named in README.md's Layout section"
+done
 
 # Size and top comment of every source file.
 for f in daemon/*.c daemon/*.cu daemon/*.h proto/*.c proto/*.h \
-    client/*.c client/*.h scripts/*.c; do
+    client/*.c client/*.h client/python/*.c scripts/*.c; do
 	n=$(wc -l < "$f")
 	if [ "$n" -gt 1500 ] &&
 	    ! sed -n '1,/\*\//p' "$f" | grep -q 'over 1500 lines'; then
@@ -63,6 +68,17 @@ for f in daemon/*.c daemon/*.cu daemon/*.h proto/*.c proto/*.h \
 	head -n 1 "$f" | grep -q 'SPDX-License-Identifier' ||
 	    bad "$f does not start with its SPDX line"
 	sed -n 2p "$f" | grep -q '^/\*' ||
+	    bad "$f has no top comment after its SPDX line"
+done
+
+# Python sources: the SPDX line first (after a #! line), then a comment
+# or a docstring saying what the file is for.
+for f in $(find client/python -name '*.py' | sort); do
+	first=1
+	head -n 1 "$f" | grep -q '^#!' && first=2
+	sed -n "${first}p" "$f" | grep -q 'SPDX-License-Identifier' ||
+	    bad "$f does not start with its SPDX line"
+	sed -n "$((first + 1))p" "$f" | grep -q '^\(#\|"""\)' ||
 	    bad "$f has no top comment after its SPDX line"
 done
 

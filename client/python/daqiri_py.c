@@ -16,6 +16,11 @@
  * memory); a Connection closed while Subscriptions keep mappings stays
  * connected until they are gone.
  *
+ * fork(): a connection belongs to the process that made it. In a child,
+ * its objects raise, and dropping them sends nothing to the daemon (no
+ * release, no unsubscribe), which would otherwise act on the parent's
+ * subscriptions; tensors already received stay readable.
+ *
  * Threads: the library is not thread-safe per connection, so one lock per
  * Connection serialises every call into it. Waits run without the GIL in
  * slices of WAIT_SLICE_MS, the lock dropped between slices, so that other
@@ -33,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef DAQIRI_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -41,6 +47,7 @@
 #include "daqiri_client.h"
 
 #define WAIT_SLICE_MS	50
+#define SPIN_SLICE_MS	10	/* busy_poll: daqiri_next() spins that long */
 #define DLTENSOR_NAME	"dltensor"
 
 static PyObject *DaqiriError;		/* daqiri.Error, an OSError */
@@ -82,6 +89,7 @@ typedef struct SubObject SubObject;
 typedef struct {
 	PyObject_HEAD
 	struct daqiri *d;		/* NULL once disconnected */
+	pid_t pid;			/* the process that connected */
 	PyThread_type_lock lock;	/* held around every library call */
 	bool closing;			/* close() called */
 	int live_subs;			/* subscriptions still mapped */
@@ -99,6 +107,7 @@ struct SubObject {
 	Py_ssize_t held;		/* of them, not released */
 	bool closing;			/* close() called */
 	bool ended;			/* the daemon ended it */
+	bool busy;			/* busy_poll */
 };
 
 typedef struct {
@@ -128,6 +137,32 @@ conn_unlock(ConnObject *c)
 	PyThread_release_lock(c->lock);
 }
 
+/* Made in another process (before a fork())? */
+static bool
+conn_foreign(const ConnObject *c)
+{
+	return c->pid != getpid();
+}
+
+static int
+conn_check(ConnObject *c)
+{
+	if (conn_foreign(c)) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "the connection belongs to process "
+		    "%ld (made before fork()): connect again in this process",
+		    (long)c->pid);
+		raise_errno(EBADF, msg);
+		return -1;
+	}
+	if (c->closing || c->d == NULL) {
+		raise_errno(EBADF, "the connection is closed");
+		return -1;
+	}
+	return 0;
+}
+
 /* Disconnect once closed and no subscription keeps mappings. */
 static void
 conn_maybe_disconnect(ConnObject *c)
@@ -140,7 +175,7 @@ conn_maybe_disconnect(ConnObject *c)
 	conn_lock(c);
 	d = c->d;
 	c->d = NULL;
-	Py_BEGIN_ALLOW_THREADS
+	Py_BEGIN_ALLOW_THREADS		/* NULL-safe: another thread was first */
 	daqiri_disconnect(d);
 	Py_END_ALLOW_THREADS
 	conn_unlock(c);
@@ -160,9 +195,18 @@ sub_teardown(SubObject *s)
 	conn_lock(c);
 	sub = s->sub;
 	s->sub = NULL;
-	Py_BEGIN_ALLOW_THREADS
-	daqiri_unsubscribe(sub);
-	Py_END_ALLOW_THREADS
+	if (sub == NULL) {		/* another thread was first */
+		conn_unlock(c);
+		return;
+	}
+	/* In a fork()ed child it stays on the library's list (freed by the
+	 * disconnect, which sends nothing): unsubscribing would end the
+	 * parent's subscription. */
+	if (!conn_foreign(c)) {
+		Py_BEGIN_ALLOW_THREADS
+		daqiri_unsubscribe(sub);
+		Py_END_ALLOW_THREADS
+	}
 	conn_unlock(c);
 	for (pp = &c->subs; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == s) {
@@ -181,22 +225,14 @@ sub_close(SubObject *s)
 		sub_teardown(s);
 }
 
-/* A usable subscription, or NULL with an exception. */
+/* 0 for a usable subscription, or -1 with an exception. */
 static int
 sub_check(SubObject *s)
 {
+	if (conn_foreign(s->conn))
+		return conn_check(s->conn);
 	if (s->closing || s->sub == NULL) {
 		raise_errno(EBADF, "the subscription is closed");
-		return -1;
-	}
-	return 0;
-}
-
-static int
-conn_check(ConnObject *c)
-{
-	if (c->closing || c->d == NULL) {
-		raise_errno(EBADF, "the connection is closed");
 		return -1;
 	}
 	return 0;
@@ -344,6 +380,7 @@ conn_connect(PyObject *mod, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	c->d = d;
+	c->pid = getpid();
 	c->closing = false;
 	c->live_subs = 0;
 	c->subs = NULL;
@@ -370,13 +407,18 @@ conn_dealloc(ConnObject *c)
 static PyObject *
 conn_close(ConnObject *c, PyObject *unused)
 {
-	SubObject *s, *next;
+	SubObject *s;
 
 	if (c->closing)
 		Py_RETURN_NONE;
 	c->closing = true;
-	for (s = c->subs; s != NULL; s = next) {
-		next = s->next;		/* sub_close may unlink s */
+	/* From the head each time: sub_close() may give up the GIL, and
+	 * other threads may change the list meanwhile. */
+	for (;;) {
+		for (s = c->subs; s != NULL && s->closing; s = s->next)
+			;
+		if (s == NULL)
+			break;
 		sub_close(s);
 	}
 	conn_maybe_disconnect(c);
@@ -521,6 +563,7 @@ conn_subscribe(ConnObject *c, PyObject *args, PyObject *kw)
 	s->sub = sub;
 	s->live_tensors = s->held = 0;
 	s->closing = s->ended = false;
+	s->busy = busy != 0;
 	memset(&s->info, 0, sizeof(s->info));
 	s->info.size = sizeof(s->info);
 	daqiri_sub_info(sub, &s->info);
@@ -580,8 +623,9 @@ sub_dealloc(SubObject *s)
 static PyObject *tensor_new(SubObject *s, const struct daqiri_tensor *t);
 
 /*
- * One wait: 1 with *t, 0 on timeout, -1 with an exception; ended: the
- * daemon ended the subscription (no exception set). timeout < 0: forever.
+ * One wait: 1 with *t, 0 on timeout, -1 with an exception; *ended: the
+ * daemon ended the subscription (the exception is ESHUTDOWN, which
+ * iteration turns into its end). timeout < 0: forever.
  */
 static int
 sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
@@ -600,7 +644,7 @@ sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
 		deadline = now.tv_sec + now.tv_nsec / 1e9 + timeout;
 	}
 	for (;;) {
-		slice = WAIT_SLICE_MS;
+		slice = s->busy ? SPIN_SLICE_MS : WAIT_SLICE_MS;
 		if (timeout >= 0) {
 			double left;
 
@@ -820,6 +864,8 @@ tensor_release_buf(TensorObject *o)
 	}
 	o->released = true;
 	s->held--;
+	if (conn_foreign(s->conn))
+		return 0;	/* the parent's buffer: not ours to give */
 	conn_lock(s->conn);
 	r = daqiri_release(s->sub, &o->t);
 	conn_unlock(s->conn);
@@ -863,6 +909,10 @@ tensor_check(TensorObject *o)
 static PyObject *
 tensor_release(TensorObject *o, PyObject *unused)
 {
+	if (!o->released && conn_foreign(o->sub->conn)) {
+		conn_check(o->sub->conn);	/* raises */
+		return NULL;
+	}
 	if (tensor_release_buf(o) < 0)
 		return NULL;
 	Py_RETURN_NONE;

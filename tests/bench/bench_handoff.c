@@ -5,6 +5,9 @@
  * returns, takes CLOCK_MONOTONIC and subtracts the descriptor's publish_ns
  * (set by the daemon just before the ring push); as `pipe` it measures the
  * reference: one byte ping-ponged between two processes over two pipes.
+ * As `drain` (the C baseline of scripts/bench-python.sh) it lets tensors
+ * pile up for a while, then times daqiri_next(0) + daqiri_release() of
+ * each one already waiting: the per-tensor cost with no wait in it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,12 +59,17 @@ usage(int rc)
 	    "                     [--idle-ms MS] [--cpu C] [--max-held N]\n"
 	    "       bench_handoff pipe [--rounds N] [--cpu C] [--peer-cpu C] "
 	    "[--peer-fifo]\n"
+	    "       bench_handoff [-s SOCKET] drain STREAM [--samples N] "
+	    "[--fill-ms MS]\n"
+	    "                     [--cpu C] [--max-held N]\n"
 	    "consume: prints 'ready' once subscribed, then after N samples "
 	    "(or MS without a\ntensor) one 'handoff mode=busy|sleep ...' "
 	    "line of publish -> seen latencies.\npipe: one byte back and "
 	    "forth between two processes; one 'pipe ...' line with\nthe "
 	    "one-way time (round trip / 2); --peer-fifo runs the echo side "
-	    "SCHED_FIFO 1\n(as bench.sh runs the daemon on that core).\n");
+	    "SCHED_FIFO 1\n(as bench.sh runs the daemon on that core).\n"
+	    "drain: sleeps MS, then times next(timeout 0) + release of every "
+	    "tensor waiting,\nagain until N samples; one 'drain ...' line.\n");
 	exit(rc);
 }
 
@@ -329,6 +337,109 @@ cmd_pipe(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * The per-tensor cost of taking a tensor that is already waiting and
+ * giving it back: sleep fill_ms so that up to max_held tensors pile up
+ * (those beyond are overruns, expected here), then time each
+ * daqiri_next(sub, &t, 0) + daqiri_release() until the ring is empty.
+ */
+static int
+cmd_drain(const char *sock, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "samples", required_argument, NULL, 'n' },
+		{ "fill-ms", required_argument, NULL, 'f' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "max-held", required_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct daqiri_sub_opts so = { .size = sizeof(so) };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	struct daqiri_sub *sub;
+	struct daqiri *d;
+	struct sigaction sa;
+	struct timespec fill;
+	uint64_t *lat, want = 2000, n = 0, fills = 0, idle_ms = 0, fill_ms = 20;
+	int cpu = -1, ch, rc = 0;
+
+	optind = 0;	/* glibc: start afresh after main()'s getopt */
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'n':
+			want = parse_num("--samples", optarg);
+			break;
+		case 'f':
+			fill_ms = parse_num("--fill-ms", optarg);
+			break;
+		case 'c':
+			cpu = (int)parse_num("--cpu", optarg);
+			break;
+		case 'm':
+			so.max_held = (uint32_t)parse_num("--max-held", optarg);
+			break;
+		default:
+			usage(2);
+		}
+	}
+	if (optind != argc - 1 || want == 0 || fill_ms == 0)
+		usage(2);
+	fill.tv_sec = (time_t)(fill_ms / 1000);
+	fill.tv_nsec = (long)(fill_ms % 1000) * 1000000L;
+	if ((lat = calloc(want, sizeof(*lat))) == NULL) {
+		fprintf(stderr, "bench_handoff: out of memory\n");
+		return 1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	pin(cpu, "drain");
+	if ((rc = daqiri_connect(sock, &d)) < 0) {
+		fprintf(stderr, "bench_handoff: connect: %s\n", strerror(-rc));
+		return 1;
+	}
+	if ((rc = daqiri_subscribe(d, argv[optind], &so, &sub)) < 0) {
+		fprintf(stderr, "bench_handoff: subscribe '%s': %s %s\n",
+		    argv[optind], strerror(-rc), daqiri_last_error(d));
+		daqiri_disconnect(d);
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	/* give up after HO_START_TIMEOUT_MS of fills that found nothing */
+	while (!ho_stop && n < want && idle_ms < HO_START_TIMEOUT_MS) {
+		uint64_t got = 0;
+
+		nanosleep(&fill, NULL);
+		while (n < want) {
+			uint64_t t0 = now_ns();
+
+			if ((rc = daqiri_next(sub, &t, 0)) <= 0)
+				break;
+			if ((rc = daqiri_release(sub, &t)) < 0)
+				break;
+			lat[n++] = now_ns() - t0;
+			got++;
+		}
+		if (rc < 0 && rc != -EINTR)
+			break;
+		fills += got > 0;
+		idle_ms = got > 0 ? 0 : idle_ms + fill_ms;
+	}
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	printf("drain samples=%llu fills=%llu", (unsigned long long)n,
+	    (unsigned long long)fills);
+	print_us("p50_us", quantile(lat, n, 0.50));
+	print_us("p90_us", quantile(lat, n, 0.90));
+	print_us("p99_us", quantile(lat, n, 0.99));
+	printf(" end=%s\n", rc < 0 && rc != -EINTR ? strerror(-rc) :
+	    n < want ? "idle" : "done");
+	free(lat);
+	daqiri_unsubscribe(sub);
+	daqiri_disconnect(d);
+	return n == 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -354,5 +465,7 @@ main(int argc, char **argv)
 		return cmd_consume(sock, argc, argv);
 	if (strcmp(argv[0], "pipe") == 0)
 		return cmd_pipe(argc, argv);
+	if (strcmp(argv[0], "drain") == 0)
+		return cmd_drain(sock, argc, argv);
 	usage(2);
 }

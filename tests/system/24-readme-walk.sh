@@ -13,6 +13,13 @@
 #    daqiri-sim reads the test's config (the default one on our port);
 #  - a line ending in `&` runs in the background and the walk waits until
 #    it has subscribed; `wait` waits for it and wants exit 0;
+#  - a tool of the build tree (`build/daqiri-sim`) is the same tool as
+#    the lines without the prefix run;
+#  - the Python example (`.../consume.py`, a line of its own terminal in
+#    the README) runs in the background from the checkout, as its
+#    PYTHONPATH=build/python wants; after the walk it must have printed a
+#    complete line for each of the simulator's batches, then SIGTERM
+#    ends it (Ctrl-C is what a person would press);
 #  - `./consumer` (the C example) runs in the background, outlives a gap
 #    longer than its one-second timeout, receives and releases every
 #    tensor two simulated batches publish, and ends
@@ -54,7 +61,8 @@ awk '/^```sh$/ { c = 1; next } /^```$/ { c = 0 } c' "$README" > "$T/lines"
 BG=""
 nsubs=0
 while IFS= read -r line; do
-	cmd=$(echo "$line" | sed -e 's/[[:space:]]#.*//' -e 's/[[:space:]]*$//')
+	cmd=$(echo "$line" | sed -e 's/[[:space:]]#.*//' -e 's/[[:space:]]*$//' \
+	    -e 's|^build/||')
 	[ -n "$cmd" ] || continue
 	echo "   \$ $cmd"
 	first=${cmd%% *}
@@ -72,6 +80,11 @@ while IFS= read -r line; do
 		fi ;;
 	./consumer)
 		CPROG=1 ;;
+	*client/python/examples/consume.py*)
+		sh -c "exec env $cmd" > "$T/py.out" 2> "$T/py.err" &
+		PYC=$!
+		PIDS="$PIDS $PYC"
+		wait_consumers "[.consumers[] | select(.stream == \"$STREAM\")] | length == 1" ;;
 	wait)
 		[ -n "$BG" ] || fail "README: 'wait' with nothing in the background"
 		for p in $BG; do
@@ -94,6 +107,13 @@ while IFS= read -r line; do
 	esac
 done < "$T/lines"
 [ -z "$BG" ] || fail "README leaves a command in the background"
+[ -n "${PYC:-}" ] || fail "README does not run the Python example"
+wait_line "$T/py.out" "^tensor [0-9]*: batch 9, 128 of 128 packets, complete$" 30
+kill -TERM "$PYC"
+wait_gone "$PYC"
+sed 's/^/     | /' "$T/py.out" "$T/py.err"
+expect_eq "complete lines of the Python example" \
+	"$(grep -c '^tensor [0-9]*: batch [0-9]*, 128 of 128 packets, complete$' "$T/py.out")" 10
 make -n install > /dev/null 2>&1 || fail "README: no make target 'install'"
 [ "${CPROG:-}" = 1 ] || fail "README does not run ./consumer"
 [ -x "$T/src/consumer" ] || fail "the README's cc line built no ./consumer"
