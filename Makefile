@@ -293,6 +293,8 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory system
 	$(Q)$(MAKE) --no-print-directory asan
 	$(Q)$(MAKE) --no-print-directory system-asan
+	$(Q)$(MAKE) --no-print-directory python-check
+	$(Q)$(MAKE) --no-print-directory python-asan
 	$(Q)$(MAKE) --no-print-directory fuzz-run
 
 deps:
