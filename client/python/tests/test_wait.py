@@ -2,9 +2,10 @@
 # Waiting in Subscription.next() / iteration: SIGINT ends a wait with
 # KeyboardInterrupt (the latency is printed, not asserted: the machine is
 # shared), the GIL is released while waiting (another Python thread does
-# the work that ends the wait), and the daemon going away (SIGKILL, or
-# SIGTERM after flushing the open batches) ends iteration with
-# daqiri.Error ENOTCONN, never a hang.
+# the work that ends the wait), other threads' requests on the same
+# connection are answered while one thread waits, and the daemon going
+# away (SIGKILL, or SIGTERM after flushing the open batches) ends
+# iteration with daqiri.Error ENOTCONN, never a hang.
 import errno
 import gc
 import os
@@ -19,7 +20,10 @@ import daqiri
 from dqtest import ELEMS, HANG_GUARD, PPB, STREAM, wait_until
 
 CHILD_WAITER = r"""
-import sys, time, daqiri
+import signal, sys, time, daqiri
+# Python leaves SIGINT alone when it started ignored (a background job of
+# a non-interactive shell, as make may run us): take it in any case
+signal.signal(signal.SIGINT, signal.default_int_handler)
 how = sys.argv[2]
 d = daqiri.connect(sys.argv[1])
 sub = d.subscribe("sensor0/sensor_tensor")
