@@ -241,7 +241,7 @@ system-tools: $(SYS_TOOLS)
 
 # The Python module's tests (client/python/tests/, pytest) against the
 # daemon and simulator of $(BUILD).
-PYTEST := $(PYTHON) -m pytest -q -p no:cacheprovider
+PYTEST := PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider
 python-check: all python $(SYS_TOOLS)
 	$(Q)PYTHONPATH=$(BUILD)/python DAQIRI_BUILD=$(BUILD) $(PYTEST) client/python/tests
 
