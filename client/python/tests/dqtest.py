@@ -301,22 +301,12 @@ class Daemon:
 
     def wait_served(self):
         """Call after a subscribe() returned (or a child said it did):
-        until every receive worker has gone round its loop since. A
-        workaround: the daemon answers subscribe and lists the consumer
-        as "active" before the worker serves it (state SUB_NEW is shown
-        as "active"), and a tensor published in between goes to nobody
-        ("unseen"). Each worker stores its heartbeat at the top of its
-        loop, after serving the commands of the previous round, with the
-        time that round's receive returned; a heartbeat later than now
-        means a round that began after the subscription was posted."""
-        t = time.monotonic_ns()
-
-        def past():
-            t0 = time.monotonic_ns()        # the daemon's "now" is later
-            ws = self.ctl("status")["workers"]
-            return ws and all(
-                t0 - (w["heartbeat_age_ms"] + 1) * 1_000_000 > t for w in ws)
-        wait_until(past, "the receive workers past the subscription")
+        until no subscription is in state "new". The daemon answers
+        subscribe before the stream's receive thread takes it up, and a
+        tensor published in between goes to nobody ("unseen")."""
+        wait_until(lambda: all(c["state"] != "new"
+                               for c in self.consumers()),
+                   "the receive workers taking up the subscriptions")
 
     def diag(self):
         """What the daemon says, for a failure message."""
