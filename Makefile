@@ -245,7 +245,7 @@ system-tools: $(SYS_TOOLS)
 
 # The Python module's tests (client/python/tests/, pytest) against the
 # daemon and simulator of $(BUILD).
-PYTEST := $(PYTHON) -m pytest -q -p no:cacheprovider
+PYTEST := PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider
 python-check: all python $(SYS_TOOLS)
 	$(Q)PYTHONPATH=$(BUILD)/python DAQIRI_BUILD=$(BUILD) $(PYTEST) client/python/tests
 
@@ -297,6 +297,8 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory system
 	$(Q)$(MAKE) --no-print-directory asan
 	$(Q)$(MAKE) --no-print-directory system-asan
+	$(Q)$(MAKE) --no-print-directory python-check
+	$(Q)$(MAKE) --no-print-directory python-asan
 	$(Q)$(MAKE) --no-print-directory fuzz-run
 
 deps:

@@ -1002,7 +1002,8 @@ stream_consumers_json(struct stream *s, cJSON *arr)
 		    cJSON_AddStringToObject(o, "group", u->group) == NULL ||
 		    cJSON_AddStringToObject(o, "state",
 			st == SUB_BROKEN ? "broken" : st == SUB_GONE ? "gone" :
-			u->removing ? "ending" : "active") == NULL ||
+			u->removing ? "ending" : st == SUB_NEW ? "new" :
+			"active") == NULL ||
 		    cJSON_AddNumberToObject(o, "delivered", (double)atomic_load(
 			&u->delivered)) == NULL ||
 		    cJSON_AddNumberToObject(o, "released", (double)atomic_load(

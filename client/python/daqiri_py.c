@@ -25,13 +25,17 @@
  * Connection serialises every call into it. Waits run without the GIL in
  * slices of WAIT_SLICE_MS, the lock dropped between slices, so that other
  * threads get the connection and SIGINT becomes KeyboardInterrupt at once.
+ * The lock is a ticket lock, first come first served: with a plain mutex
+ * a waiter that drops it and takes it straight back can keep another
+ * thread's request out for the whole of its timeout.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <pythread.h>
 
 #include <dlpack/dlpack.h>
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,7 +51,8 @@
 #include "daqiri_client.h"
 
 #define WAIT_SLICE_MS	50
-#define SPIN_SLICE_MS	10	/* busy_poll: daqiri_next() spins that long */
+#define SPIN_SLICE_MS	10	/* busy_poll: between signal checks */
+#define BUSY_SPIN_MS	1	/* busy_poll: spun with the lock held */
 #define DLTENSOR_NAME	"dltensor"
 
 static PyObject *DaqiriError;		/* daqiri.Error, an OSError */
@@ -86,11 +91,69 @@ import_numpy(void)
 
 typedef struct SubObject SubObject;
 
+/* A FIFO lock: tickets handed out in order, served in order. */
+struct fair_lock {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t next;			/* the next ticket to hand out */
+	uint64_t serving;		/* the ticket that holds the lock */
+};
+
+static void
+fair_init(struct fair_lock *l)
+{
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	l->next = l->serving = 0;
+}
+
+static void
+fair_destroy(struct fair_lock *l)
+{
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+}
+
+/* Take it if nobody holds or waits for it; never blocks on the lock. */
+static bool
+fair_try(struct fair_lock *l)
+{
+	bool ok;
+
+	pthread_mutex_lock(&l->mu);
+	ok = l->next == l->serving;
+	if (ok)
+		l->next++;
+	pthread_mutex_unlock(&l->mu);
+	return ok;
+}
+
+static void
+fair_acquire(struct fair_lock *l)
+{
+	uint64_t me;
+
+	pthread_mutex_lock(&l->mu);
+	me = l->next++;
+	while (l->serving != me)
+		pthread_cond_wait(&l->cv, &l->mu);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+fair_release(struct fair_lock *l)
+{
+	pthread_mutex_lock(&l->mu);
+	l->serving++;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
 typedef struct {
 	PyObject_HEAD
 	struct daqiri *d;		/* NULL once disconnected */
 	pid_t pid;			/* the process that connected */
-	PyThread_type_lock lock;	/* held around every library call */
+	struct fair_lock lock;		/* held around every library call */
 	bool closing;			/* close() called */
 	int live_subs;			/* subscriptions still mapped */
 	SubObject *subs;		/* those, borrowed, linked by next */
@@ -120,21 +183,28 @@ typedef struct {
 
 static PyTypeObject ConnType, SubType, TensorType;
 
-/* Take the connection's lock; the GIL is given up only while waiting. */
+static bool conn_foreign(const ConnObject *c);
+
+/*
+ * Take the connection's lock; the GIL is given up only while waiting. In
+ * a fork()ed child there is nothing to take: it has one thread, and the
+ * lock may have been held by a thread of the parent at the fork.
+ */
 static void
 conn_lock(ConnObject *c)
 {
-	if (PyThread_acquire_lock(c->lock, NOWAIT_LOCK))
+	if (conn_foreign(c) || fair_try(&c->lock))
 		return;
 	Py_BEGIN_ALLOW_THREADS
-	PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	fair_acquire(&c->lock);
 	Py_END_ALLOW_THREADS
 }
 
 static void
 conn_unlock(ConnObject *c)
 {
-	PyThread_release_lock(c->lock);
+	if (!conn_foreign(c))
+		fair_release(&c->lock);
 }
 
 /* Made in another process (before a fork())? */
@@ -384,12 +454,7 @@ conn_connect(PyObject *mod, PyObject *args, PyObject *kw)
 	c->closing = false;
 	c->live_subs = 0;
 	c->subs = NULL;
-	c->lock = PyThread_allocate_lock();
-	if (c->lock == NULL) {
-		c->closing = true;	/* dealloc disconnects */
-		Py_DECREF(c);
-		return PyErr_NoMemory();
-	}
+	fair_init(&c->lock);
 	return (PyObject *)c;
 }
 
@@ -399,8 +464,7 @@ conn_dealloc(ConnObject *c)
 	/* No Subscription is left (each holds the connection). */
 	if (c->d != NULL)
 		daqiri_disconnect(c->d);
-	if (c->lock != NULL)
-		PyThread_free_lock(c->lock);
+	fair_destroy(&c->lock);
 	PyObject_Free(c);
 }
 
@@ -622,6 +686,71 @@ sub_dealloc(SubObject *s)
 
 static PyObject *tensor_new(SubObject *s, const struct daqiri_tensor *t);
 
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Wait up to slice_ms for a tensor, without the GIL: daqiri_next()'s
+ * result, -EBADF when the subscription was closed meanwhile, the
+ * daemon's message in msg on an error. The connection's lock is held
+ * only to look at the ring (daqiri_next(..., 0), which also arms the
+ * wake-up); the sleep is a poll() on the wake-up and control sockets
+ * without it, so other threads' requests go through while this one
+ * waits. A closed subscription's fds may be polled after their close:
+ * a spurious wake-up at worst, and the next look sees -EBADF.
+ */
+static int
+sub_wait_slice(SubObject *s, struct daqiri_tensor *t, int slice_ms,
+	       char *msg, size_t len)
+{
+	ConnObject *c = s->conn;
+	uint64_t end = mono_ns() + (uint64_t)slice_ms * 1000000ull, now;
+	struct pollfd p[2];
+	int r;
+
+	for (;;) {
+		memset(t, 0, sizeof(*t));
+		t->size = sizeof(*t);
+		fair_acquire(&c->lock);
+		/* s->sub is read and cleared only under the lock. */
+		if (s->sub == NULL) {
+			r = -EBADF;
+		} else {
+			/* busy_poll: spin in the library, BUSY_SPIN_MS at a
+			 * time (it polls the ring without a syscall). */
+			r = daqiri_next(s->sub, t, s->busy && slice_ms > 0 ?
+			    BUSY_SPIN_MS : 0);
+			p[0].fd = daqiri_sub_fd(s->sub);
+			p[1].fd = daqiri_fd(c->d);
+			if (r < 0)
+				snprintf(msg, len, "%s", daqiri_last_error(c->d));
+		}
+		fair_release(&c->lock);
+		if (r != 0)
+			return r;
+		now = mono_ns();
+		if (now >= end)
+			return 0;
+		if (s->busy)		/* the ring is the only thing to watch */
+			continue;
+		p[0].events = p[1].events = POLLIN;
+		p[0].revents = p[1].revents = 0;
+		r = poll(p, 2, (int)((end - now + 999999) / 1000000));
+		if (r < 0 && errno == EINTR)
+			return -EINTR;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return 0;
+	}
+}
+
 /*
  * One wait: 1 with *t, 0 on timeout, -1 with an exception; *ended: the
  * daemon ended the subscription (the exception is ESHUTDOWN, which
@@ -630,7 +759,6 @@ static PyObject *tensor_new(SubObject *s, const struct daqiri_tensor *t);
 static int
 sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
 {
-	ConnObject *c = s->conn;
 	struct timespec now;
 	double deadline = 0;
 	char msg[512];
@@ -655,17 +783,9 @@ sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
 			if (left * 1000 < slice)
 				slice = (int)(left * 1000);
 		}
-		memset(t, 0, sizeof(*t));
-		t->size = sizeof(*t);
 		msg[0] = '\0';
 		Py_BEGIN_ALLOW_THREADS
-		PyThread_acquire_lock(c->lock, WAIT_LOCK);
-		/* s->sub is read and cleared only under the lock. */
-		r = s->sub != NULL ? daqiri_next(s->sub, t, slice) : -EBADF;
-		if (r < 0 && r != -EINTR && r != -EBADF && c->d != NULL)
-			snprintf(msg, sizeof(msg), "%s",
-			    daqiri_last_error(c->d));
-		PyThread_release_lock(c->lock);
+		r = sub_wait_slice(s, t, slice, msg, sizeof(msg));
 		Py_END_ALLOW_THREADS
 		if (r == 1)
 			return 1;
