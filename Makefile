@@ -175,12 +175,13 @@ $(LIBCLIENT_SO): $(CLIENT_OBJ) $(PROTO_OBJ)
 	$(Q)ln -sf libdaqiri-client.so $(BUILD)/libdaqiri-client.so.0	# the soname, so programs run uninstalled
 
 # The module links the client library in (its objects are PIC), so it
-# needs no libdaqiri-client.so at run time.
-$(BUILD)/obj/client/python/daqiri_py.o: ALL_CFLAGS += -I$(PY_INCLUDE)
-$(PYMOD): $(BUILD)/obj/client/python/daqiri_py.o $(LIBCLIENT_A)
+# needs no libdaqiri-client.so at run time; it exports PyInit_daqiri only.
+PY_OBJ := $(call obj,$(wildcard client/python/*.c))
+$(PY_OBJ): ALL_CFLAGS += -I$(PY_INCLUDE) -fvisibility=hidden
+$(PYMOD): $(PY_OBJ) $(LIBCLIENT_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,--exclude-libs,ALL -o $@ $^ $(CLIENT_LIBS)
 
 python: $(if $(filter 1,$(HAVE_PYTHON)),$(PYMOD))
 	$(Q)$(if $(filter 1,$(HAVE_PYTHON)),:,echo "python: needs python3-dev and libdlpack-dev" >&2; exit 1)
