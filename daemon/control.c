@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -98,6 +99,7 @@ struct control {
 	const struct control_ops *ops;
 	void *ctx;
 	uint64_t next_conn_id;
+	uint64_t instance;		/* this daemon's generation (hello) */
 	struct conn *conns;		/* open and, until swept, closed */
 	bool need_sweep;
 	struct control_counters cnt;
@@ -664,6 +666,7 @@ do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
 static void
 do_hello(struct control *c, struct conn *k, const struct daqiri_msg *m)
 {
+	char inst[DAQIRI_INSTANCE_HEX + 1];
 	cJSON *reply;
 
 	if (k->hello) {
@@ -672,6 +675,8 @@ do_hello(struct control *c, struct conn *k, const struct daqiri_msg *m)
 		return;
 	}
 	k->hello = true;
+	snprintf(inst, sizeof(inst), "%016llx",
+	    (unsigned long long)c->instance);
 	snprintf(k->peer.client, sizeof(k->peer.client), "%s",
 	    m->u.hello.client);
 	reply = daqiri_reply_new(m->type, m->has_id ? (int64_t)m->id : -1,
@@ -683,7 +688,8 @@ do_hello(struct control *c, struct conn *k, const struct daqiri_msg *m)
 	    "daqirid " DAQIRI_VERSION) == NULL ||
 	    cJSON_AddNumberToObject(reply, "conn",
 	    (double)k->peer.conn_id) == NULL ||
-	    cJSON_AddBoolToObject(reply, "admin", k->peer.admin) == NULL)) {
+	    cJSON_AddBoolToObject(reply, "admin", k->peer.admin) == NULL ||
+	    cJSON_AddStringToObject(reply, "instance", inst) == NULL)) {
 		cJSON_Delete(reply);
 		reply = NULL;
 	}
@@ -960,6 +966,19 @@ lookup_group(const char *name, gid_t *gid)
 	return res != NULL ? 0 : -ENOENT;
 }
 
+/* A random generation for this daemon instance: a reconnecting consumer
+ * tells daemons apart by it. getrandom never fails for 8 bytes once the
+ * pool is ready; without it, time and pid still differ per start. */
+static uint64_t
+make_instance(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+		v = daqiri_mono_ns() ^ ((uint64_t)getpid() << 32);
+	return v != 0 ? v : 1;
+}
+
 static struct control *
 control_alloc(const struct control_opts *o, const struct control_ops *ops,
 	      void *ctx, int *err)
@@ -975,6 +994,9 @@ control_alloc(const struct control_opts *o, const struct control_ops *ops,
 	c->ops = ops;
 	c->ctx = ctx;
 	c->next_conn_id = 1;
+	c->instance = make_instance();
+	log_info("control: daemon instance %016llx",
+	    (unsigned long long)c->instance);
 	c->max_clients = o->max_clients != 0 ? o->max_clients :
 	    CONTROL_MAX_CLIENTS_DEFAULT;
 	c->reserved_admin = o->reserved_admin;

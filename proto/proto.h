@@ -36,9 +36,15 @@
  *      (hello deadline, per-uid cap, slots reserved for root and the
  *      admin group) answered with too_many_consumers or no_hello.
  *      Later, still 2: the reload and config requests (a daemon without
- *      them answers unknown_type, so no client has to be refused).
+ *      them answers unknown_type, so no client has to be refused); the
+ *      hello reply's "instance" (the daemon's generation; a client of a
+ *      daemon without it reads 0).
  */
 #define DAQIRI_PROTO_VERSION	2
+
+/* The hello reply's "instance": the daemon's 64-bit generation as this
+ * many lowercase hex digits (a JSON number cannot hold 64 bits). */
+#define DAQIRI_INSTANCE_HEX	16
 
 /* Limits (PROTOCOL.md "Limits"). Those the config and the rings share
  * (message size, names, nbufs, max_held, ppb) are in daqiri_limits.h. */
