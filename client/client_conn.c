@@ -130,8 +130,8 @@ client_pump(struct daqiri *d)
 	return r == -ENOTCONN ? r : 0;
 }
 
-static int
-send_obj(struct daqiri *d, cJSON *obj)
+int
+client_send(struct daqiri *d, cJSON *obj)
 {
 	struct pollfd p = { .fd = d->fd, .events = POLLOUT };
 	int n, r;
@@ -269,7 +269,7 @@ client_transact(struct daqiri *d, cJSON *obj, struct daqiri_msg *m)
 		cJSON_Delete(obj);
 		return -ENOTCONN;
 	}
-	r = send_obj(d, obj);
+	r = client_send(d, obj);
 	if (r < 0)
 		return r;
 	return wait_reply(d, m);
@@ -289,14 +289,70 @@ client_name(char *out, size_t cap)
 }
 
 int
-daqiri_connect(const char *path, struct daqiri **out)
+client_socket(const char *path, bool nonblock, int *out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, fl, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
+	    (nonblock ? SOCK_NONBLOCK : 0), 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    (fl = fcntl(fd, F_GETFL)) < 0 ||
+	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	*out = fd;
+	return 0;
+}
+
+cJSON *
+client_hello_new(void)
+{
 	char name[DAQIRI_NAME_MAX];
+	cJSON *hello = daqiri_msg_new(DAQIRI_MSG_HELLO);
+
+	client_name(name, sizeof(name));
+	if (hello != NULL && name[0] != '\0' &&
+	    cJSON_AddStringToObject(hello, "client", name) == NULL) {
+		cJSON_Delete(hello);
+		hello = NULL;
+	}
+	return hello;
+}
+
+void
+client_hello_done(struct daqiri *d, const struct daqiri_msg *m)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(m->json, "conn");
+	const cJSON *i = cJSON_GetObjectItemCaseSensitive(m->json, "instance");
+	char *end;
+
+	if (cJSON_IsNumber(c) && c->valuedouble >= 0)
+		d->conn_id = (uint64_t)c->valuedouble;
+	/* A daemon from before "instance" says nothing: 0. */
+	d->instance = 0;
+	if (cJSON_IsString(i) && i->valuestring != NULL &&
+	    strlen(i->valuestring) == DAQIRI_INSTANCE_HEX) {
+		errno = 0;
+		d->instance = strtoull(i->valuestring, &end, 16);
+		if (errno != 0 || *end != '\0')
+			d->instance = 0;
+	}
+}
+
+int
+daqiri_connect(const char *path, struct daqiri **out)
+{
 	struct daqiri_msg m;
 	struct daqiri *d;
-	cJSON *hello;
-	int r, fl;
+	int r;
 
 	connect_err[0] = '\0';
 	if (out == NULL)
@@ -306,33 +362,19 @@ daqiri_connect(const char *path, struct daqiri **out)
 		path = getenv(DAQIRI_SOCKET_ENV);
 	if (path == NULL || path[0] == '\0')
 		path = DAQIRI_DEFAULT_SOCKET;
-	if (strlen(path) >= sizeof(sa.sun_path))
+	if (strlen(path) >= sizeof(d->path))
 		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path));
 	d = calloc(1, sizeof(*d));
 	if (d == NULL)
 		return -ENOMEM;
 	d->next_id = 1;
-	d->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (d->fd < 0) {
-		r = -errno;
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	r = client_socket(path, false, &d->fd);
+	if (r < 0) {
 		free(d);
 		return r;
 	}
-	if (connect(d->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    (fl = fcntl(d->fd, F_GETFL)) < 0 ||
-	    fcntl(d->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	hello = daqiri_msg_new(DAQIRI_MSG_HELLO);
-	client_name(name, sizeof(name));
-	if (hello != NULL && name[0] != '\0' &&
-	    cJSON_AddStringToObject(hello, "client", name) == NULL) {
-		cJSON_Delete(hello);
-		hello = NULL;
-	}
-	r = client_transact(d, hello, &m);
+	r = client_transact(d, client_hello_new(), &m);
 	if (r == -ENOTCONN) {
 		/* A daemon that turns us away (too many connections) answers
 		 * and hangs up before our hello: read that answer. */
@@ -349,13 +391,8 @@ daqiri_connect(const char *path, struct daqiri **out)
 	if (r < 0)
 		goto fail;
 	r = client_reply_status(d, &m);
-	if (r == 0) {
-		const cJSON *c = cJSON_GetObjectItemCaseSensitive(m.json,
-		    "conn");
-
-		if (cJSON_IsNumber(c) && c->valuedouble >= 0)
-			d->conn_id = (uint64_t)c->valuedouble;
-	}
+	if (r == 0)
+		client_hello_done(d, &m);
 	daqiri_msg_free(&m);
 	if (r < 0)
 		goto fail;
@@ -546,6 +583,7 @@ daqiri_disconnect(struct daqiri *d)
 		return;
 	while (d->subs != NULL)
 		client_sub_free(d->subs);
-	close(d->fd);
+	if (d->fd >= 0)
+		close(d->fd);
 	free(d);
 }

@@ -20,6 +20,43 @@
  * against a daemon that is stuck. */
 #define CLIENT_REPLY_TIMEOUT_MS	10000
 
+/* Reconnecting (DAQIRI_SUB_RECONNECT): the wait between tries doubles
+ * from the first to the last value; the whole outage may last the
+ * subscription's reconnect_timeout_ms, by default this long. */
+#define CLIENT_RECONNECT_MIN_MS		10
+#define CLIENT_RECONNECT_MAX_MS		500
+#define CLIENT_RECONNECT_DEFAULT_MS	30000
+
+/* Where a connection stands: up, or (only when a subscription asked for
+ * DAQIRI_SUB_RECONNECT) down and retrying, or connected again with the
+ * hello sent and its reply awaited. */
+enum client_state {
+	CLIENT_UP,
+	CLIENT_DOWN,
+	CLIENT_HELLO,
+	CLIENT_STATE_MAX
+};
+
+/* What a subscription mapped from one daemon instance and still has to
+ * keep after a restart because the application holds tensors of it:
+ * released when the last of them is (daqiri_release() is then a no-op
+ * toward any daemon), or with the subscription. */
+struct client_orphan {
+	struct client_orphan *next;
+	const uint8_t *base;		/* tensor_map or dev_base */
+	uint64_t buf_offset, buf_stride;
+	uint32_t nbufs;
+	uint32_t nheld;
+	uint8_t *held;
+	const uint8_t *tensor_map;
+	size_t tensor_len;
+	const uint8_t *bitmap_map;
+	size_t bitmap_len;
+	bool cuda_registered;
+	void *dev_base;
+	void **events;
+};
+
 /* A subscription: its metadata, its ring handle and what it mapped. */
 struct daqiri_sub {
 	struct daqiri *d;
@@ -39,6 +76,14 @@ struct daqiri_sub {
 	bool cuda_registered;
 	void *dev_base;			/* device kind: IPC-opened allocation */
 	void **events;			/* device kind: cudaEvent_t per buffer */
+	/* DAQIRI_SUB_RECONNECT */
+	struct daqiri_sub_req req;	/* what to ask the next daemon */
+	uint64_t instance;		/* daemon generation of the mappings */
+	uint32_t reconnect_ms;		/* outage limit */
+	bool restart_pending;		/* mark the next tensor RESTART */
+	int lost;			/* sticky error, 0 = none */
+	char lost_msg[DAQIRI_ERR_MSG_MAX + 64];
+	struct client_orphan *orphans;	/* earlier instances' mappings */
 };
 
 /* A control connection: the socket, its subscriptions, the last error,
@@ -49,6 +94,13 @@ struct daqiri {
 	bool have_reason;		/* err holds a sub_closed reason */
 	uint32_t next_id;
 	uint64_t conn_id;
+	uint64_t instance;		/* the daemon's generation (hello) */
+	char path[108];			/* sun_path connected to */
+	enum client_state state;
+	uint64_t down_ns;		/* when it went down */
+	uint64_t next_try_ns;
+	uint64_t hello_deadline_ns;
+	uint32_t backoff_ms;
 	struct daqiri_sub *subs;
 	char err[DAQIRI_ERR_MSG_MAX + 64];	/* room for a prefix */
 	int rlen;			/* length of the last message in rbuf */
@@ -87,10 +139,59 @@ CLIENT_HIDDEN int client_transact(struct daqiri *d, cJSON *obj,
 CLIENT_HIDDEN int client_reply_status(struct daqiri *d,
 				      const struct daqiri_msg *m);
 
+/* Send obj (consumed) without waiting for a reply: 0 or negative errno. */
+CLIENT_HIDDEN int client_send(struct daqiri *d, cJSON *obj);
+
+/* A new non-blocking socket connected to path: 0 with *fd, or a
+ * negative errno (-ENOENT, -ECONNREFUSED: nobody listens; nonblock:
+ * -EAGAIN, the listener's backlog is full, instead of waiting). */
+CLIENT_HIDDEN int client_socket(const char *path, bool nonblock, int *fd);
+
+/* The hello request of this process (NULL: out of memory). */
+CLIENT_HIDDEN cJSON *client_hello_new(void);
+
+/* A successful hello reply: keep the connection id and the instance. */
+CLIENT_HIDDEN void client_hello_done(struct daqiri *d,
+				     const struct daqiri_msg *m);
+
+/* ---- client_reconnect.c */
+
+/*
+ * Drive a connection that is down back up for its reconnecting
+ * subscriptions, waiting until deadline_ns (0: not at all, UINT64_MAX:
+ * as long as it takes). Returns 1 when it is up again and every
+ * reconnecting subscription was subscribed anew (each one's own outcome
+ * in its lost), 0 when the deadline came first, -EINTR, or -ENOTCONN
+ * when the outage outlasted the limit (the subscriptions' lost says so).
+ */
+CLIENT_HIDDEN int client_reconnect(struct daqiri *d, uint64_t deadline_ns);
+
+/* Release the tensor at data of one of s's orphans: 0, or -ENOENT when
+ * data is in none of them. */
+CLIENT_HIDDEN int client_orphan_release(struct daqiri_sub *s,
+					const void *data);
+
+/* Free every orphan of s (the subscription ends). */
+CLIENT_HIDDEN void client_orphans_free(struct daqiri_sub *s);
+
 /* ---- client_sub.c */
 
 /* Unlink s from its connection and free it with its mappings, CUDA
  * handles and wake socket; NULL-safe, works on a half-built one. */
 CLIENT_HIDDEN void client_sub_free(struct daqiri_sub *s);
+
+/*
+ * Subscribe on s->d as s->req asks, into s (calloc'd, wake_fd -1, flags
+ * and d set; linked or not): the reply, the fd series, the mappings.
+ * Returns 0, or a negative errno with s half-built (free it with
+ * client_sub_free()) and the daemon's side undone.
+ */
+CLIENT_HIDDEN int client_sub_open(struct daqiri_sub *s);
+
+/* Subscribe s anew on its reconnected connection and check that the
+ * stream kept its geometry: 0 (s now reads the new daemon, its old
+ * mappings orphaned while tensors of them are held), -ESTALE (the
+ * geometry changed: s->lost_msg names what), or the subscribe's errno. */
+CLIENT_HIDDEN int client_sub_reopen(struct daqiri_sub *s);
 
 #endif

@@ -31,7 +31,8 @@ _Static_assert((unsigned)DAQIRI_TENSOR_COMPLETE == DAQIRI_TENSOR_COMPLETE &&
     (unsigned)DAQIRI_TENSOR_EVICTED == DAQIRI_TENSOR_EVICTED &&
     (unsigned)DAQIRI_TENSOR_HAS_GAPS == DAQIRI_TENSOR_HAS_GAPS &&
     (unsigned)DAQIRI_TENSOR_RESYNC == DAQIRI_TENSOR_RESYNC &&
-    (unsigned)DAQIRI_TENSOR_FLUSH == DAQIRI_TENSOR_FLUSH, "tensor flags");
+    (unsigned)DAQIRI_TENSOR_FLUSH == DAQIRI_TENSOR_FLUSH &&
+    (unsigned)DAQIRI_TENSOR_RESTART == DAQIRI_TENSOR_RESTART, "tensor flags");
 
 void
 client_sub_free(struct daqiri_sub *s)
@@ -69,6 +70,7 @@ client_sub_free(struct daqiri_sub *s)
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	free(s->held);
+	client_orphans_free(s);
 	free(s);
 }
 
@@ -279,46 +281,16 @@ unsubscribe_id(struct daqiri *d, uint32_t id)
 }
 
 int
-daqiri_subscribe(struct daqiri *d, const char *stream,
-		 const struct daqiri_sub_opts *opts, struct daqiri_sub **out)
+client_sub_open(struct daqiri_sub *s)
 {
-	struct daqiri_sub_opts o = { .size = sizeof(o) };
-	struct daqiri_sub_req req;
+	struct daqiri *d = s->d;
 	struct daqiri_err err;
 	struct daqiri_msg m;
-	struct daqiri_sub *s;
 	cJSON *obj;
 	int r;
 
-	if (out == NULL)
-		return -EINVAL;
-	*out = NULL;
-	if (d == NULL || stream == NULL)
-		return -EINVAL;
-	if (opts != NULL) {
-		if (opts->size < offsetof(struct daqiri_sub_opts, flags))
-			return -EINVAL;
-		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size :
-		    sizeof(o));
-	}
-	memset(&req, 0, sizeof(req));
-	if (strlen(stream) >= sizeof(req.stream) ||
-	    (unsigned)o.mode >= DAQIRI_SUB_MODE_MAX ||
-	    (o.mode == DAQIRI_SUB_SHARED &&
-	    (o.group == NULL || strlen(o.group) >= sizeof(req.group))))
-		return -EINVAL;
-	snprintf(req.stream, sizeof(req.stream), "%s", stream);
-	req.mode = o.mode;
-	if (o.mode == DAQIRI_SUB_SHARED)
-		snprintf(req.group, sizeof(req.group), "%s", o.group);
-	req.depth = o.depth;
-	req.max_held = o.max_held;
-#ifndef DAQIRI_HAVE_CUDA
-	if (o.flags & DAQIRI_SUB_CUDA_REGISTER)
-		return -ENOTSUP;
-#endif
 	obj = daqiri_msg_new(DAQIRI_MSG_SUBSCRIBE);
-	if (obj != NULL && daqiri_sub_req_encode(&req, obj) < 0) {
+	if (obj != NULL && daqiri_sub_req_encode(&s->req, obj) < 0) {
 		cJSON_Delete(obj);
 		obj = NULL;
 	}
@@ -330,29 +302,19 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 		daqiri_msg_free(&m);
 		return r;
 	}
-	s = calloc(1, sizeof(*s));
-	if (s == NULL) {
-		daqiri_msg_free(&m);
-		return -ENOMEM;
-	}
-	s->wake_fd = -1;
-	s->flags = o.flags;
 	if (daqiri_sub_info_decode(m.json, &s->info, &err) < 0) {
 		/* Without readable metadata the fd series that follows
 		 * cannot be taken apart: the connection is unusable. */
 		daqiri_msg_free(&m);
 		snprintf(d->err, sizeof(d->err), "bad subscribe reply: %s",
 		    err.msg);
-		free(s);
 		shutdown(d->fd, SHUT_RDWR);
 		d->dead = true;
 		return -EPROTO;
 	}
 	daqiri_msg_free(&m);
+	s->instance = d->instance;
 	s->held = calloc(s->info.nbufs, 1);
-	s->d = d;
-	s->next = d->subs;
-	d->subs = s;
 	/* The fd series follows the reply whatever happens here: take it
 	 * off the socket even when we cannot use it, or the unsubscribe
 	 * below and every later request would read it as their reply. */
@@ -360,7 +322,7 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 	if (r == 0 && s->held == NULL)
 		r = -ENOMEM;
 #ifdef DAQIRI_HAVE_CUDA
-	if (r == 0 && (o.flags & DAQIRI_SUB_CUDA_REGISTER) &&
+	if (r == 0 && (s->flags & DAQIRI_SUB_CUDA_REGISTER) &&
 	    s->info.mem_kind == DAQIRI_MEM_HOST_PINNED) {
 		if (cudaHostRegister((void *)s->tensor_map, s->tensor_len,
 		    cudaHostRegisterReadOnly) == cudaSuccess) {
@@ -379,6 +341,58 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 		if (!d->dead)
 			unsubscribe_id(d, s->info.sub_id);
 		memcpy(d->err, why, sizeof(why));
+	}
+	return r;
+}
+
+int
+daqiri_subscribe(struct daqiri *d, const char *stream,
+		 const struct daqiri_sub_opts *opts, struct daqiri_sub **out)
+{
+	struct daqiri_sub_opts o = { .size = sizeof(o) };
+	struct daqiri_sub *s;
+	int r;
+
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	if (d == NULL || stream == NULL)
+		return -EINVAL;
+	if (opts != NULL) {
+		if (opts->size < offsetof(struct daqiri_sub_opts, flags))
+			return -EINVAL;
+		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size :
+		    sizeof(o));
+	}
+	if (strlen(stream) >= sizeof(s->req.stream) ||
+	    (unsigned)o.mode >= DAQIRI_SUB_MODE_MAX ||
+	    (o.mode == DAQIRI_SUB_SHARED &&
+	    (o.group == NULL || strlen(o.group) >= sizeof(s->req.group))))
+		return -EINVAL;
+#ifndef DAQIRI_HAVE_CUDA
+	if (o.flags & DAQIRI_SUB_CUDA_REGISTER)
+		return -ENOTSUP;
+#endif
+	if (d->dead)
+		return -ENOTCONN;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	snprintf(s->req.stream, sizeof(s->req.stream), "%s", stream);
+	s->req.mode = o.mode;
+	if (o.mode == DAQIRI_SUB_SHARED)
+		snprintf(s->req.group, sizeof(s->req.group), "%s", o.group);
+	s->req.depth = o.depth;
+	s->req.max_held = o.max_held;
+	s->wake_fd = -1;
+	s->flags = o.flags;
+	s->reconnect_ms = o.reconnect_timeout_ms != 0 ?
+	    o.reconnect_timeout_ms : CLIENT_RECONNECT_DEFAULT_MS;
+	s->d = d;
+	s->next = d->subs;
+	d->subs = s;
+	r = client_sub_open(s);
+	if (r < 0) {
 		client_sub_free(s);
 		return r;
 	}
@@ -451,7 +465,10 @@ fill_tensor(struct daqiri_sub *s, const struct daqiri_desc *dc,
 	x.slot_bytes = in->slot_bytes;
 	x.seq = dc->seq;
 	x.batch_id = dc->batch_id;
-	x.flags = dc->flags;
+	/* RESTART is ours to set, whatever a descriptor says. */
+	x.flags = dc->flags & ~(uint32_t)DAQIRI_TENSOR_RESTART;
+	if (s->restart_pending)
+		x.flags |= DAQIRI_TENSOR_RESTART;
 	x.packets_expected = dc->packets_expected;
 	x.packets_received = dc->packets_received;
 	x.bitmap = (const uint64_t *)(s->bitmap_map +
@@ -464,7 +481,9 @@ fill_tensor(struct daqiri_sub *s, const struct daqiri_desc *dc,
 	x.last_rx_ns = dc->last_rx_ns;
 	x.publish_ns = dc->publish_ns;
 	x.buf_index = dc->buf_index;
+	x.instance = s->instance;
 	s->held[dc->buf_index] = 1;
+	s->restart_pending = false;
 	memcpy(t, &x, t->size < sizeof(x) ? t->size : sizeof(x));
 	return 1;
 }
@@ -473,8 +492,11 @@ static int
 try_pop(struct daqiri_sub *s, struct daqiri_tensor *t)
 {
 	struct daqiri_desc dc;
-	int r = daqiri_comp_pop(&s->ring, &dc);
+	int r;
 
+	if (s->ring_map == NULL)
+		return 0;
+	r = daqiri_comp_pop(&s->ring, &dc);
 	if (r <= 0)
 		return r;
 	return fill_tensor(s, &dc, t);
@@ -496,6 +518,21 @@ sub_arm(struct daqiri_sub *s)
 	return daqiri_ring_arm(&s->ring);
 }
 
+/* daqiri_next() of a reconnecting subscription whose connection is
+ * down: drive the reconnection until deadline. 1: look at the ring
+ * again, else what daqiri_next() returns. */
+static int
+next_reconnect(struct daqiri_sub *s, uint64_t deadline)
+{
+	int r = client_reconnect(s->d, deadline);
+
+	if (r == 0 && s->lost == 0)
+		return 0;
+	if (r < 0 && r != -ENOTCONN)
+		return r;
+	return 1;
+}
+
 int
 daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 {
@@ -508,12 +545,28 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 		return -EINVAL;
 	if (timeout_ms > 0)
 		deadline = daqiri_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+	else if (timeout_ms < 0)
+		deadline = UINT64_MAX;
 	for (;;) {
 		r = try_pop(s, t);
 		if (r != 0)
 			return r;
+		if (s->lost != 0) {
+			client_set_err(s->d, s->lost_msg);
+			return s->lost;
+		}
 		if (s->closed)
 			return -ESHUTDOWN;
+		if (s->d->state != CLIENT_UP) {
+			/* Another subscription's call found the daemon gone;
+			 * ours lost it too. */
+			if (!(s->flags & DAQIRI_SUB_RECONNECT))
+				return -ENOTCONN;
+			r = next_reconnect(s, deadline);
+			if (r != 1)
+				return r;
+			continue;
+		}
 		now = (s->flags & DAQIRI_SUB_BUSY_POLL) ? daqiri_mono_ns() : 0;
 		if (!(s->flags & DAQIRI_SUB_BUSY_POLL) || timeout_ms == 0 ||
 		    now - last_check >= CLIENT_SPIN_CHECK_NS) {
@@ -523,8 +576,16 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 				 * subscription the daemon ended before it
 				 * hung up says so. */
 				r = try_pop(s, t);
-				return r != 0 ? r : s->closed ? -ESHUTDOWN :
-				    -ENOTCONN;
+				if (r != 0)
+					return r;
+				if (s->closed)
+					return -ESHUTDOWN;
+				if (!(s->flags & DAQIRI_SUB_RECONNECT))
+					return -ENOTCONN;
+				r = next_reconnect(s, deadline);
+				if (r != 1)
+					return r;
+				continue;
 			}
 			if (s->closed)
 				continue;
@@ -567,16 +628,30 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 int
 daqiri_release(struct daqiri_sub *s, const struct daqiri_tensor *t)
 {
+	const uint8_t *base;
+	uint32_t i;
 	int r;
 
 	if (s == NULL || t == NULL || t->size <
-	    offsetof(struct daqiri_tensor, buf_index) + sizeof(uint32_t) ||
-	    t->buf_index >= s->info.nbufs || !s->held[t->buf_index])
+	    offsetof(struct daqiri_tensor, buf_index) + sizeof(uint32_t))
 		return -EINVAL;
-	r = daqiri_rel_push(&s->ring, t->buf_index);
+	i = t->buf_index;
+	base = s->info.mem_kind == DAQIRI_MEM_DEVICE ?
+	    (const uint8_t *)s->dev_base : s->tensor_map;
+	/* A tensor of an earlier daemon instance has its own buffer
+	 * numbers: tell them apart by where the data lies. */
+	if (base == NULL || i >= s->info.nbufs || !s->held[i] ||
+	    (const uint8_t *)t->data != base + s->info.buf_offset +
+	    (uint64_t)i * s->info.buf_stride)
+		return client_orphan_release(s, t->data) == 0 ? 0 : -EINVAL;
+	if (s->ring_map == NULL) {
+		s->held[i] = 0;
+		return 0;
+	}
+	r = daqiri_rel_push(&s->ring, i);
 	if (r < 0)
 		return r;
-	s->held[t->buf_index] = 0;
+	s->held[i] = 0;
 	return 0;
 }
 
@@ -591,6 +666,10 @@ daqiri_sub_arm(struct daqiri_sub *s)
 {
 	if (s == NULL)
 		return -EINVAL;
+	/* Reconnecting: there is no wake-up to wait for; daqiri_next()
+	 * drives the reconnection. */
+	if (s->wake_fd < 0 || s->ring_map == NULL)
+		return 1;
 	return sub_arm(s);
 }
 
@@ -601,10 +680,138 @@ daqiri_unsubscribe(struct daqiri_sub *s)
 
 	if (s == NULL)
 		return 0;
-	r = s->d->dead ? -ENOTCONN : unsubscribe_id(s->d, s->info.sub_id);
+	r = s->d->dead || s->lost != 0 ? -ENOTCONN :
+	    unsubscribe_id(s->d, s->info.sub_id);
 	/* A subscription the daemon already ended is gone either way. */
 	if (r == -ESRCH && s->closed)
 		r = 0;
 	client_sub_free(s);
 	return r;
+}
+
+/* What changed between two daemons' geometry of one stream, into buf
+ * ("" when nothing that matters to a held view did). */
+static void
+geometry_diff(const struct daqiri_sub_info *a, const struct daqiri_sub_info *b,
+	      char *buf, size_t len)
+{
+	size_t n = 0;
+
+#define DIFF(...) \
+	n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__)
+	buf[0] = '\0';
+	if (a->dtype != b->dtype)
+		DIFF("%sdtype %s -> %s", n ? ", " : "",
+		    daqiri_dtype_name(a->dtype), daqiri_dtype_name(b->dtype));
+	if (a->ppb != b->ppb || a->elems_per_slot != b->elems_per_slot)
+		DIFF("%sshape %ux%llu -> %ux%llu", n ? ", " : "", a->ppb,
+		    (unsigned long long)a->elems_per_slot, b->ppb,
+		    (unsigned long long)b->elems_per_slot);
+	else if (a->slot_bytes != b->slot_bytes)
+		DIFF("%sslot bytes %llu -> %llu", n ? ", " : "",
+		    (unsigned long long)a->slot_bytes,
+		    (unsigned long long)b->slot_bytes);
+	if (a->mem_kind != b->mem_kind)
+		DIFF("%smemory %s -> %s", n ? ", " : "",
+		    daqiri_mem_kind_name(a->mem_kind),
+		    daqiri_mem_kind_name(b->mem_kind));
+	else if (a->device != b->device)
+		DIFF("%sGPU %d -> %d", n ? ", " : "", a->device, b->device);
+	if (a->kind != b->kind)
+		DIFF("%skind %s -> %s", n ? ", " : "",
+		    daqiri_stream_kind_name(a->kind),
+		    daqiri_stream_kind_name(b->kind));
+#undef DIFF
+}
+
+int
+client_sub_reopen(struct daqiri_sub *s)
+{
+	struct daqiri *d = s->d;
+	struct client_orphan *o;
+	struct daqiri_sub *n;
+	char what[160];
+	uint32_t i;
+	int r;
+
+	n = calloc(1, sizeof(*n));
+	if (n == NULL)
+		return -ENOMEM;
+	n->wake_fd = -1;
+	n->flags = s->flags;
+	n->req = s->req;
+	n->d = d;
+	r = client_sub_open(n);
+	if (r < 0) {
+		snprintf(s->lost_msg, sizeof(s->lost_msg), "stream \"%.64s\" "
+		    "after the daemon restarted: %.150s", s->req.stream,
+		    d->err[0] != '\0' ? d->err : strerror(-r));
+		n->d = NULL;
+		client_sub_free(n);
+		return r;
+	}
+	geometry_diff(&s->info, &n->info, what, sizeof(what));
+	if (what[0] != '\0') {
+		snprintf(s->lost_msg, sizeof(s->lost_msg), "stream \"%.64s\" "
+		    "changed when the daemon restarted: %.140s", s->req.stream,
+		    what);
+		if (!d->dead)
+			unsubscribe_id(d, n->info.sub_id);
+		n->d = NULL;
+		client_sub_free(n);
+		return -ESTALE;
+	}
+	/* What the application holds of the old instance stays mapped. */
+	o = calloc(1, sizeof(*o));
+	for (i = 0; i < s->info.nbufs && s->held != NULL; i++)
+		if (s->held[i] && o != NULL)
+			o->nheld++;
+	if (o != NULL && o->nheld > 0) {
+		o->base = s->info.mem_kind == DAQIRI_MEM_DEVICE ?
+		    (const uint8_t *)s->dev_base : s->tensor_map;
+		o->buf_offset = s->info.buf_offset;
+		o->buf_stride = s->info.buf_stride;
+		o->nbufs = s->info.nbufs;
+		o->held = s->held;
+		o->tensor_map = s->tensor_map;
+		o->tensor_len = s->tensor_len;
+		o->bitmap_map = s->bitmap_map;
+		o->bitmap_len = s->bitmap_len;
+		o->cuda_registered = s->cuda_registered;
+		o->dev_base = s->dev_base;
+		o->events = s->events;
+		o->next = s->orphans;
+		s->orphans = o;
+		s->held = NULL;
+		s->tensor_map = s->bitmap_map = NULL;
+		s->dev_base = NULL;
+		s->events = NULL;
+		s->cuda_registered = false;
+	} else {
+		free(o);
+	}
+	/* s takes the new instance; n the rest of the old one, which goes
+	 * (n->d NULL: it is not linked). */
+#define SWAP(f) do { __typeof__(s->f) tmp_ = s->f; s->f = n->f; \
+	n->f = tmp_; } while (0)
+	SWAP(info);
+	SWAP(ring);
+	SWAP(wake_fd);
+	SWAP(tensor_map);
+	SWAP(tensor_len);
+	SWAP(bitmap_map);
+	SWAP(bitmap_len);
+	SWAP(ring_map);
+	SWAP(ring_len);
+	SWAP(held);
+	SWAP(cuda_registered);
+	SWAP(dev_base);
+	SWAP(events);
+	SWAP(instance);
+#undef SWAP
+	s->closed = false;
+	s->restart_pending = true;
+	n->d = NULL;
+	client_sub_free(n);
+	return 0;
 }

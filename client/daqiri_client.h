@@ -30,6 +30,13 @@ enum daqiri_sub_flag {
 	/* host_pinned streams: register the mapping with CUDA
 	 * (cudaHostRegister, read-only); -ENOTSUP without CUDA support. */
 	DAQIRI_SUB_CUDA_REGISTER = 1u << 1,
+	/* Survive a daemon restart: when the connection is lost,
+	 * daqiri_next() reconnects (backoff 10 ms doubling to 500 ms),
+	 * subscribes to the same stream again, checks its geometry and
+	 * goes on; the first tensor after the gap carries
+	 * DAQIRI_TENSOR_RESTART. Tensors held across it stay readable;
+	 * their release is a no-op. See libdaqiri-client(3) RECONNECTION. */
+	DAQIRI_SUB_RECONNECT = 1u << 2,
 };
 
 struct daqiri;			/* a connection to the daemon */
@@ -43,6 +50,9 @@ struct daqiri_sub_opts {
 	enum daqiri_sub_mode mode;	/* default broadcast */
 	const char *group;		/* shared mode: group name (required) */
 	uint32_t flags;			/* enum daqiri_sub_flag */
+	/* DAQIRI_SUB_RECONNECT: how long the daemon may stay away before
+	 * daqiri_next() returns -ENOTCONN; 0 = 30000. */
+	uint32_t reconnect_timeout_ms;
 };
 
 /* Geometry of a subscribed stream (daqiri_sub_info()). */
@@ -92,6 +102,10 @@ struct daqiri_tensor {
 	uint64_t publish_ns;
 	uint32_t buf_index;		/* the stream's buffer index */
 	void *event;			/* device: cudaEvent_t to wait on; else NULL */
+	/* The generation of the daemon instance that published it (random,
+	 * 64-bit, new at every daemon start; 0 from a daemon too old to
+	 * say). Appended: a caller whose size ends before it gets none. */
+	uint64_t instance;
 };
 
 /*
@@ -168,6 +182,12 @@ int daqiri_sub_info(const struct daqiri_sub *sub,
  * -ENOTCONN (daemon gone), -ESHUTDOWN (the daemon ended the
  * subscription), -EPROTO (corrupted ring), -EINTR (a signal arrived while
  * waiting). Never waits longer than the timeout.
+ * DAQIRI_SUB_RECONNECT: a lost daemon is reconnected to from here (the
+ * calls drive it; 0 on timeout meanwhile); -ENOTCONN only once it stayed
+ * away reconnect_timeout_ms; -ESTALE when the new daemon's stream has
+ * another dtype, shape, memory kind or kind (daqiri_last_error() names
+ * the change), the new daemon's own errno when it refuses the
+ * subscription; these errors stay.
  */
 int daqiri_next(struct daqiri_sub *sub, struct daqiri_tensor *t,
 		int timeout_ms);
@@ -175,7 +195,9 @@ int daqiri_next(struct daqiri_sub *sub, struct daqiri_tensor *t,
 /*
  * Give a tensor's buffer back to the daemon. Returns 0, -EINVAL when t is
  * not a tensor this subscription holds, -ENOSPC when the release ring is
- * full (cannot happen with the daemon's depth rule).
+ * full (cannot happen with the daemon's depth rule). A tensor of an
+ * earlier daemon instance (DAQIRI_SUB_RECONNECT) is released toward
+ * nobody; the last one of an instance unmaps that instance's memory.
  */
 int daqiri_release(struct daqiri_sub *sub, const struct daqiri_tensor *t);
 
@@ -188,6 +210,9 @@ int daqiri_release(struct daqiri_sub *sub, const struct daqiri_tensor *t);
  * wait. After it fires, call daqiri_next(sub, t, 0) until it returns 0,
  * then wait again. Do not read the socket yourself (the library drains
  * it when arming); whatever you do to it cannot disturb the daemon.
+ * While a DAQIRI_SUB_RECONNECT subscription reconnects it is -1 (and
+ * daqiri_fd() is -1 or the socket awaiting the hello reply): look it up
+ * again before each wait and call daqiri_next(sub, t, 0) now and then.
  */
 int daqiri_sub_fd(const struct daqiri_sub *sub);
 

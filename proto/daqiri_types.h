@@ -68,6 +68,10 @@ enum daqiri_tensor_flag {
 	DAQIRI_TENSOR_HAS_GAPS = 1u << 3,	/* some slot missing: see bitmap */
 	DAQIRI_TENSOR_RESYNC = 1u << 4,		/* the sender restarted */
 	DAQIRI_TENSOR_FLUSH = 1u << 5,		/* published at stream stop */
+	/* Made by the client library, never sent by the daemon: the first
+	 * tensor of a reconnecting subscription after the daemon restarted
+	 * (DAQIRI_SUB_RECONNECT). */
+	DAQIRI_TENSOR_RESTART = 1u << 6,
 };
 
 /* Static names (wire names; NULL for a value out of range). Defined in
