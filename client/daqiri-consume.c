@@ -50,13 +50,14 @@ struct opts {
 	const char *group;
 	unsigned long long count;	/* 0 = until interrupted */
 	long timeout_s;			/* 0 = wait forever */
-	bool verify, busy, quiet;
+	bool verify, busy, quiet, reconnect;
 };
 
 struct summary {
 	uint64_t tensors, complete, partial, missing_slots;
 	uint64_t verified, errors, seq_gaps, saved;
 	uint64_t first_seq, last_seq;
+	uint64_t restarts, held_rechecked;
 	double lat_sum_us, lat_max_us;
 };
 
@@ -75,7 +76,8 @@ usage(FILE *fp, int code)
 	fprintf(fp, "usage: daqiri-consume [-s SOCKET] [--verify] [--save DIR] "
 	    "[--count N]\n"
 	    "                      [--busy-poll] [--quiet] [--group NAME] "
-	    "[--timeout SEC] STREAM\n\n"
+	    "[--timeout SEC]\n"
+	    "                      [--reconnect] STREAM\n\n"
 	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
 	    "  --verify             check every element against the "
 	    "simulator pattern\n"
@@ -86,6 +88,9 @@ usage(FILE *fp, int code)
 	    "  --quiet              no line per tensor, only the summary\n"
 	    "  --group NAME         shared subscription in group NAME\n"
 	    "  --timeout SEC        stop when no tensor came for SEC seconds\n"
+	    "  --reconnect          survive daemon restarts; hold one tensor "
+	    "across each\n"
+	    "                       and check it again after the restart\n"
 	    "Exit status: 0 all well, 1 a failure (said on stderr), 2 usage.\n",
 	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
 	exit(code);
@@ -104,6 +109,7 @@ flags_str(uint32_t f, char *buf, size_t cap)
 		{ DAQIRI_TENSOR_HAS_GAPS, "HAS_GAPS" },
 		{ DAQIRI_TENSOR_RESYNC, "RESYNC" },
 		{ DAQIRI_TENSOR_FLUSH, "FLUSH" },
+		{ DAQIRI_TENSOR_RESTART, "RESTART" },
 	};
 	size_t i, n = 0;
 
@@ -309,6 +315,33 @@ host_view(const struct daqiri_tensor *t, uint8_t *copy)
 #endif
 }
 
+/* A tensor held across a daemon restart: its memory must still read
+ * what it read before (the mapping outlived the daemon). */
+static void
+recheck_held(const struct daqiri_tensor *t,
+	     const struct daqiri_stream_info *in, const struct expect *x,
+	     uint8_t *copy, const struct opts *o, struct summary *sm)
+{
+	const uint8_t *data;
+	uint64_t e0 = sm->errors, v0 = sm->verified;
+
+	sm->held_rechecked++;
+	if (!o->verify)
+		return;
+	data = host_view(t, copy);
+	if (data == NULL) {
+		sm->errors++;
+		return;
+	}
+	verify(t, in, data, x, sm);
+	/* counted once, when it came */
+	sm->verified = v0;
+	if (sm->errors > e0)
+		fprintf(stderr, "daqiri-consume: seq %llu, held across the "
+		    "restart, reads differently now\n",
+		    (unsigned long long)t->seq);
+}
+
 static void
 print_summary(const struct summary *sm, const struct opts *o)
 {
@@ -327,6 +360,10 @@ print_summary(const struct summary *sm, const struct opts *o)
 		    (unsigned long long)sm->errors);
 	if (o->save_dir != NULL)
 		fprintf(stderr, ", saved %llu", (unsigned long long)sm->saved);
+	if (o->reconnect)
+		fprintf(stderr, ", restarts %llu, held across a restart and "
+		    "checked again %llu", (unsigned long long)sm->restarts,
+		    (unsigned long long)sm->held_rechecked);
 	if (sm->tensors > 0)
 		fprintf(stderr, ", latency avg %.1f us max %.1f us",
 		    sm->lat_sum_us / (double)sm->tensors, sm->lat_max_us);
@@ -368,7 +405,7 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERIFY = 256, O_SAVE, O_COUNT, O_BUSY, O_QUIET, O_GROUP,
-	    O_TIMEOUT };
+	    O_TIMEOUT, O_RECONNECT };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "verify", no_argument, NULL, O_VERIFY },
@@ -378,6 +415,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "group", required_argument, NULL, O_GROUP },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "reconnect", no_argument, NULL, O_RECONNECT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -414,6 +452,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		case O_GROUP:
 			o->group = optarg;
 			break;
+		case O_RECONNECT:
+			o->reconnect = true;
+			break;
 		case O_TIMEOUT:
 			o->timeout_s = strtol(optarg, &end, 10);
 			if (*end != '\0' || o->timeout_s <= 0 ||
@@ -444,6 +485,8 @@ main(int argc, char **argv)
 	struct daqiri_sub_opts so = { .size = sizeof(so) };
 	struct daqiri_stream_info in = { .size = sizeof(in) };
 	struct daqiri_tensor t = { .size = sizeof(t) };
+	struct daqiri_tensor held = { .size = sizeof(held) };
+	bool have_held = false;
 	struct sigaction sa;
 	struct expect x;
 	uint8_t *copy = NULL;
@@ -479,7 +522,8 @@ main(int argc, char **argv)
 		    o.sock, hint, sizeof(hint)));
 		return 1;
 	}
-	so.flags = o.busy ? DAQIRI_SUB_BUSY_POLL : 0;
+	so.flags = (o.busy ? DAQIRI_SUB_BUSY_POLL : 0) |
+	    (o.reconnect ? DAQIRI_SUB_RECONNECT : 0);
 	if (o.group != NULL) {
 		so.mode = DAQIRI_SUB_SHARED;
 		so.group = o.group;
@@ -544,6 +588,9 @@ main(int argc, char **argv)
 			if (r == -ENOTCONN)
 				fprintf(stderr, "daqiri-consume: the daemon went "
 				    "away (control connection closed)\n");
+			else if (r == -ESTALE)
+				fprintf(stderr, "daqiri-consume: reconnecting: "
+				    "%s\n", daqiri_last_error(d));
 			else if (r == -ESHUTDOWN)
 				fprintf(stderr, "daqiri-consume: the daemon ended "
 				    "the subscription: %s\n",
@@ -561,6 +608,25 @@ main(int argc, char **argv)
 		sm.lat_sum_us += (double)lat / 1e3;
 		if ((double)lat / 1e3 > sm.lat_max_us)
 			sm.lat_max_us = (double)lat / 1e3;
+		if (t.flags & DAQIRI_TENSOR_RESTART) {
+			/* A new daemon numbers its tensors afresh. */
+			sm.restarts++;
+			have_seq = false;
+			fprintf(stderr, "daqiri-consume: the daemon restarted "
+			    "(instance %016llx), seq %llu\n",
+			    (unsigned long long)t.instance,
+			    (unsigned long long)t.seq);
+			if (have_held) {
+				recheck_held(&held, &in, &x, copy, &o, &sm);
+				if (daqiri_release(sub, &held) < 0) {
+					fprintf(stderr, "daqiri-consume: release "
+					    "of a tensor of the old daemon "
+					    "failed\n");
+					sm.errors++;
+				}
+				have_held = false;
+			}
+		}
 		if (have_seq && t.seq != sm.last_seq + 1)
 			sm.seq_gaps += t.seq > sm.last_seq ?
 			    t.seq - sm.last_seq - 1 : 1;
@@ -603,6 +669,12 @@ main(int argc, char **argv)
 				}
 			}
 		}
+		if (o.reconnect && !have_held) {
+			/* Kept until the next restart, then read again. */
+			held = t;
+			have_held = true;
+			continue;
+		}
 		r = daqiri_release(sub, &t);
 		if (r < 0) {
 			fprintf(stderr, "daqiri-consume: release: %s\n",
@@ -611,6 +683,8 @@ main(int argc, char **argv)
 			break;
 		}
 	}
+	if (have_held)
+		daqiri_release(sub, &held);
 	fflush(stdout);
 	print_summary(&sm, &o);
 	if (sm.errors > 0)
