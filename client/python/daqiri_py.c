@@ -525,9 +525,10 @@ static PyObject *
 conn_subscribe(ConnObject *c, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "stream", "group", "busy_poll", "max_held",
-	    "depth", NULL };
+	    "depth", "reconnect", "reconnect_timeout", NULL };
 	const char *stream, *group = NULL;
-	int busy = 0;
+	int busy = 0, reconnect = 1;
+	double reconnect_timeout = 30.0;
 	unsigned int max_held = 0, depth = 0;
 	struct daqiri_sub_opts o;
 	struct daqiri_sub *sub = NULL;
@@ -535,16 +536,23 @@ conn_subscribe(ConnObject *c, PyObject *args, PyObject *kw)
 	SubObject *s;
 	int r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zpII:subscribe", kwlist,
-	    &stream, &group, &busy, &max_held, &depth))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zpIIpd:subscribe",
+	    kwlist, &stream, &group, &busy, &max_held, &depth, &reconnect,
+	    &reconnect_timeout))
 		return NULL;
+	/* 0 would mean the library's default: say at least 1 ms. */
+	if (!(reconnect_timeout >= 0.001 && reconnect_timeout <= 4294967.0))
+		return raise_errno(EINVAL, "reconnect_timeout: seconds, "
+		    "0.001 to 4294967");
 	memset(&o, 0, sizeof(o));
 	o.size = sizeof(o);
 	o.depth = depth;
 	o.max_held = max_held;
 	o.mode = group != NULL ? DAQIRI_SUB_SHARED : DAQIRI_SUB_BROADCAST;
 	o.group = group;
-	o.flags = busy ? DAQIRI_SUB_BUSY_POLL : 0;
+	o.flags = (busy ? DAQIRI_SUB_BUSY_POLL : 0) |
+	    (reconnect ? DAQIRI_SUB_RECONNECT : 0);
+	o.reconnect_timeout_ms = (uint32_t)(reconnect_timeout * 1000.0);
 	if (conn_lock_open(c) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
@@ -596,7 +604,7 @@ static PyMethodDef conn_methods[] = {
 	{ "subscribe", (PyCFunction)(void (*)(void))conn_subscribe,
 	  METH_VARARGS | METH_KEYWORDS,
 	  "subscribe(stream, group=None, busy_poll=False, max_held=0, "
-	  "depth=0) -> Subscription" },
+	  "depth=0, reconnect=True, reconnect_timeout=30.0) -> Subscription" },
 	{ "close", (PyCFunction)conn_close, METH_NOARGS,
 	  "close(): end the connection and its subscriptions" },
 	{ "fileno", (PyCFunction)conn_fileno, METH_NOARGS,
@@ -738,7 +746,7 @@ sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
 		if (r == -EBADF)	/* closed by another thread */
 			return sub_check(s);
 		if (r < 0 && r != -EINTR) {
-			if (r == -ENOTCONN)
+			if (r == -ENOTCONN && msg[0] == '\0')
 				snprintf(msg, sizeof(msg), "the daemon closed "
 				    "the connection");
 			raise_errno(r, msg);
@@ -935,6 +943,7 @@ PyInit_daqiri(void)
 		{ "HAS_GAPS", DAQIRI_TENSOR_HAS_GAPS },
 		{ "RESYNC", DAQIRI_TENSOR_RESYNC },
 		{ "FLUSH", DAQIRI_TENSOR_FLUSH },
+		{ "RESTART", DAQIRI_TENSOR_RESTART },
 	};
 	PyObject *m, *json;
 	size_t i;

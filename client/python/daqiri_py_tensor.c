@@ -495,6 +495,7 @@ TENSOR_U64(last_rx_ns, last_rx_ns)
 TENSOR_U64(publish_ns, publish_ns)
 TENSOR_U64(buf_index, buf_index)
 TENSOR_U64(nbytes, bytes)
+TENSOR_U64(instance, instance)
 
 static PyObject *
 tensor_get_complete(TensorObject *o, void *unused)
@@ -567,6 +568,7 @@ static PyGetSetDef tensor_getset[] = {
 	GET(publish_ns, "CLOCK_MONOTONIC when the daemon published it"),
 	GET(buf_index, "the stream's buffer index"),
 	GET(nbytes, "bytes of the tensor"),
+	GET(instance, "the generation of the daemon that published it"),
 	GET(released, "release() was called"),
 	GET(dtype, "element type name (fp16, fp32, ...)"),
 	GET(shape, "(slots, elements per slot)"),

@@ -264,6 +264,11 @@ class Daemon:
             self.make_config()
         ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
+            # started again (a restart): the last start's listener is gone
+            try:
+                os.unlink(self.notify)
+            except FileNotFoundError:
+                pass
             ns.bind(self.notify)
             ns.settimeout(0.1)
             env = tool_env()

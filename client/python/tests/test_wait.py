@@ -219,7 +219,10 @@ def _iterate(sub, how, out):
                                       ("next", True)])
 def test_daemon_killed_ends_iteration_enotconn(daemon, how, busy):
     with daqiri.connect(daemon.sock) as d:
-        sub = d.subscribe(STREAM, busy_poll=busy, max_held=4)
+        # reconnect=False: without it the library would wait for a new
+        # daemon (test_restart.py)
+        sub = d.subscribe(STREAM, busy_poll=busy, max_held=4,
+                          reconnect=False)
         daemon.wait_served()
         # one tensor held across the daemon's death: it stays readable
         daemon.sim("--batches", 3)
@@ -257,7 +260,7 @@ def test_daemon_stopped_flushes_then_enotconn(make_daemon):
     daemon.start()
     n = 3
     with daqiri.connect(daemon.sock) as d:
-        sub = d.subscribe(STREAM)
+        sub = d.subscribe(STREAM, reconnect=False)
         daemon.wait_served()
         out = {"tensors": []}
         th = threading.Thread(target=_iterate, args=(sub, "iter", out),
