@@ -927,6 +927,110 @@ START_TEST(test_sub_closed)
 }
 END_TEST
 
+/* A second fake daemon on the same socket path, as a restart makes. */
+static void
+restart_server(enum fake_mode mode)
+{
+	int st;
+
+	if (server > 0)
+		waitpid(server, &st, 0);	/* FAKE_DIE exits by itself */
+	server = fork();
+	ck_assert_int_ge(server, 0);
+	if (server == 0)
+		fake_serve(sock_path, mode, true);
+}
+
+START_TEST(test_reconnect)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct daqiri_sub_opts o = { .size = sizeof(o),
+	    .flags = DAQIRI_SUB_RECONNECT };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	struct daqiri_tensor held = { .size = sizeof(held) };
+	uint8_t copy[FAKE_PPB * FAKE_SLOT];
+	uint64_t inst0;
+	int n = 0, rc, restarts = 0;
+
+	start_server(FAKE_DIE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	ck_assert_int_eq(daqiri_next(s, &held, 10000), 1);
+	check_tensor(&held);
+	inst0 = held.instance;
+	ck_assert_uint_ne(inst0, 0);
+	ck_assert_uint_eq(held.flags & DAQIRI_TENSOR_RESTART, 0);
+	memcpy(copy, held.data, sizeof(copy));
+	/* the rest of the first daemon's tensors, then (it is gone) a
+	 * timeout, not -ENOTCONN: the library is reconnecting */
+	while ((rc = daqiri_next(s, &t, 0)) == 1 || n + 1 < FAKE_DIE_AFTER) {
+		if (rc == 1) {
+			ck_assert_uint_eq(t.instance, inst0);
+			daqiri_release(s, &t);
+			n++;
+		}
+	}
+	ck_assert_int_eq(n + 1, FAKE_DIE_AFTER);
+	while (waitpid(server, NULL, WNOHANG) == 0)
+		ck_assert_int_eq(daqiri_next(s, &t, 0), 0);
+	server = -1;
+	ck_assert_int_eq(daqiri_next(s, &t, 50), 0);
+	ck_assert_int_eq(daqiri_sub_fd(s), -1);
+	restart_server(FAKE_NORMAL);
+	/* the new daemon's tensors: the first one marked RESTART */
+	for (n = 0; n < 3; n++) {
+		ck_assert_int_eq(daqiri_next(s, &t, 10000), 1);
+		check_tensor(&t);
+		ck_assert_uint_ne(t.instance, inst0);
+		ck_assert_uint_ne(t.instance, 0);
+		restarts += (t.flags & DAQIRI_TENSOR_RESTART) != 0;
+		ck_assert_int_eq(!!(t.flags & DAQIRI_TENSOR_RESTART), n == 0);
+		ck_assert_int_eq(daqiri_release(s, &t), 0);
+	}
+	ck_assert_int_eq(restarts, 1);
+	ck_assert_int_ge(daqiri_sub_fd(s), 0);
+	/* the tensor held across the restart reads the same; its release
+	 * is accepted once, toward nobody */
+	ck_assert_mem_eq(held.data, copy, sizeof(copy));
+	check_tensor(&held);
+	ck_assert_int_eq(daqiri_release(s, &held), 0);
+	ck_assert_int_eq(daqiri_release(s, &held), -EINVAL);
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
+START_TEST(test_reconnect_limit)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct daqiri_sub_opts o = { .size = sizeof(o),
+	    .flags = DAQIRI_SUB_RECONNECT, .reconnect_timeout_ms = 100 };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	char *r = NULL;
+	int n = 0, rc;
+
+	start_server(FAKE_DIE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	while ((rc = daqiri_next(s, &t, 10000)) == 1) {
+		daqiri_release(s, &t);
+		n++;
+	}
+	ck_assert_int_eq(n, FAKE_DIE_AFTER);
+	ck_assert_int_eq(rc, -ENOTCONN);
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "stayed away"));
+	ck_assert_int_eq(daqiri_next(s, &t, 0), -ENOTCONN);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"status\"}", &r),
+	    -ENOTCONN);
+	daqiri_unsubscribe(s);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
 static sigjmp_buf segv_jmp;
 
 static void
@@ -1146,6 +1250,8 @@ client_suite(void)
 	tcase_add_test(tc, test_daemon_death);
 	tcase_add_test(tc, test_daemon_death_busy);
 	tcase_add_test(tc, test_sub_closed);
+	tcase_add_test(tc, test_reconnect);
+	tcase_add_test(tc, test_reconnect_limit);
 	tcase_add_test(tc, test_read_only_and_small_struct);
 	tcase_add_test(tc, test_too_many_connections);
 	tcase_add_test(tc, test_connect_hint);
