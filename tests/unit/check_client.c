@@ -1002,6 +1002,55 @@ START_TEST(test_reconnect)
 }
 END_TEST
 
+/* Two reconnecting subscriptions on one connection: one reconnection,
+ * each subscribed again, each with one RESTART tensor from the same new
+ * instance. */
+START_TEST(test_reconnect_two_subs)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s[2];
+	struct daqiri_sub_opts o = { .size = sizeof(o),
+	    .flags = DAQIRI_SUB_RECONNECT };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	uint64_t inst0 = 0, inst1 = 0;
+	int i, n;
+
+	start_server(FAKE_DIE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s[i]),
+		    0);
+	while (waitpid(server, NULL, WNOHANG) == 0)
+		for (i = 0; i < 2; i++)
+			if (daqiri_next(s[i], &t, 0) == 1) {
+				inst0 = t.instance;
+				daqiri_release(s[i], &t);
+			}
+	server = -1;
+	restart_server(FAKE_NORMAL);
+	for (i = 0; i < 2; i++)
+		for (n = 0; n < 2; n++) {
+			/* what the old rings still held comes first */
+			do
+				ck_assert_int_eq(daqiri_next(s[i], &t, 10000),
+				    1);
+			while (t.instance == inst0 && n == 0);
+			ck_assert_int_eq(!!(t.flags & DAQIRI_TENSOR_RESTART),
+			    n == 0);
+			if (inst1 == 0)
+				inst1 = t.instance;
+			ck_assert_uint_eq(t.instance, inst1);
+			check_tensor(&t);
+			ck_assert_int_eq(daqiri_release(s[i], &t), 0);
+		}
+	ck_assert_uint_ne(inst1, inst0);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(daqiri_unsubscribe(s[i]), 0);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
 START_TEST(test_reconnect_limit)
 {
 	struct daqiri *d;
@@ -1251,6 +1300,7 @@ client_suite(void)
 	tcase_add_test(tc, test_daemon_death_busy);
 	tcase_add_test(tc, test_sub_closed);
 	tcase_add_test(tc, test_reconnect);
+	tcase_add_test(tc, test_reconnect_two_subs);
 	tcase_add_test(tc, test_reconnect_limit);
 	tcase_add_test(tc, test_read_only_and_small_struct);
 	tcase_add_test(tc, test_too_many_connections);
