@@ -73,6 +73,7 @@ def test_consumers_and_info(daemon):
         assert d.consumers() == []
         with d.subscribe(STREAM) as sub:
             info = sub.info
+            daemon.wait_served()    # state "new" until the worker has it
             mine = d.consumers()
             assert isinstance(mine, list) and len(mine) == 1
             assert mine == daemon.ctl("consumers")["consumers"]
