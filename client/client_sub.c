@@ -304,6 +304,7 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 	memset(&req, 0, sizeof(req));
 	if (strlen(stream) >= sizeof(req.stream) ||
 	    (unsigned)o.mode >= DAQIRI_SUB_MODE_MAX ||
+	    (unsigned)o.policy >= DAQIRI_POLICY_MAX ||
 	    (o.mode == DAQIRI_SUB_SHARED &&
 	    (o.group == NULL || strlen(o.group) >= sizeof(req.group))))
 		return -EINVAL;
@@ -313,6 +314,7 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 		snprintf(req.group, sizeof(req.group), "%s", o.group);
 	req.depth = o.depth;
 	req.max_held = o.max_held;
+	req.policy = o.policy;
 #ifndef DAQIRI_HAVE_CUDA
 	if (o.flags & DAQIRI_SUB_CUDA_REGISTER)
 		return -ENOTSUP;
@@ -414,6 +416,7 @@ daqiri_sub_info(const struct daqiri_sub *sub, struct daqiri_stream_info *info)
 	x.tensor_bytes = in->tensor_bytes;
 	x.ring_depth = in->ring_depth;
 	x.max_held = in->max_held;
+	x.policy = in->policy;
 	memcpy(info, &x, info->size < sizeof(x) ? info->size : sizeof(x));
 	return 0;
 }

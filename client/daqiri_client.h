@@ -43,6 +43,10 @@ struct daqiri_sub_opts {
 	enum daqiri_sub_mode mode;	/* default broadcast */
 	const char *group;		/* shared mode: group name (required) */
 	uint32_t flags;			/* enum daqiri_sub_flag */
+	/* Appended: a caller whose size ends before it gets latest.
+	 * lossless needs root or the admin group and broadcast mode; see
+	 * libdaqiri-client(3) "DELIVERY POLICIES". */
+	enum daqiri_sub_policy policy;	/* default latest */
 };
 
 /* Geometry of a subscribed stream (daqiri_sub_info()). */
@@ -65,6 +69,7 @@ struct daqiri_stream_info {
 	uint64_t tensor_bytes;		/* ppb x slot_bytes */
 	uint32_t ring_depth;
 	uint32_t max_held;
+	enum daqiri_sub_policy policy;	/* appended; as the daemon granted */
 };
 
 /* One received tensor. Valid until daqiri_release() of it. */

@@ -37,6 +37,10 @@
  *      admin group) answered with too_many_consumers or no_hello.
  *      Later, still 2: the reload and config requests (a daemon without
  *      them answers unknown_type, so no client has to be refused).
+ *      Later, still 2: subscribe's optional "policy" ("latest" |
+ *      "lossless"), echoed in the reply and the consumers records; a
+ *      client sends it only for lossless, and reads a reply without it
+ *      as latest, so either side may be the older one.
  */
 #define DAQIRI_PROTO_VERSION	2
 
@@ -126,6 +130,7 @@ struct daqiri_sub_req {
 	char group[DAQIRI_NAME_MAX];	/* shared mode only, else "" */
 	uint32_t depth;			/* 0 = default, else power of two in ring range */
 	uint32_t max_held;		/* 0 = default, else 1..DAQIRI_MAX_HELD_MAX */
+	enum daqiri_sub_policy policy;	/* "policy", optional: latest */
 };
 
 /* flow_list (iface may be ""), flow_add, flow_del. Addresses, ports and
@@ -175,6 +180,8 @@ struct daqiri_sub_info {
 	uint32_t ring_depth;		/* >= nbufs, power of two */
 	uint64_t ring_bytes;		/* daqiri_ring_size(ring_depth) */
 	uint32_t max_held;		/* effective limit, 1..nbufs */
+	enum daqiri_sub_policy policy;	/* "policy"; absent (older daemons):
+					 * latest */
 	uint32_t nfds;			/* fds that follow, in this order: */
 	enum daqiri_fd_kind fds[DAQIRI_SUB_MAX_FDS];
 };
