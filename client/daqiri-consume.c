@@ -50,7 +50,8 @@ struct opts {
 	const char *group;
 	unsigned long long count;	/* 0 = until interrupted */
 	long timeout_s;			/* 0 = wait forever */
-	bool verify, busy, quiet;
+	long delay_ms;			/* per tensor, before releasing it */
+	bool verify, busy, quiet, lossless;
 };
 
 struct summary {
@@ -75,7 +76,8 @@ usage(FILE *fp, int code)
 	fprintf(fp, "usage: daqiri-consume [-s SOCKET] [--verify] [--save DIR] "
 	    "[--count N]\n"
 	    "                      [--busy-poll] [--quiet] [--group NAME] "
-	    "[--timeout SEC] STREAM\n\n"
+	    "[--timeout SEC]\n"
+	    "                      [--lossless] [--delay-ms MS] STREAM\n\n"
 	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
 	    "  --verify             check every element against the "
 	    "simulator pattern\n"
@@ -86,6 +88,10 @@ usage(FILE *fp, int code)
 	    "  --quiet              no line per tensor, only the summary\n"
 	    "  --group NAME         shared subscription in group NAME\n"
 	    "  --timeout SEC        stop when no tensor came for SEC seconds\n"
+	    "  --lossless           subscribe lossless (root or the admin "
+	    "group)\n"
+	    "  --delay-ms MS        hold each tensor MS milliseconds before "
+	    "releasing it\n"
 	    "Exit status: 0 all well, 1 a failure (said on stderr), 2 usage.\n",
 	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
 	exit(code);
@@ -368,7 +374,7 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERIFY = 256, O_SAVE, O_COUNT, O_BUSY, O_QUIET, O_GROUP,
-	    O_TIMEOUT };
+	    O_TIMEOUT, O_LOSSLESS, O_DELAY };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "verify", no_argument, NULL, O_VERIFY },
@@ -378,6 +384,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "group", required_argument, NULL, O_GROUP },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "lossless", no_argument, NULL, O_LOSSLESS },
+		{ "delay-ms", required_argument, NULL, O_DELAY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -420,6 +428,19 @@ parse_args(int argc, char **argv, struct opts *o)
 			    o->timeout_s > 86400) {
 				fprintf(stderr, "daqiri-consume: --timeout: "
 				    "\"%s\" is not 1..86400 seconds\n", optarg);
+				exit(2);
+			}
+			break;
+		case O_LOSSLESS:
+			o->lossless = true;
+			break;
+		case O_DELAY:
+			o->delay_ms = strtol(optarg, &end, 10);
+			if (*end != '\0' || optarg[0] == '\0' ||
+			    o->delay_ms < 0 || o->delay_ms > 60000) {
+				fprintf(stderr, "daqiri-consume: --delay-ms: "
+				    "\"%s\" is not 0..60000 milliseconds\n",
+				    optarg);
 				exit(2);
 			}
 			break;
@@ -480,6 +501,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	so.flags = o.busy ? DAQIRI_SUB_BUSY_POLL : 0;
+	so.policy = o.lossless ? DAQIRI_POLICY_LOSSLESS : DAQIRI_POLICY_LATEST;
 	if (o.group != NULL) {
 		so.mode = DAQIRI_SUB_SHARED;
 		so.group = o.group;
@@ -498,10 +520,11 @@ main(int argc, char **argv)
 	malformed0 = stream_malformed(d, in.name);
 	if (!o.quiet)
 		fprintf(stderr, "daqiri-consume: %s: %u x %llu %s (%llu bytes "
-		    "per slot), %u buffers, %s memory, ring %u\n", in.name,
-		    in.ppb, (unsigned long long)in.elems_per_slot,
+		    "per slot), %u buffers, %s memory, ring %u, %s\n",
+		    in.name, in.ppb, (unsigned long long)in.elems_per_slot,
 		    in.dtype_name, (unsigned long long)in.slot_bytes, in.nbufs,
-		    daqiri_mem_kind_name(in.mem_kind), in.ring_depth);
+		    daqiri_mem_kind_name(in.mem_kind), in.ring_depth,
+		    daqiri_sub_policy_name(in.policy));
 	if (o.verify && in.kind == DAQIRI_STREAM_RAW) {
 		fprintf(stderr, "daqiri-consume: %s is a raw queue stream: "
 		    "packets are not verified\n", in.name);
@@ -602,6 +625,14 @@ main(int argc, char **argv)
 						sm.saved++;
 				}
 			}
+		}
+		/* A slow consumer on purpose (tests, trying lossless): a
+		 * signal ends the sleep early, and the loop then stops. */
+		if (o.delay_ms > 0) {
+			struct timespec ts = { o.delay_ms / 1000,
+			    (o.delay_ms % 1000) * 1000000L };
+
+			(void)nanosleep(&ts, NULL);
 		}
 		r = daqiri_release(sub, &t);
 		if (r < 0) {
