@@ -41,7 +41,7 @@ if command -v script > /dev/null; then
 	note "a terminal: the table without -t"
 	script -qec "$BUILD/daqirictl -s $SOCK consumers" /dev/null | tr -d '\r' > "$T/out"
 	expect_eq "consumers on a tty" "$(head -1 "$T/out" | tr -s ' ')" \
-		"STREAM CONN SUB PID UID MODE GROUP STATE DELIVERED RELEASED OVERRUNS HELD"
+		"STREAM CONN SUB PID UID MODE GROUP POLICY STATE DELIVERED RELEASED OVERRUNS HELD PENDING BLOCKED"
 fi
 
 note "-j is the daemon's JSON, whatever -t says"
