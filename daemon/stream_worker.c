@@ -29,7 +29,9 @@
  * bitmap, copied into the consumers' sealed sidecar at publish, so no
  * consumer can touch duplicate detection; a buffer held past
  * hold_timeout_ms ends its subscription; a release ring that names a
- * buffer its subscriber does not hold cuts that subscriber off.
+ * buffer its subscriber does not hold cuts that subscriber off, and so
+ * does a lossless subscriber's ring faked full (it would make the stream
+ * wait for nothing).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -289,6 +291,24 @@ deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 }
 
 /*
+ * Lossless: no room in u's ring. Its depth is at least nbufs and every
+ * descriptor in it is a buffer u holds, so an honest consumer's ring is
+ * never full below max_held: one that looks full then was faked by the
+ * consumer to make the stream wait for it, and it is cut off (its
+ * buffers, pending ones too, come back). true when so.
+ */
+static bool
+lossless_ring_faked(struct stream *s, struct sub *u)
+{
+	if (u->nheld >= u->max_held)
+		return false;
+	sub_break(s, u, &s->ctr.subs_broken,
+	    "completion ring full with fewer tensors held than max_held: "
+	    "positions corrupted by the consumer");
+	return true;
+}
+
+/*
  * Lossless: tensor d goes into u's ring, or, with no room or others
  * already waiting (order), to the back of its pending FIFO. true: u
  * keeps a reference on d's buffer either way; false: u was cut off.
@@ -301,6 +321,8 @@ deliver_lossless(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 
 		if (rc != 0)
 			return rc > 0;
+		if (lossless_ring_faked(s, u))
+			return false;
 	}
 	u->pend[(u->pend_head + u->npend) % s->nbufs] = *d;
 	u->npend++;
@@ -316,9 +338,13 @@ pend_drain(struct stream *s, struct sub *u)
 	while (u->npend > 0) {
 		/* a copy: a cut-off empties the FIFO under it */
 		struct daqiri_desc d = u->pend[u->pend_head];
+		int rc = ring_push(s, u, &d);
 
-		if (ring_push(s, u, &d) <= 0)
+		if (rc <= 0) {
+			if (rc == 0)
+				(void)lossless_ring_faked(s, u);
 			return;
+		}
 		pend_pop(s, u);
 	}
 }

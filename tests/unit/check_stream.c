@@ -1860,6 +1860,41 @@ START_TEST(test_lossless_gone)
 }
 END_TEST
 
+/* (L3) A lossless consumer cannot make the stream wait by faking a full
+ * ring: with fewer tensors held than max_held it is cut off, and what
+ * it held and what waited for it comes back. */
+START_TEST(test_lossless_fake_full_ring)
+{
+	struct fix f;
+	struct cons l;
+	struct daqiri_desc d;
+	struct reorder_counters reorder;
+	struct stream_counters sc;
+	struct daqiri_ring_shm *h;
+	char st[32];
+
+	fix_init(&f, 6 + SPARE, 0);
+	sub_policy = DAQIRI_POLICY_LOSSLESS;
+	ck_assert_int_eq(subscribe(&f, &l, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
+	sub_policy = DAQIRI_POLICY_LATEST;
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);
+	ck_assert_int_eq(pop(&l, &d), 1);
+	/* holds 1 of 4, and moves its tail back: the ring looks full */
+	h = l.ring_mem;
+	atomic_store(&h->comp_tail, atomic_load(&h->comp_head) -
+	    l.info.ring_depth);
+	feed(&f, 1, ALL, T0 + 1000);
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.subs_broken, 1);
+	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "broken");
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
+	ck_assert_uint_eq(sc.unseen, 1);	/* tensor 1: nobody left */
+	cons_close(&l);
+	fix_fini(&f);
+}
+END_TEST
+
 static Suite *
 stream_suite(void)
 {
@@ -1874,6 +1909,7 @@ stream_suite(void)
 	tc = tcase_create("lossless");
 	tcase_add_test(tc, test_lossless_backlog);
 	tcase_add_test(tc, test_lossless_gone);
+	tcase_add_test(tc, test_lossless_fake_full_ring);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("wakeup");
