@@ -70,8 +70,10 @@ stream_pool_fill(struct stream *s)
 /*
  * No free buffer for the plan: charge the subscription that holds the
  * most, its pending backlog included (a lossless one wins a tie, being
- * the one that cannot let go). Only when a batch is refused, so the
- * scan over the subscriptions is not per packet of a running stream.
+ * the one that cannot let go). Only when the plan is refused a buffer:
+ * once per dropped batch of a reorder stream, once per dropped packet of
+ * a raw one (which asks again for each), a scan of at most max_subs
+ * entries on a path that is dropping anyway; never per placed packet.
  */
 static void
 note_blocked(struct stream *s)
