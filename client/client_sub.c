@@ -366,6 +366,7 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 	}
 	if (strlen(stream) >= sizeof(s->req.stream) ||
 	    (unsigned)o.mode >= DAQIRI_SUB_MODE_MAX ||
+	    (unsigned)o.policy >= DAQIRI_POLICY_MAX ||
 	    (o.mode == DAQIRI_SUB_SHARED &&
 	    (o.group == NULL || strlen(o.group) >= sizeof(s->req.group))))
 		return -EINVAL;
@@ -384,6 +385,7 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 		snprintf(s->req.group, sizeof(s->req.group), "%s", o.group);
 	s->req.depth = o.depth;
 	s->req.max_held = o.max_held;
+	s->req.policy = o.policy;
 	s->wake_fd = -1;
 	s->flags = o.flags;
 	s->reconnect_ms = o.reconnect_timeout_ms != 0 ?
@@ -428,6 +430,7 @@ daqiri_sub_info(const struct daqiri_sub *sub, struct daqiri_stream_info *info)
 	x.tensor_bytes = in->tensor_bytes;
 	x.ring_depth = in->ring_depth;
 	x.max_held = in->max_held;
+	x.policy = in->policy;
 	memcpy(info, &x, info->size < sizeof(x) ? info->size : sizeof(x));
 	return 0;
 }

@@ -50,7 +50,8 @@ struct opts {
 	const char *group;
 	unsigned long long count;	/* 0 = until interrupted */
 	long timeout_s;			/* 0 = wait forever */
-	bool verify, busy, quiet, reconnect;
+	long delay_ms;			/* per tensor, before releasing it */
+	bool verify, busy, quiet, reconnect, lossless;
 };
 
 struct summary {
@@ -77,7 +78,7 @@ usage(FILE *fp, int code)
 	    "[--count N]\n"
 	    "                      [--busy-poll] [--quiet] [--group NAME] "
 	    "[--timeout SEC]\n"
-	    "                      [--reconnect] STREAM\n\n"
+	    "                      [--reconnect] [--lossless] [--delay-ms MS] STREAM\n\n"
 	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
 	    "  --verify             check every element against the "
 	    "simulator pattern\n"
@@ -91,6 +92,10 @@ usage(FILE *fp, int code)
 	    "  --reconnect          survive daemon restarts; hold one tensor "
 	    "across each\n"
 	    "                       and check it again after the restart\n"
+	    "  --lossless           subscribe lossless (root or the admin "
+	    "group)\n"
+	    "  --delay-ms MS        hold each tensor MS milliseconds before "
+	    "releasing it\n"
 	    "Exit status: 0 all well, 1 a failure (said on stderr), 2 usage.\n",
 	    DAQIRI_SOCKET_ENV, DAQIRI_DEFAULT_SOCKET);
 	exit(code);
@@ -405,7 +410,7 @@ static void
 parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERIFY = 256, O_SAVE, O_COUNT, O_BUSY, O_QUIET, O_GROUP,
-	    O_TIMEOUT, O_RECONNECT };
+	    O_TIMEOUT, O_RECONNECT, O_LOSSLESS, O_DELAY };
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "verify", no_argument, NULL, O_VERIFY },
@@ -416,6 +421,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "group", required_argument, NULL, O_GROUP },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "reconnect", no_argument, NULL, O_RECONNECT },
+		{ "lossless", no_argument, NULL, O_LOSSLESS },
+		{ "delay-ms", required_argument, NULL, O_DELAY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -461,6 +468,19 @@ parse_args(int argc, char **argv, struct opts *o)
 			    o->timeout_s > 86400) {
 				fprintf(stderr, "daqiri-consume: --timeout: "
 				    "\"%s\" is not 1..86400 seconds\n", optarg);
+				exit(2);
+			}
+			break;
+		case O_LOSSLESS:
+			o->lossless = true;
+			break;
+		case O_DELAY:
+			o->delay_ms = strtol(optarg, &end, 10);
+			if (*end != '\0' || optarg[0] == '\0' ||
+			    o->delay_ms < 0 || o->delay_ms > 60000) {
+				fprintf(stderr, "daqiri-consume: --delay-ms: "
+				    "\"%s\" is not 0..60000 milliseconds\n",
+				    optarg);
 				exit(2);
 			}
 			break;
@@ -524,6 +544,7 @@ main(int argc, char **argv)
 	}
 	so.flags = (o.busy ? DAQIRI_SUB_BUSY_POLL : 0) |
 	    (o.reconnect ? DAQIRI_SUB_RECONNECT : 0);
+	so.policy = o.lossless ? DAQIRI_POLICY_LOSSLESS : DAQIRI_POLICY_LATEST;
 	if (o.group != NULL) {
 		so.mode = DAQIRI_SUB_SHARED;
 		so.group = o.group;
@@ -542,10 +563,11 @@ main(int argc, char **argv)
 	malformed0 = stream_malformed(d, in.name);
 	if (!o.quiet)
 		fprintf(stderr, "daqiri-consume: %s: %u x %llu %s (%llu bytes "
-		    "per slot), %u buffers, %s memory, ring %u\n", in.name,
-		    in.ppb, (unsigned long long)in.elems_per_slot,
+		    "per slot), %u buffers, %s memory, ring %u, %s\n",
+		    in.name, in.ppb, (unsigned long long)in.elems_per_slot,
 		    in.dtype_name, (unsigned long long)in.slot_bytes, in.nbufs,
-		    daqiri_mem_kind_name(in.mem_kind), in.ring_depth);
+		    daqiri_mem_kind_name(in.mem_kind), in.ring_depth,
+		    daqiri_sub_policy_name(in.policy));
 	if (o.verify && in.kind == DAQIRI_STREAM_RAW) {
 		fprintf(stderr, "daqiri-consume: %s is a raw queue stream: "
 		    "packets are not verified\n", in.name);
@@ -668,6 +690,14 @@ main(int argc, char **argv)
 						sm.saved++;
 				}
 			}
+		}
+		/* A slow consumer on purpose (tests, trying lossless): a
+		 * signal ends the sleep early, and the loop then stops. */
+		if (o.delay_ms > 0) {
+			struct timespec ts = { o.delay_ms / 1000,
+			    (o.delay_ms % 1000) * 1000000L };
+
+			(void)nanosleep(&ts, NULL);
 		}
 		if (o.reconnect && !have_held) {
 			/* Kept until the next restart, then read again. */

@@ -53,6 +53,10 @@ struct daqiri_sub_opts {
 	/* DAQIRI_SUB_RECONNECT: how long the daemon may stay away before
 	 * daqiri_next() returns -ENOTCONN; 0 = 30000. */
 	uint32_t reconnect_timeout_ms;
+	/* Appended: a caller whose size ends before it gets latest.
+	 * lossless needs root or the admin group and broadcast mode; see
+	 * libdaqiri-client(3) "DELIVERY POLICIES". */
+	enum daqiri_sub_policy policy;	/* default latest */
 };
 
 /* Geometry of a subscribed stream (daqiri_sub_info()). */
@@ -75,6 +79,7 @@ struct daqiri_stream_info {
 	uint64_t tensor_bytes;		/* ppb x slot_bytes */
 	uint32_t ring_depth;
 	uint32_t max_held;
+	enum daqiri_sub_policy policy;	/* appended; as the daemon granted */
 };
 
 /* One received tensor. Valid until daqiri_release() of it. */

@@ -67,9 +67,10 @@ static const struct column stream_cols[] = {
 static const struct column consumer_cols[] = {
 	{ "stream", "STREAM" }, { "conn", "CONN" }, { "sub_id", "SUB" },
 	{ "pid", "PID" }, { "uid", "UID" }, { "mode", "MODE" },
-	{ "group", "GROUP" }, { "state", "STATE" },
+	{ "group", "GROUP" }, { "policy", "POLICY" }, { "state", "STATE" },
 	{ "delivered", "DELIVERED" }, { "released", "RELEASED" },
-	{ "overruns", "OVERRUNS" }, { "held", "HELD" }, { NULL, NULL }
+	{ "overruns", "OVERRUNS" }, { "held", "HELD" },
+	{ "pending", "PENDING" }, { "blocked", "BLOCKED" }, { NULL, NULL }
 };
 
 static int cmd_simple(struct ctl *c, int argc, char **argv);

@@ -272,6 +272,13 @@ op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	uint32_t uid_most = stream_user_share(dm->max_consumers);
 	int rc, mine = 0, live = 0, uid_live = 0;
 
+	/* A lossless subscriber can stop a stream for everyone (its
+	 * backlog takes the buffers): permission, before anything else. */
+	if (req->policy == DAQIRI_POLICY_LOSSLESS && !peer->admin)
+		return daqiri_err_set(err, DAQIRI_ST_PERMISSION_DENIED,
+		    "policy \"lossless\" needs root or the admin group (a "
+		    "lossless subscriber can stop the stream for everyone)"),
+		    DAQIRI_ST_PERMISSION_DENIED;
 	if (s == NULL)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
 		    "no stream '%s' (daqirictl streams lists them)",
@@ -310,9 +317,10 @@ op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	    &fds->n, err);
 	if (rc != 0)
 		return err->status != DAQIRI_ST_OK ? (int)err->status : rc;
-	log_info("consumer pid %d (uid %u) subscribed to '%s' as %u (%s)",
+	log_info("consumer pid %d (uid %u) subscribed to '%s' as %u (%s, %s)",
 	    (int)peer->pid, (unsigned)peer->uid, req->stream, info->sub_id,
-	    daqiri_sub_mode_name(req->mode));
+	    daqiri_sub_mode_name(req->mode),
+	    daqiri_sub_policy_name(req->policy));
 	return 0;
 }
 

@@ -41,6 +41,10 @@ struct stream_counters {
 	uint64_t free_bufs;		/* buffers free at the snapshot */
 	uint64_t held_bufs;		/* buffers held by consumers */
 	uint64_t open_bufs;		/* buffers lent to the reorder plan */
+	/* The subscription (sub id; 0 = none yet) that held the most
+	 * buffers, its lossless backlog included, when the plan last found
+	 * no free buffer (no_buffer). Not a counter: the last one. */
+	uint64_t blocked_by;
 	/* Per published tensor: publish time - its first packet's receive
 	 * time (both CLOCK_MONOTONIC), so count == published. */
 	struct daqiri_hist assembly;

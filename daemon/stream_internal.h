@@ -62,6 +62,7 @@ struct sub {
 	uid_t uid;
 	bool admin;			/* root or the admin group */
 	enum daqiri_sub_mode mode;
+	enum daqiri_sub_policy policy;	/* lossless: broadcast only */
 	char group[DAQIRI_NAME_MAX];
 	uint32_t max_held;
 
@@ -83,6 +84,12 @@ struct sub {
 		uint64_t since;		/* stream time it was delivered */
 	} *held;			/* max_held entries, nheld in use */
 	uint32_t nheld;
+	/* Lossless only: tensors published while it had no room (nheld at
+	 * max_held or a full ring), oldest first, each still holding its
+	 * buffer (one of refs[]); a FIFO of nbufs entries from pend_head,
+	 * which fits: every entry is a different buffer. NULL for latest. */
+	struct daqiri_desc *pend;
+	uint32_t pend_head, npend;
 	/* worker writes it before storing SUB_BROKEN (release); main reads
 	 * it after loading SUB_BROKEN (acquire) */
 	char why[DAQIRI_ERR_MSG_MAX];
@@ -94,6 +101,9 @@ struct sub {
 	_Atomic uint64_t released;
 	_Atomic uint64_t overruns;
 	_Atomic uint32_t held_now;
+	_Atomic uint32_t pending_now;	/* npend */
+	_Atomic uint64_t blocked;	/* buffer requests refused while it
+					 * held the most (no_buffer) */
 	/* Hold times (release taken back - publish): the worker counts
 	 * into hold, then copies it into hold_snap under hold_lock after
 	 * each reclaim pass that took something back; main reads hold_snap
@@ -164,7 +174,8 @@ struct stream {
 	uint32_t *free_stack;
 	uint32_t nfree;
 	uint32_t nlent;			/* buffers lent to the plan */
-	uint32_t npub;			/* buffers held by consumers */
+	uint32_t npub;			/* buffers held by consumers (and
+					 * pending for lossless ones) */
 	struct sub **served;		/* max_subs: the worker's list */
 	int nserved;
 	struct sub **members;		/* max_subs: owner_publish() scratch */

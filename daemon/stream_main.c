@@ -315,6 +315,7 @@ sub_free(struct sub *u)
 		close(u->wake_fd);
 	free(u->held);
 	free(u->held_pos);
+	free(u->pend);
 	free(u);
 }
 
@@ -398,6 +399,7 @@ fill_info(const struct stream *s, const struct sub *u,
 	snprintf(info->stream, sizeof(info->stream), "%s", s->name);
 	info->kind = s->kind;
 	info->mode = u->mode;
+	info->policy = u->policy;
 	snprintf(info->group, sizeof(info->group), "%s", u->group);
 	info->mem_kind = s->region->kind;
 	info->device = s->region->kind == DAQIRI_MEM_DEVICE ?
@@ -538,6 +540,11 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	int rc, wake_peer = -1;
 
 	*nfds = 0;
+	if (req->policy == DAQIRI_POLICY_LOSSLESS &&
+	    req->mode != DAQIRI_SUB_BROADCAST)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "policy \"lossless\" is for broadcast subscriptions only"),
+		    -EINVAL;
 	/* Subscriptions that ended keep their slot until the worker lets
 	 * them go; free those first rather than refuse for them. */
 	if (s->nsubs >= (int)s->max_subs)
@@ -602,6 +609,7 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 	u->uid = peer->uid;
 	u->admin = peer->admin;
 	u->mode = req->mode;
+	u->policy = req->policy;
 	snprintf(u->group, sizeof(u->group), "%s", req->group);
 	/* Default: a quarter of the buffers, or what is left. */
 	u->max_held = req->max_held;
@@ -621,7 +629,11 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		    round_pow2(s->nbufs) : DAQIRI_RING_DEPTH_DEFAULT;
 	u->held = calloc(u->max_held, sizeof(*u->held));
 	u->held_pos = calloc(s->nbufs, sizeof(*u->held_pos));
-	if (u->held == NULL || u->held_pos == NULL) {
+	/* A lossless backlog is at most every buffer, each once. */
+	if (u->policy == DAQIRI_POLICY_LOSSLESS)
+		u->pend = calloc(s->nbufs, sizeof(*u->pend));
+	if (u->held == NULL || u->held_pos == NULL ||
+	    (u->policy == DAQIRI_POLICY_LOSSLESS && u->pend == NULL)) {
 		rc = -ENOMEM;
 		daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES, "out of memory");
 		goto fail;
@@ -960,6 +972,8 @@ stream_stats_json(struct stream *s, cJSON *o)
 		(double)handoff.held_bufs) == NULL ||
 	    cJSON_AddNumberToObject(handoff_obj, "open_bufs",
 		(double)handoff.open_bufs) == NULL ||
+	    cJSON_AddNumberToObject(handoff_obj, "blocked_by",
+		(double)handoff.blocked_by) == NULL ||
 	    hist_json(o, "assembly_ns", &handoff.assembly) != 0 ||
 	    hist_json(o, "hold_ns", &handoff.hold) != 0)
 		return -ENOMEM;
@@ -1000,6 +1014,8 @@ stream_consumers_json(struct stream *s, cJSON *arr)
 		    cJSON_AddStringToObject(o, "mode",
 			daqiri_sub_mode_name(u->mode)) == NULL ||
 		    cJSON_AddStringToObject(o, "group", u->group) == NULL ||
+		    cJSON_AddStringToObject(o, "policy",
+			daqiri_sub_policy_name(u->policy)) == NULL ||
 		    cJSON_AddStringToObject(o, "state",
 			st == SUB_BROKEN ? "broken" : st == SUB_GONE ? "gone" :
 			u->removing ? "ending" : st == SUB_NEW ? "new" :
@@ -1012,6 +1028,10 @@ stream_consumers_json(struct stream *s, cJSON *arr)
 			&u->overruns)) == NULL ||
 		    cJSON_AddNumberToObject(o, "held", atomic_load(
 			&u->held_now)) == NULL ||
+		    cJSON_AddNumberToObject(o, "pending", atomic_load(
+			&u->pending_now)) == NULL ||
+		    cJSON_AddNumberToObject(o, "blocked", (double)atomic_load(
+			&u->blocked)) == NULL ||
 		    cJSON_AddNumberToObject(o, "max_held", u->max_held) == NULL ||
 		    cJSON_AddNumberToObject(o, "ring_depth", u->ring.depth) == NULL ||
 		    hist_json(o, "hold_ns", &hold) != 0)

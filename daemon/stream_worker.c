@@ -17,14 +17,21 @@
  * Buffer life: FREE -> lent to the plan (get) -> published -> held by the
  * subscribers it was delivered to -> FREE when the last one released it
  * (or at once when nobody took it). The daemon never waits for a
- * consumer: a subscriber whose ring is full or who holds max_held
- * buffers misses the tensor (`overruns`).
+ * consumer. A `latest` subscriber whose ring is full or who holds
+ * max_held buffers misses the tensor (`overruns`). A `lossless` one is
+ * never skipped: a tensor it has no room for waits in its pending FIFO,
+ * keeping its buffer, and goes into its ring, in order, as releases make
+ * room (reclaim()); meanwhile the plan finds fewer free buffers, and a
+ * batch that finds none is dropped at ingest (no_buffer), charged to the
+ * subscription holding the most (blocked_by, its `blocked`).
  *
  * Isolation (DESIGN.md "Isolation"): the plan marks slots in a private
  * bitmap, copied into the consumers' sealed sidecar at publish, so no
  * consumer can touch duplicate detection; a buffer held past
  * hold_timeout_ms ends its subscription; a release ring that names a
- * buffer its subscriber does not hold cuts that subscriber off.
+ * buffer its subscriber does not hold cuts that subscriber off, and so
+ * does a lossless subscriber's ring faked full (it would make the stream
+ * wait for nothing).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -60,14 +67,50 @@ stream_pool_fill(struct stream *s)
 		buf_free(s, i);
 }
 
+/*
+ * No free buffer for the plan: charge the subscription that holds the
+ * most, its pending backlog included (a lossless one wins a tie, being
+ * the one that cannot let go). Only when the plan is refused a buffer:
+ * once per dropped batch of a reorder stream, once per dropped packet of
+ * a raw one (which asks again for each), a scan of at most max_subs
+ * entries on a path that is dropping anyway; never per placed packet.
+ */
+static void
+note_blocked(struct stream *s)
+{
+	struct sub *who = NULL;
+	uint32_t most = 0;
+
+	for (int k = 0; k < s->nserved; k++) {
+		struct sub *u = s->served[k];
+		uint32_t n = u->nheld + u->npend;
+
+		if (atomic_load_explicit(&u->state, memory_order_relaxed) !=
+		    SUB_ACTIVE || n == 0)
+			continue;
+		if (n > most || (n == most && u->policy ==
+		    DAQIRI_POLICY_LOSSLESS && who->policy !=
+		    DAQIRI_POLICY_LOSSLESS)) {
+			who = u;
+			most = n;
+		}
+	}
+	if (who == NULL)
+		return;
+	atomic_fetch_add_explicit(&who->blocked, 1, memory_order_relaxed);
+	s->ctr.blocked_by = who->sub_id;
+}
+
 static int
 owner_get(void *ctx, struct reorder_buf *out)
 {
 	struct stream *s = ctx;
 	uint32_t i;
 
-	if (s->nfree == 0)
+	if (s->nfree == 0) {
+		note_blocked(s);
 		return -ENOBUFS;
+	}
 	i = s->free_stack[--s->nfree];
 	s->buf_state[i] = BUF_LENT;
 	s->nlent++;
@@ -114,10 +157,27 @@ held_remove(struct sub *u, uint32_t i)
 	atomic_store_explicit(&u->held_now, u->nheld, memory_order_relaxed);
 }
 
-/* Take back every buffer u holds. */
+/* The oldest of u's pending tensors leaves the FIFO (its buffer
+ * reference goes with it to whoever called). */
+static void
+pend_pop(struct stream *s, struct sub *u)
+{
+	u->pend_head = u->pend_head + 1 == s->nbufs ? 0 : u->pend_head + 1;
+	u->npend--;
+	atomic_store_explicit(&u->pending_now, u->npend, memory_order_relaxed);
+}
+
+/* Take back every buffer u holds, and those pending for it. */
 static void
 sub_return_all(struct stream *s, struct sub *u)
 {
+	while (u->npend > 0) {
+		uint32_t i = u->pend[u->pend_head].buf_index;
+
+		pend_pop(s, u);
+		if (--s->refs[i] == 0)
+			buf_free(s, i);
+	}
 	while (u->nheld > 0) {
 		uint32_t i = u->held[u->nheld - 1].idx;
 
@@ -186,21 +246,18 @@ group_join(struct stream *s, struct sub *u)
 
 /* --- publishing ----------------------------------------------------------- */
 
-/* Try to hand tensor d to u: 1 delivered, 0 missed (overrun), -1 broken. */
+/* Put tensor d into u's ring: 1 done, 0 no room (max_held or a full
+ * ring), -1 u was cut off. */
 static int
-deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
+ring_push(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 {
 	int rc;
 
-	if (u->nheld >= u->max_held) {
-		note_overrun(s, u);
+	if (u->nheld >= u->max_held)
 		return 0;
-	}
 	rc = daqiri_comp_push(&u->ring, d);
-	if (rc == -ENOSPC) {
-		note_overrun(s, u);
+	if (rc == -ENOSPC)
 		return 0;
-	}
 	if (rc < 0) {
 		sub_break(s, u, &s->ctr.subs_broken,
 		    "completion ring positions corrupted by the consumer");
@@ -208,6 +265,7 @@ deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 	}
 	held_add(u, d->buf_index, s->now_ns);
 	atomic_fetch_add_explicit(&u->delivered, 1, memory_order_relaxed);
+	s->ctr.delivered++;
 	/* Only a consumer that armed need_wakeup is asleep; a busy-polling
 	 * one costs no system call. The send cannot block whatever the
 	 * consumer did to its own socket; a wake-up already queued, or an
@@ -220,6 +278,77 @@ deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 			(void)daqiri_ring_arm(&u->ring);
 	}
 	return 1;
+}
+
+/* Latest: hand tensor d to u or count the miss. 1 delivered, 0 missed
+ * (overrun), -1 broken. */
+static int
+deliver(struct stream *s, struct sub *u, const struct daqiri_desc *d)
+{
+	int rc = ring_push(s, u, d);
+
+	if (rc == 0)
+		note_overrun(s, u);
+	return rc;
+}
+
+/*
+ * Lossless: no room in u's ring. Its depth is at least nbufs and every
+ * descriptor in it is a buffer u holds, so an honest consumer's ring is
+ * never full below max_held: one that looks full then was faked by the
+ * consumer to make the stream wait for it, and it is cut off (its
+ * buffers, pending ones too, come back). true when so.
+ */
+static bool
+lossless_ring_faked(struct stream *s, struct sub *u)
+{
+	if (u->nheld >= u->max_held)
+		return false;
+	sub_break(s, u, &s->ctr.subs_broken,
+	    "completion ring full with fewer tensors held than max_held: "
+	    "positions corrupted by the consumer");
+	return true;
+}
+
+/*
+ * Lossless: tensor d goes into u's ring, or, with no room or others
+ * already waiting (order), to the back of its pending FIFO. true: u
+ * keeps a reference on d's buffer either way; false: u was cut off.
+ */
+static bool
+deliver_lossless(struct stream *s, struct sub *u, const struct daqiri_desc *d)
+{
+	if (u->npend == 0) {
+		int rc = ring_push(s, u, d);
+
+		if (rc != 0)
+			return rc > 0;
+		if (lossless_ring_faked(s, u))
+			return false;
+	}
+	u->pend[(u->pend_head + u->npend) % s->nbufs] = *d;
+	u->npend++;
+	atomic_store_explicit(&u->pending_now, u->npend, memory_order_relaxed);
+	return true;
+}
+
+/* Move what now fits of u's pending tensors into its ring, oldest
+ * first (after a release made room). */
+static void
+pend_drain(struct stream *s, struct sub *u)
+{
+	while (u->npend > 0) {
+		/* a copy: a cut-off empties the FIFO under it */
+		struct daqiri_desc d = u->pend[u->pend_head];
+		int rc = ring_push(s, u, &d);
+
+		if (rc <= 0) {
+			if (rc == 0)
+				(void)lossless_ring_faked(s, u);
+			return;
+		}
+		pend_pop(s, u);
+	}
 }
 
 static bool
@@ -262,7 +391,8 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 		    atomic_load_explicit(&u->state, memory_order_relaxed) !=
 		    SUB_ACTIVE)
 			continue;
-		if (deliver(s, u, &d) > 0)
+		if (u->policy == DAQIRI_POLICY_LOSSLESS ?
+		    deliver_lossless(s, u, &d) : deliver(s, u, &d) > 0)
 			refs++;
 	}
 	/* Each shared group gives it to one member with room, round robin
@@ -312,13 +442,13 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 		}
 	}
 
+	/* refs: the rings it went into and the lossless FIFOs it waits in
+	 * (those count as delivered when they reach the ring) */
 	if (refs == 0) {
 		s->ctr.unseen++;
 		buf_free(s, i);
-	} else {
+	} else
 		s->refs[i] = refs;
-		s->ctr.delivered += refs;
-	}
 }
 
 /* The callbacks through which the stream's plan borrows, returns and
@@ -393,11 +523,19 @@ reclaim(struct stream *s)
 		if (rc < 0)
 			sub_break(s, u, &s->ctr.subs_broken,
 			    "release ring positions corrupted by the consumer");
+		else if (u->npend > 0 && atomic_load_explicit(&u->state,
+		    memory_order_relaxed) == SUB_ACTIVE)
+			pend_drain(s, u);
 	}
 }
 
 /*
- * End every subscription holding a buffer longer than hold_ns. At most
+ * End every subscription holding a buffer longer than hold_ns, lossless
+ * ones too: a lossless consumer that stops releasing would otherwise
+ * stop the stream for good, and ending it gives its buffers (pending
+ * ones included) back. A buffer's hold counts from when it went into
+ * the ring, not from its publish: time spent pending is the daemon's
+ * wait, not the consumer's hold. At most
  * once per STREAM_HOLD_CHECK_NS of stream time, and O(held buffers): the
  * admission rule keeps those under nbufs whatever the subscriptions.
  */

@@ -53,6 +53,17 @@ enum daqiri_sub_mode {
 	DAQIRI_SUB_MODE_MAX
 };
 
+/* Delivery policy of a subscription (DESIGN.md "Delivery policies"). */
+enum daqiri_sub_policy {
+	DAQIRI_POLICY_LATEST,	/* "latest": never waited on; a full ring or
+				 * max_held is an overrun for it alone */
+	DAQIRI_POLICY_LOSSLESS,	/* "lossless": never skipped; when it falls
+				 * behind, the stream runs out of buffers
+				 * (no_buffer drops, blocked_by); root or
+				 * the admin group, broadcast mode only */
+	DAQIRI_POLICY_MAX
+};
+
 /* What a stream is the output of. */
 enum daqiri_stream_kind {
 	DAQIRI_STREAM_REORDER,	/* "reorder": one slot per sequence number */
@@ -82,6 +93,7 @@ const char *daqiri_fill_name(enum daqiri_fill f);
 /* Bytes of one element of t (int4: 0; raw: 1). */
 uint32_t daqiri_dtype_size(enum daqiri_dtype t);
 const char *daqiri_sub_mode_name(enum daqiri_sub_mode m);
+const char *daqiri_sub_policy_name(enum daqiri_sub_policy p);
 const char *daqiri_stream_kind_name(enum daqiri_stream_kind k);
 
 #ifdef __cplusplus

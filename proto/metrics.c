@@ -688,7 +688,7 @@ emit_stream_hists(struct mbuf *b, const cJSON *stats)
 struct cons {
 	const char *stream;
 	char consumer[72];
-	double delivered, released, overruns, held, subs;
+	double delivered, released, overruns, held, pending, blocked, subs;
 	const cJSON *hist[MAX_HIST_KEYS];	/* first of each key */
 	double *hsum[MAX_HIST_KEYS];		/* summed buckets, sum_ns last */
 };
@@ -757,6 +757,14 @@ emit_consumers(struct mbuf *b, const cJSON *consumers)
 		  "Tensors the consumer missed for a full ring or quota" },
 		{ "daqiri_consumer_buffers_held", offsetof(struct cons, held),
 		  false, "Tensor buffers the consumer holds now" },
+		{ "daqiri_consumer_tensors_pending",
+		  offsetof(struct cons, pending), false,
+		  "Tensors waiting, with their buffers, for a lossless "
+		  "consumer's ring to have room, now" },
+		{ "daqiri_consumer_blocked_total",
+		  offsetof(struct cons, blocked), true,
+		  "Buffer requests refused (no_buffer: batches, raw streams "
+		  "packets) while the consumer held the most buffers" },
 		{ "daqiri_consumer_subscriptions", offsetof(struct cons, subs),
 		  false, "Subscriptions summed under this consumer label" },
 	};
@@ -788,6 +796,9 @@ emit_consumers(struct mbuf *b, const cJSON *consumers)
 		v[i].released += num(e, "released", &ok);
 		v[i].overruns += num(e, "overruns", &ok);
 		v[i].held += num(e, "held", &ok);
+		/* absent from an older daemon: 0 */
+		v[i].pending += num(e, "pending", &ok);
+		v[i].blocked += num(e, "blocked", &ok);
 		v[i].subs += 1;
 		for (int k = 0; k < nk; k++) {
 			const cJSON *h = member(e, keys[k]);

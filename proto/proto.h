@@ -39,6 +39,10 @@
  *      them answers unknown_type, so no client has to be refused); the
  *      hello reply's "instance" (the daemon's generation; a client of a
  *      daemon without it reads 0).
+ *      Later, still 2: subscribe's optional "policy" ("latest" |
+ *      "lossless"), echoed in the reply and the consumers records; a
+ *      client sends it only for lossless, and reads a reply without it
+ *      as latest, so either side may be the older one.
  */
 #define DAQIRI_PROTO_VERSION	2
 
@@ -132,6 +136,7 @@ struct daqiri_sub_req {
 	char group[DAQIRI_NAME_MAX];	/* shared mode only, else "" */
 	uint32_t depth;			/* 0 = default, else power of two in ring range */
 	uint32_t max_held;		/* 0 = default, else 1..DAQIRI_MAX_HELD_MAX */
+	enum daqiri_sub_policy policy;	/* "policy", optional: latest */
 };
 
 /* flow_list (iface may be ""), flow_add, flow_del. Addresses, ports and
@@ -181,6 +186,8 @@ struct daqiri_sub_info {
 	uint32_t ring_depth;		/* >= nbufs, power of two */
 	uint64_t ring_bytes;		/* daqiri_ring_size(ring_depth) */
 	uint32_t max_held;		/* effective limit, 1..nbufs */
+	enum daqiri_sub_policy policy;	/* "policy"; absent (older daemons):
+					 * latest */
 	uint32_t nfds;			/* fds that follow, in this order: */
 	enum daqiri_fd_kind fds[DAQIRI_SUB_MAX_FDS];
 };

@@ -19,6 +19,7 @@ PROTO_HIDDEN int proto_dtype_parse(const char *name);
 PROTO_HIDDEN int proto_mem_kind_parse(const char *name);
 PROTO_HIDDEN int proto_fill_parse(const char *name);
 PROTO_HIDDEN int proto_sub_mode_parse(const char *name);
+PROTO_HIDDEN int proto_sub_policy_parse(const char *name);
 PROTO_HIDDEN int proto_stream_kind_parse(const char *name);
 
 /* The wire name of an event kind, NULL when out of range. */

@@ -184,7 +184,7 @@ check_keys(const cJSON *o, const char *const *allowed, const char *where,
 static const char *const keys_hello[] = { COMMON_KEYS, "client", NULL };
 static const char *const keys_none[] = { COMMON_KEYS, NULL };
 static const char *const keys_subscribe[] = { COMMON_KEYS, "stream", "mode",
-	"group", "depth", "max_held", NULL };
+	"group", "depth", "max_held", "policy", NULL };
 static const char *const keys_unsubscribe[] = { COMMON_KEYS, "sub", NULL };
 static const char *const keys_flow_list[] = { COMMON_KEYS, "interface", NULL };
 static const char *const keys_flow_add[] = { COMMON_KEYS, "interface",
@@ -204,7 +204,7 @@ static int
 decode_subscribe(const cJSON *o, struct daqiri_sub_req *s,
 		 struct daqiri_err *err)
 {
-	int mode = DAQIRI_SUB_BROADCAST, r;
+	int mode = DAQIRI_SUB_BROADCAST, policy = DAQIRI_POLICY_LATEST, r;
 
 	if (get_str(o, "stream", true, sizeof(s->stream), STR_PATH_NAME,
 	    s->stream, err) < 0)
@@ -232,6 +232,17 @@ decode_subscribe(const cJSON *o, struct daqiri_sub_req *s,
 	if (get_u32(o, "max_held", false, 0, DAQIRI_MAX_HELD_MAX, &s->max_held,
 	    err) < 0)
 		return -1;
+	if (get_enum(o, "policy", false, proto_sub_policy_parse, &policy,
+	    err) < 0)
+		return -1;
+	s->policy = (enum daqiri_sub_policy)policy;
+	/* Lossless holds the stream back for one subscriber; a group's
+	 * point is that any member may take a tensor, so the two do not
+	 * mix (PROTOCOL.md "subscribe"). */
+	if (s->policy == DAQIRI_POLICY_LOSSLESS &&
+	    s->mode != DAQIRI_SUB_BROADCAST)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "policy \"lossless\" is for broadcast subscriptions only");
 	return 0;
 }
 
@@ -790,9 +801,14 @@ daqiri_sub_req_encode(const struct daqiri_sub_req *req, cJSON *obj)
 {
 	const char *mode = daqiri_sub_mode_name(req->mode);
 
-	if (mode == NULL)
+	if (mode == NULL || daqiri_sub_policy_name(req->policy) == NULL)
 		return -EINVAL;
+	/* "policy" only when not the default, so that a latest subscribe
+	 * still reaches a daemon that knows no policies */
 	if (cJSON_AddStringToObject(obj, "stream", req->stream) == NULL ||
+	    (req->policy != DAQIRI_POLICY_LATEST &&
+	    cJSON_AddStringToObject(obj, "policy",
+	    daqiri_sub_policy_name(req->policy)) == NULL) ||
 	    cJSON_AddStringToObject(obj, "mode", mode) == NULL ||
 	    (req->mode == DAQIRI_SUB_SHARED &&
 	    cJSON_AddStringToObject(obj, "group", req->group) == NULL) ||
@@ -909,6 +925,7 @@ daqiri_sub_info_check(const struct daqiri_sub_info *s, struct daqiri_err *err)
 		    "bad stream name");
 	if ((unsigned)s->kind >= DAQIRI_STREAM_KIND_MAX ||
 	    (unsigned)s->mode >= DAQIRI_SUB_MODE_MAX ||
+	    (unsigned)s->policy >= DAQIRI_POLICY_MAX ||
 	    (unsigned)s->mem_kind >= DAQIRI_MEM_MAX ||
 	    (unsigned)s->dtype >= DAQIRI_DTYPE_MAX ||
 	    (unsigned)s->fill >= DAQIRI_FILL_MAX)
@@ -1003,6 +1020,7 @@ daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *o)
 	    STR("kind", daqiri_stream_kind_name(s->kind)) ||
 	    STR("mode", daqiri_sub_mode_name(s->mode)) ||
 	    (s->mode == DAQIRI_SUB_SHARED && STR("group", s->group)) ||
+	    STR("policy", daqiri_sub_policy_name(s->policy)) ||
 	    STR("memory", daqiri_mem_kind_name(s->mem_kind)) ||
 	    NUM("device", s->device) ||
 	    STR("dtype", daqiri_dtype_name(s->dtype)) ||
@@ -1054,6 +1072,10 @@ daqiri_sub_info_decode(const cJSON *o, struct daqiri_sub_info *s,
 	if (s->mode == DAQIRI_SUB_SHARED && get_str(o, "group", true,
 	    sizeof(s->group), STR_NAME, s->group, err) < 0)
 		return -1;
+	k = DAQIRI_POLICY_LATEST;
+	if (get_enum(o, "policy", false, proto_sub_policy_parse, &k, err) < 0)
+		return -1;
+	s->policy = (enum daqiri_sub_policy)k;
 	if (get_enum(o, "memory", true, proto_mem_kind_parse, &k, err) < 0)
 		return -1;
 	s->mem_kind = (enum daqiri_mem_kind)k;

@@ -121,6 +121,13 @@ static const char *const sub_mode_names[] = {
 _Static_assert(sizeof(sub_mode_names) / sizeof(sub_mode_names[0]) ==
     DAQIRI_SUB_MODE_MAX, "subscription mode name table");
 
+static const char *const sub_policy_names[] = {
+	[DAQIRI_POLICY_LATEST] = "latest",
+	[DAQIRI_POLICY_LOSSLESS] = "lossless",
+};
+_Static_assert(sizeof(sub_policy_names) / sizeof(sub_policy_names[0]) ==
+    DAQIRI_POLICY_MAX, "subscription policy name table");
+
 static const char *const stream_kind_names[] = {
 	[DAQIRI_STREAM_REORDER] = "reorder",
 	[DAQIRI_STREAM_RAW] = "raw",
@@ -180,6 +187,12 @@ const char *
 daqiri_sub_mode_name(enum daqiri_sub_mode m)
 {
 	return TABLE_NAME(sub_mode_names, m);
+}
+
+const char *
+daqiri_sub_policy_name(enum daqiri_sub_policy p)
+{
+	return TABLE_NAME(sub_policy_names, p);
 }
 
 const char *
@@ -255,6 +268,12 @@ int
 proto_sub_mode_parse(const char *name)
 {
 	return TABLE_PARSE(sub_mode_names, name);
+}
+
+int
+proto_sub_policy_parse(const char *name)
+{
+	return TABLE_PARSE(sub_policy_names, name);
 }
 
 int

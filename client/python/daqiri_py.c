@@ -500,7 +500,7 @@ static PyObject *
 info_dict(const struct daqiri_stream_info *in)
 {
 	return Py_BuildValue("{s:s,s:s,s:s,s:(KK),s:I,s:K,s:I,s:K,s:K,s:s,"
-	    "s:i,s:I,s:s,s:s,s:I,s:I,s:I}",
+	    "s:i,s:I,s:s,s:s,s:I,s:I,s:I,s:s}",
 	    "name", in->name,
 	    "kind", daqiri_stream_kind_name(in->kind),
 	    "dtype", in->dtype_name,
@@ -518,15 +518,16 @@ info_dict(const struct daqiri_stream_info *in)
 	    "mode", daqiri_sub_mode_name(in->mode),
 	    "sub_id", in->sub_id,
 	    "ring_depth", in->ring_depth,
-	    "max_held", in->max_held);
+	    "max_held", in->max_held,
+	    "policy", daqiri_sub_policy_name(in->policy));
 }
 
 static PyObject *
 conn_subscribe(ConnObject *c, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "stream", "group", "busy_poll", "max_held",
-	    "depth", "reconnect", "reconnect_timeout", NULL };
-	const char *stream, *group = NULL;
+	    "depth", "reconnect", "reconnect_timeout", "policy", NULL };
+	const char *stream, *group = NULL, *policy = NULL;
 	int busy = 0, reconnect = 1;
 	double reconnect_timeout = 30.0;
 	unsigned int max_held = 0, depth = 0;
@@ -536,15 +537,24 @@ conn_subscribe(ConnObject *c, PyObject *args, PyObject *kw)
 	SubObject *s;
 	int r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zpIIpd:subscribe",
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zpIIpdz:subscribe",
 	    kwlist, &stream, &group, &busy, &max_held, &depth, &reconnect,
-	    &reconnect_timeout))
+	    &reconnect_timeout, &policy))
 		return NULL;
 	/* 0 would mean the library's default: say at least 1 ms. */
 	if (!(reconnect_timeout >= 0.001 && reconnect_timeout <= 4294967.0))
 		return raise_errno(EINVAL, "reconnect_timeout: seconds, "
 		    "0.001 to 4294967");
 	memset(&o, 0, sizeof(o));
+	if (policy == NULL || strcmp(policy, "latest") == 0)
+		o.policy = DAQIRI_POLICY_LATEST;
+	else if (strcmp(policy, "lossless") == 0)
+		o.policy = DAQIRI_POLICY_LOSSLESS;
+	else {
+		PyErr_Format(PyExc_ValueError, "policy must be \"latest\" or "
+		    "\"lossless\", not \"%.40s\"", policy);
+		return NULL;
+	}
 	o.size = sizeof(o);
 	o.depth = depth;
 	o.max_held = max_held;
@@ -604,7 +614,8 @@ static PyMethodDef conn_methods[] = {
 	{ "subscribe", (PyCFunction)(void (*)(void))conn_subscribe,
 	  METH_VARARGS | METH_KEYWORDS,
 	  "subscribe(stream, group=None, busy_poll=False, max_held=0, "
-	  "depth=0, reconnect=True, reconnect_timeout=30.0) -> Subscription" },
+	  "depth=0, reconnect=True, reconnect_timeout=30.0, "
+	  "policy=\"latest\") -> Subscription" },
 	{ "close", (PyCFunction)conn_close, METH_NOARGS,
 	  "close(): end the connection and its subscriptions" },
 	{ "fileno", (PyCFunction)conn_fileno, METH_NOARGS,

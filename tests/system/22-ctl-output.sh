@@ -22,10 +22,10 @@ want=$(ctl -j streams | jq -r --arg s "$STREAM" '.streams[] | select(.name == $s
 expect_eq "streams row of $STREAM" "$row" "$want"
 ctl -t consumers > "$T/out"
 expect_eq "consumers header" "$(head -1 "$T/out" | tr -s ' ')" \
-	"STREAM CONN SUB PID UID MODE GROUP STATE DELIVERED RELEASED OVERRUNS HELD"
+	"STREAM CONN SUB PID UID MODE GROUP POLICY STATE DELIVERED RELEASED OVERRUNS HELD PENDING BLOCKED"
 row=$(awk -v p="$CONSUMER_PID" '$4 == p' "$T/out" | tr -s ' ')
 want=$(ctl -j consumers | jq -r --argjson p "$CONSUMER_PID" '.consumers[] | select(.pid == $p) |
-	"\(.stream) \(.conn) \(.sub_id) \(.pid) \(.uid) \(.mode) \(if .group == "" then "-" else .group end) \(.state) \(.delivered) \(.released) \(.overruns) \(.held)"')
+	"\(.stream) \(.conn) \(.sub_id) \(.pid) \(.uid) \(.mode) \(if .group == "" then "-" else .group end) \(.policy) \(.state) \(.delivered) \(.released) \(.overruns) \(.held) \(.pending) \(.blocked)"')
 expect_eq "consumers row of pid $CONSUMER_PID" "$row" "$want"
 # the columns line up: every row's fields start where the header's do
 awk 'NR == 1 { for (i = 1; i <= length($0); i++) h[i] = substr($0, i, 1) != " " && (i == 1 || substr($0, i - 1, 1) == " ") }
@@ -41,7 +41,7 @@ if command -v script > /dev/null; then
 	note "a terminal: the table without -t"
 	script -qec "$BUILD/daqirictl -s $SOCK consumers" /dev/null | tr -d '\r' > "$T/out"
 	expect_eq "consumers on a tty" "$(head -1 "$T/out" | tr -s ' ')" \
-		"STREAM CONN SUB PID UID MODE GROUP STATE DELIVERED RELEASED OVERRUNS HELD"
+		"STREAM CONN SUB PID UID MODE GROUP POLICY STATE DELIVERED RELEASED OVERRUNS HELD PENDING BLOCKED"
 fi
 
 note "-j is the daemon's JSON, whatever -t says"

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -680,9 +681,24 @@ START_TEST(test_subscribe_errors)
 	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), -ERANGE);
 	o.size = 4;
 	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), -EINVAL);
-	/* still usable after all that */
 	o.size = sizeof(o);
 	o.depth = 0;
+	o.policy = DAQIRI_POLICY_MAX;
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), -EINVAL);
+	/* a caller built before policy existed: what lies past its size
+	 * is not read, it gets latest */
+	o.size = offsetof(struct daqiri_sub_opts, policy);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	{
+		struct daqiri_stream_info in = { .size = sizeof(in) };
+
+		ck_assert_int_eq(daqiri_sub_info(s, &in), 0);
+		ck_assert_int_eq(in.policy, DAQIRI_POLICY_LATEST);
+	}
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	/* still usable after all that */
+	o.size = sizeof(o);
+	o.policy = DAQIRI_POLICY_LATEST;
 	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
 	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
 	daqiri_disconnect(d);

@@ -95,7 +95,8 @@ static const char consumers_json[] =
 	"\"hold_ns\":{\"le_ns\":[1000],\"buckets\":[1,1],\"count\":2,"
 	"\"sum_ns\":3000}},"
 	"{\"stream\":\"if0/t\",\"pid\":42,\"group\":\"\",\"delivered\":3,"
-	"\"released\":3,\"overruns\":0,\"held\":0,"
+	"\"released\":3,\"overruns\":0,\"held\":0,\"pending\":2,"
+	"\"blocked\":7,\"policy\":\"lossless\","
 	"\"hold_ns\":{\"le_ns\":[1000],\"buckets\":[2,0],\"count\":2,"
 	"\"sum_ns\":1000}},"
 	"{\"stream\":\"if0/t\",\"pid\":43,\"group\":\"fft\",\"delivered\":1,"
@@ -238,6 +239,13 @@ START_TEST(test_consumers_summed)
 	    "consumer=\"42\"} 5");
 	has_line(t, "daqiri_consumer_subscriptions{stream=\"if0/t\","
 	    "consumer=\"42\"} 2");
+	/* a lossless one's backlog and blocks; absent (older daemon): 0 */
+	has_line(t, "daqiri_consumer_tensors_pending{stream=\"if0/t\","
+	    "consumer=\"42\"} 2");
+	has_line(t, "daqiri_consumer_blocked_total{stream=\"if0/t\","
+	    "consumer=\"42\"} 7");
+	has_line(t, "daqiri_consumer_blocked_total{stream=\"if0/t\","
+	    "consumer=\"fft\"} 0");
 	/* a shared group: its name, whoever the members are */
 	has_line(t, "daqiri_consumer_overruns_total{stream=\"if0/t\","
 	    "consumer=\"fft\"} 2");

@@ -143,6 +143,13 @@ START_TEST(test_decode_requests)
 	ck_assert_uint_eq(M.u.sub.depth, 1024);
 	ck_assert_uint_eq(M.u.sub.max_held, 3);
 	ACCEPT("{\"type\":\"subscribe\",\"stream\":\"a/b\",\"depth\":65536}");
+	ck_assert_int_eq(M.u.sub.policy, DAQIRI_POLICY_LATEST);
+	ACCEPT("{\"type\":\"subscribe\",\"stream\":\"a/b\",\"policy\":"
+	    "\"lossless\"}");
+	ck_assert_int_eq(M.u.sub.policy, DAQIRI_POLICY_LOSSLESS);
+	ACCEPT("{\"type\":\"subscribe\",\"stream\":\"a/b\",\"policy\":"
+	    "\"latest\",\"mode\":\"shared\",\"group\":\"g\"}");
+	ck_assert_int_eq(M.u.sub.policy, DAQIRI_POLICY_LATEST);
 
 	ACCEPT("{\"type\":\"unsubscribe\",\"sub\":3}");
 	ck_assert_uint_eq(M.u.unsub.sub_id, 3);
@@ -302,6 +309,13 @@ START_TEST(test_decode_malformed)
 	    "true}", DAQIRI_ST_BAD_FIELD);
 	REJECT("{\"type\":\"subscribe\",\"stream\":[\"a/b\"]}",
 	    DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"subscribe\",\"stream\":\"a/b\",\"policy\":"
+	    "\"newest\"}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"subscribe\",\"stream\":\"a/b\",\"policy\":1}",
+	    DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"subscribe\",\"stream\":\"a/b\",\"policy\":"
+	    "\"lossless\",\"mode\":\"shared\",\"group\":\"g\"}",
+	    DAQIRI_ST_BAD_FIELD);
 	REJECT("{\"type\":\"subscribe\",\"stream\":\"a/b\",\"sub\":1}",
 	    DAQIRI_ST_BAD_FIELD);
 
@@ -434,6 +448,16 @@ START_TEST(test_encode_roundtrip)
 	ck_assert_int_eq(daqiri_sub_req_encode(&sr, o), 0);
 	ck_assert_int_eq(print_decode(o), 0);
 	ck_assert_mem_eq(&M.u.sub, &sr, sizeof(sr));
+	/* latest is not sent (an older daemon refuses a field it does
+	 * not know); lossless is */
+	ck_assert_ptr_null(cJSON_GetObjectItem(M.json, "policy"));
+	sr.mode = DAQIRI_SUB_BROADCAST;
+	memset(sr.group, 0, sizeof(sr.group));
+	sr.policy = DAQIRI_POLICY_LOSSLESS;
+	o = daqiri_msg_new(DAQIRI_MSG_SUBSCRIBE);
+	ck_assert_int_eq(daqiri_sub_req_encode(&sr, o), 0);
+	ck_assert_int_eq(print_decode(o), 0);
+	ck_assert_mem_eq(&M.u.sub, &sr, sizeof(sr));
 
 	memset(&fr, 0, sizeof(fr));
 	snprintf(fr.iface, sizeof(fr.iface), "eth0");
@@ -491,6 +515,18 @@ START_TEST(test_encode_roundtrip)
 	ck_assert_int_eq(print_decode(o), 0);
 	ck_assert_int_eq(daqiri_sub_info_decode(M.json, &so, &E), 0);
 	ck_assert_mem_eq(&si, &so, sizeof(si));
+	ck_assert_str_eq(cJSON_GetObjectItem(M.json, "policy")->valuestring,
+	    "latest");
+	si.policy = DAQIRI_POLICY_LOSSLESS;
+	o = daqiri_reply_new(DAQIRI_MSG_SUBSCRIBE, -1, DAQIRI_ST_OK, NULL);
+	ck_assert_int_eq(daqiri_sub_info_encode(&si, o), 0);
+	ck_assert_int_eq(print_decode(o), 0);
+	ck_assert_int_eq(daqiri_sub_info_decode(M.json, &so, &E), 0);
+	ck_assert_mem_eq(&si, &so, sizeof(si));
+	/* an older daemon's reply, without "policy": latest */
+	cJSON_DeleteItemFromObject(M.json, "policy");
+	ck_assert_int_eq(daqiri_sub_info_decode(M.json, &so, &E), 0);
+	ck_assert_int_eq(so.policy, DAQIRI_POLICY_LATEST);
 	daqiri_msg_free(&M);
 }
 END_TEST

@@ -5,7 +5,8 @@
  * their real memfds and rings, tensors read through the read-only
  * mappings, broadcast and shared delivery, overruns, bad release rings,
  * unsubscribe, a raw stream, the JSON views, the latency histograms,
- * and isolation: sealed memory, a private duplicate-detection bitmap,
+ * the lossless policy (never skipped, no_buffer charged to it), and
+ * isolation: sealed memory, a private duplicate-detection bitmap,
  * admission control on held buffers, the hold timeout.
  */
 #include <check.h>
@@ -174,6 +175,8 @@ static uint32_t sub_depth;
 /* Whether subscribe()'s peer is root or the admin group: most cases test
  * the mechanics, with the whole budget; test_uid_share the per-uid half. */
 static bool sub_admin = true;
+/* Delivery policy of the next subscribe() (latest unless a case says). */
+static enum daqiri_sub_policy sub_policy = DAQIRI_POLICY_LATEST;
 
 static int
 subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
@@ -195,6 +198,7 @@ subscribe(struct fix *f, struct cons *c, enum daqiri_sub_mode mode,
 	snprintf(req.group, sizeof(req.group), "%s", group);
 	req.max_held = max_held;
 	req.depth = sub_depth;
+	req.policy = sub_policy;
 	peer.conn_id = conn_id;
 	peer.pid = 4000 + (pid_t)sub_id;
 	peer.uid = 1000;
@@ -1740,6 +1744,157 @@ START_TEST(test_json_views)
 }
 END_TEST
 
+/* (L1) A lossless subscriber that does not release is never skipped:
+ * what it has no room for waits with its buffer, the pool runs dry, new
+ * batches are dropped as no_buffer and charged to it; a latest one on
+ * the same stream gets every tensor meanwhile. Once it releases, it
+ * gets the backlog in order, no seq missing. */
+START_TEST(test_lossless_backlog)
+{
+	struct fix f;
+	struct cons l, b;
+	struct daqiri_desc d;
+	struct reorder_counters reorder;
+	struct stream_counters sc;
+	uint32_t k, next = 0;
+
+	/* a deadline, so the batches that found no buffer end and the
+	 * batch after them is published */
+	fix_init(&f, 6 + SPARE, 1000);
+	sub_policy = DAQIRI_POLICY_LOSSLESS;
+	ck_assert_int_eq(subscribe(&f, &l, DAQIRI_SUB_BROADCAST, "", 2, 1, 1), 0);
+	ck_assert_uint_eq(l.info.policy, DAQIRI_POLICY_LOSSLESS);
+	sub_policy = DAQIRI_POLICY_LATEST;
+	ck_assert_int_eq(subscribe(&f, &b, DAQIRI_SUB_BROADCAST, "", 2, 2, 2), 0);
+	ck_assert_uint_eq(b.info.policy, DAQIRI_POLICY_LATEST);
+	stream_service(f.s, T0);
+	/* every buffer ends up with l (2 in its ring, the rest pending),
+	 * then two batches find none */
+	for (k = 0; k < f.nbufs + 2; k++) {
+		feed(&f, k, ALL, T0 + k * 1000);
+		if (k < f.nbufs) {
+			ck_assert_int_eq(pop(&b, &d), 1);
+			ck_assert_uint_eq(d.seq, k);
+			check_tensor(&b, &d, k, ALL);
+			release(&b, d.buf_index);
+		} else
+			ck_assert_int_eq(pop(&b, &d), 0);
+		stream_service(f.s, T0 + k * 1000 + 500);
+	}
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.published, f.nbufs);
+	ck_assert_uint_eq(sc.overruns, 0);
+	ck_assert_uint_eq(sc.unseen, 0);
+	ck_assert_uint_eq(sc.free_bufs, 0);
+	ck_assert_uint_eq(sc.held_bufs, f.nbufs);
+	ck_assert_uint_eq(reorder.batches_no_buffer, 2);
+	ck_assert_uint_eq(reorder.no_buffer, 2 * PPB);
+	ck_assert_uint_eq(sc.blocked_by, 1);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "blocked"), 2);
+	ck_assert_double_eq(sub_field(&f, 2, 2, "blocked"), 0);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "held"), 2);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "pending"), f.nbufs - 2);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "overruns"), 0);
+	ck_assert_double_eq(sub_field(&f, 2, 2, "overruns"), 0);
+	/* l catches up: everything, in order, intact */
+	while (next < f.nbufs) {
+		int got = 0;
+
+		while (pop(&l, &d) == 1) {
+			ck_assert_uint_eq(d.seq, next);
+			check_tensor(&l, &d, next, ALL);
+			release(&l, d.buf_index);
+			next++;
+			got++;
+		}
+		ck_assert_int_gt(got, 0);
+		ck_assert_int_le(got, 2);		/* its max_held */
+		/* past the deadline (1 ms) of the two refused batches */
+		stream_service(f.s, T0 + 5000000 + next);
+	}
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
+	ck_assert_uint_eq(sc.delivered, 2 * f.nbufs);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "pending"), 0);
+	/* the stream resumes, seq contiguous (dropped batches took none) */
+	feed(&f, k, ALL, T0 + 6000000);
+	ck_assert_int_eq(pop(&l, &d), 1);
+	ck_assert_uint_eq(d.seq, f.nbufs);
+	check_tensor(&l, &d, k, ALL);
+	cons_close(&l);
+	cons_close(&b);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (L2) A lossless subscriber that goes away gives back what it held and
+ * what waited for it; shared lossless is refused. */
+START_TEST(test_lossless_gone)
+{
+	struct fix f;
+	struct cons l, g;
+	struct reorder_counters reorder;
+	struct stream_counters sc;
+
+	fix_init(&f, 6 + SPARE, 0);
+	sub_policy = DAQIRI_POLICY_LOSSLESS;
+	ck_assert_int_eq(subscribe(&f, &g, DAQIRI_SUB_SHARED, "grp", 2, 2, 2),
+	    -EINVAL);
+	ck_assert_int_eq(last_err.status, DAQIRI_ST_BAD_FIELD);
+	ck_assert_ptr_nonnull(strstr(last_err.msg, "broadcast"));
+	ck_assert_int_eq(subscribe(&f, &l, DAQIRI_SUB_BROADCAST, "", 2, 1, 1), 0);
+	sub_policy = DAQIRI_POLICY_LATEST;
+	stream_service(f.s, T0);
+	for (uint32_t k = 0; k < 5; k++)
+		feed(&f, k, ALL, T0 + k * 1000);
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.held_bufs, 5);
+	ck_assert_double_eq(sub_field(&f, 1, 1, "pending"), 3);
+	ck_assert_int_eq(stream_unsubscribe(f.s, 1, 1), 1);
+	stream_service(f.s, T0 + 10000);
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.held_bufs, 0);
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
+	cons_close(&l);
+	fix_fini(&f);
+}
+END_TEST
+
+/* (L3) A lossless consumer cannot make the stream wait by faking a full
+ * ring: with fewer tensors held than max_held it is cut off, and what
+ * it held and what waited for it comes back. */
+START_TEST(test_lossless_fake_full_ring)
+{
+	struct fix f;
+	struct cons l;
+	struct daqiri_desc d;
+	struct reorder_counters reorder;
+	struct stream_counters sc;
+	struct daqiri_ring_shm *h;
+	char st[32];
+
+	fix_init(&f, 6 + SPARE, 0);
+	sub_policy = DAQIRI_POLICY_LOSSLESS;
+	ck_assert_int_eq(subscribe(&f, &l, DAQIRI_SUB_BROADCAST, "", 4, 1, 1), 0);
+	sub_policy = DAQIRI_POLICY_LATEST;
+	stream_service(f.s, T0);
+	feed(&f, 0, ALL, T0);
+	ck_assert_int_eq(pop(&l, &d), 1);
+	/* holds 1 of 4, and moves its tail back: the ring looks full */
+	h = l.ring_mem;
+	atomic_store(&h->comp_tail, atomic_load(&h->comp_head) -
+	    l.info.ring_depth);
+	feed(&f, 1, ALL, T0 + 1000);
+	counters(&f, &reorder, &sc);
+	ck_assert_uint_eq(sc.subs_broken, 1);
+	ck_assert_str_eq(sub_state(&f, 1, 1, st, sizeof(st)), "broken");
+	ck_assert_uint_eq(sc.free_bufs, f.nbufs);
+	ck_assert_uint_eq(sc.unseen, 1);	/* tensor 1: nobody left */
+	cons_close(&l);
+	fix_fini(&f);
+}
+END_TEST
+
 static Suite *
 stream_suite(void)
 {
@@ -1749,6 +1904,12 @@ stream_suite(void)
 	tc = tcase_create("broadcast");
 	tcase_add_test(tc, test_broadcast_delivers_all);
 	tcase_add_test(tc, test_broadcast_overruns);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("lossless");
+	tcase_add_test(tc, test_lossless_backlog);
+	tcase_add_test(tc, test_lossless_gone);
+	tcase_add_test(tc, test_lossless_fake_full_ring);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("wakeup");
