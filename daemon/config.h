@@ -157,6 +157,10 @@ struct cfg_reorder {
 	uint32_t window;		/* open batches, 1..64 */
 	enum daqiri_fill fill;
 	uint32_t timeout_us;		/* from a batch's first packet; 0 = none */
+	/* a late packet for a batch published longer ago than this starts
+	 * a new epoch; given or derived from timeout_us; 0 = never by time */
+	uint32_t resync_after_us;
+	bool resync_after_given;	/* false: derived (follows timeout_us) */
 	struct cfg_pos pos;
 };
 
