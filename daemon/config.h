@@ -32,6 +32,11 @@
 #define CFG_WINDOW_DEFAULT	4
 #define CFG_WINDOW_MAX		64
 #define CFG_REORDER_TIMEOUT_US_DEFAULT 100000u
+/* resync_after_us, when not given, is this many times timeout_us (0, the
+ * time rule off, when there is no deadline): a real straggler arrives
+ * within its batch's deadline, so at most timeout_us after the batch was
+ * published; the margin covers a burst's processing time. */
+#define CFG_RESYNC_AFTER_DEADLINES 2u
 #define CFG_MAX_MARKS		2048	/* value positions kept (cfg_pos_of) */
 #define CFG_MAX_CHANGES		128	/* differences kept by cfg_diff() */
 
