@@ -31,6 +31,9 @@
 /* How often a waiting consumer looks at its signal flag. */
 #define CONSUME_WAIT_MS		250
 #define CONSUME_ERRORS_SHOWN	10	/* verification errors printed */
+/* A wait without a tensor this long asks the daemon whether the stream's
+ * packets arrive but are not placed (and says why, once per stall). */
+#define CONSUME_STALL_NS	2000000000ull
 #define NPY_ALIGN		64
 
 /* The public dtype enum is the config's, value for value (control.c
@@ -375,35 +378,83 @@ print_summary(const struct summary *sm, const struct opts *o)
 	fputc('\n', stderr);
 }
 
-/* The daemon's count of packets of `stream` dropped as malformed, or -1
- * when it cannot be had. */
-static long long
-stream_malformed(struct daqiri *d, const char *stream)
-{
-	cJSON *o, *ss, *st, *v;
-	char *reply = NULL;
-	long long n = -1;
+/* The daemon's reorder counters of a stream that explain a run without
+ * tensors; all -1 when they cannot be had (no daemon answer, raw stream). */
+struct stream_counts {
+	long long packets_in, placed, late, malformed;
+};
 
+static void
+stream_counts(struct daqiri *d, const char *stream, struct stream_counts *c)
+{
+	static const char *const keys[] = {
+		"packets_in", "placed", "late", "malformed",
+	};
+	long long *v[] = { &c->packets_in, &c->placed, &c->late,
+	    &c->malformed };
+	cJSON *o, *ss, *st, *ro = NULL, *n;
+	char *reply = NULL;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		*v[i] = -1;
 	if (daqiri_request(d, "{\"type\":\"stats\"}", &reply) < 0 ||
 	    (o = cJSON_Parse(reply)) == NULL) {
 		free(reply);
-		return -1;
+		return;
 	}
 	ss = cJSON_GetObjectItemCaseSensitive(o, "streams");
 	cJSON_ArrayForEach(st, ss) {
-		v = cJSON_GetObjectItemCaseSensitive(st, "name");
-		if (!cJSON_IsString(v) || strcmp(v->valuestring, stream) != 0)
-			continue;
-		v = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(st, "reorder"),
-		    "malformed");
-		if (cJSON_IsNumber(v))
-			n = (long long)v->valuedouble;
-		break;
+		n = cJSON_GetObjectItemCaseSensitive(st, "name");
+		if (cJSON_IsString(n) && strcmp(n->valuestring, stream) == 0) {
+			ro = cJSON_GetObjectItemCaseSensitive(st, "reorder");
+			break;
+		}
+	}
+	for (size_t i = 0; ro != NULL && i < sizeof(keys) / sizeof(keys[0]);
+	    i++) {
+		n = cJSON_GetObjectItemCaseSensitive(ro, keys[i]);
+		if (cJSON_IsNumber(n))
+			*v[i] = (long long)n->valuedouble;
 	}
 	cJSON_Delete(o);
 	free(reply);
-	return n;
+}
+
+static void
+say_malformed(long long n)
+{
+	fprintf(stderr, "daqiri-consume: %lld packets were dropped as malformed "
+	    "by the daemon: their length does not match payload_bytes of the "
+	    "stream's config (or is too short for its sequence or batch "
+	    "field); check the sender's layout\n", n);
+}
+
+/* Packets of the stream arrived between a and b but none was placed:
+ * say so, naming the likely cause. Returns true when it printed. */
+static bool
+explain_unplaced(const char *stream, const struct stream_counts *a,
+		 const struct stream_counts *b, const char *when)
+{
+	long long in = b->packets_in - a->packets_in;
+	long long late = b->late - a->late;
+	long long bad = b->malformed - a->malformed;
+
+	if (a->packets_in < 0 || b->packets_in < 0 || in <= 0 ||
+	    b->placed != a->placed)
+		return false;
+	fprintf(stderr, "daqiri-consume: %s: %lld packets arrived %s but "
+	    "none was placed\n", stream, in, when);
+	if (late > 0)
+		fprintf(stderr, "daqiri-consume: %lld packets were dropped as "
+		    "late, for batches the daemon had published: did the sender "
+		    "restart its counter close behind where it was? The daemon "
+		    "starts a new epoch after a batch's worth of late packets "
+		    "in a row, or for a batch published longer ago than the "
+		    "stream's resync_after_us (daqirid.yaml(5); daqirid(8) "
+		    "RESYNC)\n", late);
+	if (bad > 0)
+		say_malformed(bad);
+	return true;
 }
 
 static void
@@ -514,8 +565,9 @@ main(int argc, char **argv)
 	uint64_t idle_since, lat, s;
 	char fl[80];
 	int r, rc = 0;
-	bool have_seq = false;
-	long long malformed0;
+	bool have_seq = false, stall_said = false, said_ever = false;
+	struct stream_counts c0, cs, cn;
+	uint64_t stall_check;
 
 	memset(&sm, 0, sizeof(sm));
 	parse_args(argc, argv, &o);
@@ -559,8 +611,9 @@ main(int argc, char **argv)
 	}
 	daqiri_sub_info(sub, &in);
 	/* To explain a run that got nothing: see whether the daemon dropped
-	 * the stream's packets meanwhile. */
-	malformed0 = stream_malformed(d, in.name);
+	 * the stream's packets meanwhile (at the end, and at every stall). */
+	stream_counts(d, in.name, &c0);
+	cs = c0;
 	if (!o.quiet)
 		fprintf(stderr, "daqiri-consume: %s: %u x %llu %s (%llu bytes "
 		    "per slot), %u buffers, %s memory, ring %u, %s\n",
@@ -583,9 +636,19 @@ main(int argc, char **argv)
 	}
 
 	idle_since = daqiri_mono_ns();
+	stall_check = idle_since + CONSUME_STALL_NS;
 	while (!stop && (o.count == 0 || sm.tensors < o.count)) {
 		r = daqiri_next(sub, &t, CONSUME_WAIT_MS);
 		if (r == 0 || r == -EINTR) {
+			/* no tensor for a while: do packets arrive unplaced? */
+			if (cs.packets_in >= 0 && daqiri_mono_ns() >= stall_check) {
+				stream_counts(d, in.name, &cn);
+				if (!stall_said && explain_unplaced(in.name, &cs,
+				    &cn, "in the last seconds"))
+					stall_said = said_ever = true;
+				cs = cn;
+				stall_check = daqiri_mono_ns() + CONSUME_STALL_NS;
+			}
 			if (o.timeout_s > 0 && daqiri_mono_ns() - idle_since >
 			    (uint64_t)o.timeout_s * 1000000000ull) {
 				if (o.count != 0) {
@@ -624,6 +687,10 @@ main(int argc, char **argv)
 			break;
 		}
 		idle_since = daqiri_mono_ns();
+		/* a tensor: a new stall is measured (and told) from here; the
+		 * next check's baseline differs in placed, so it only resets */
+		stall_said = false;
+		stall_check = idle_since + CONSUME_STALL_NS;
 		/* publish_ns is the daemon's CLOCK_MONOTONIC, like ours. */
 		lat = t.publish_ns != 0 && idle_since > t.publish_ns ?
 		    idle_since - t.publish_ns : 0;
@@ -720,16 +787,16 @@ main(int argc, char **argv)
 	if (sm.errors > 0)
 		rc = 1;
 	if (sm.tensors == 0) {
-		long long m = malformed0 >= 0 ? stream_malformed(d, in.name) : -1;
-
-		if (m > malformed0) {
-			fprintf(stderr, "daqiri-consume: %lld packets were "
-			    "dropped as malformed by the daemon: their length "
-			    "does not match payload_bytes of the stream's "
-			    "config (or is too short for its sequence or "
-			    "batch field); check the sender's layout\n",
-			    m - malformed0);
-			rc = 1;
+		if (c0.packets_in >= 0) {
+			/* said at a stall already: not twice */
+			stream_counts(d, in.name, &cn);
+			if (said_ever || explain_unplaced(in.name, &c0, &cn,
+			    "while it waited")) {
+				rc = 1;
+			} else if (cn.malformed > c0.malformed) {
+				say_malformed(cn.malformed - c0.malformed);
+				rc = 1;
+			}
 		}
 		if (o.verify) {
 			fprintf(stderr, "daqiri-consume: --verify: no tensor "

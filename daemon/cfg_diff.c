@@ -361,7 +361,8 @@ bitfield_eq(const struct cfg_bitfield *a, const struct cfg_bitfield *b)
 	return a->bit_offset == b->bit_offset && a->bit_width == b->bit_width;
 }
 
-/* Everything of a reorder config but timeout_us, fill and window. */
+/* Everything of a reorder config but timeout_us, resync_after_us, fill
+ * and window. */
 static const char *
 reorder_fixed_diff(const struct cfg_reorder *a, const struct cfg_reorder *b)
 {
@@ -410,8 +411,8 @@ region_free_in(const struct cfg *ca, const char *name)
 	return r < 0 || !region_in_use(ca, r);
 }
 
-/* Streams are matched by name: one kept changes only timeout_us, fill
- * and window live; one added or removed is live too (its memory region
+/* Streams are matched by name: one kept changes only timeout_us,
+ * resync_after_us, fill and window live; one added or removed is live too (its memory region
  * made or let go, its subscribers ended). */
 static void
 diff_reorders(const struct cfg *ca, const struct cfg *cb,
@@ -445,8 +446,8 @@ diff_reorders(const struct cfg *ca, const struct cfg *cb,
 		}
 		if ((key = reorder_fixed_diff(ra, rb)) != NULL)
 			change(o, false, rb->pos, "stream '%s/%s': %s changed: "
-			    "needs a restart (only timeout_us, fill and window "
-			    "apply live)", ib->name, rb->name, key);
+			    "needs a restart (only timeout_us, resync_after_us, "
+			    "fill and window apply live)", ib->name, rb->name, key);
 		else if (reorder_queue(a, ra) != reorder_queue(b, rb))
 			change(o, false, rb->pos, "stream '%s/%s': its first "
 			    "flow now targets queue %lld, not %lld: the queue "
@@ -457,6 +458,13 @@ diff_reorders(const struct cfg *ca, const struct cfg *cb,
 			change(o, true, cfg_pos_of(cb, &rb->timeout_us, rb->pos),
 			    "stream '%s/%s': timeout_us: %u -> %u", ib->name,
 			    rb->name, ra->timeout_us, rb->timeout_us);
+		/* a derived one follows timeout_us: that change says it */
+		if (ra->resync_after_us != rb->resync_after_us &&
+		    (ra->resync_after_given || rb->resync_after_given))
+			change(o, true, cfg_pos_of(cb, &rb->resync_after_us,
+			    rb->pos), "stream '%s/%s': resync_after_us: %u -> "
+			    "%u", ib->name, rb->name, ra->resync_after_us,
+			    rb->resync_after_us);
 		if (ra->fill != rb->fill)
 			change(o, true, cfg_pos_of(cb, &rb->fill, rb->pos),
 			    "stream '%s/%s': fill: %s -> %s", ib->name, rb->name,

@@ -661,6 +661,7 @@ static const struct keydef reorder_keys[] = {
 	{ "window", KEY_OK, NULL },
 	{ "fill", KEY_OK, NULL },
 	{ "timeout_us", KEY_OK, NULL },
+	{ "resync_after_us", KEY_OK, NULL },
 };
 
 static const struct keydef method_keys[] = {
@@ -937,6 +938,31 @@ parse_reorder_flow_ids(struct pctx *x, yaml_node_t *n,
 	}
 }
 
+/* resync_after_us, after timeout_us: given, it must not take a real
+ * straggler (one within its batch's deadline) for a restarted sender;
+ * not given, it is derived from the deadline. */
+static void
+parse_resync_after(struct pctx *x, const struct map *m, struct cfg_reorder *r)
+{
+	yaml_node_t *v = mval(m, "resync_after_us");
+
+	if (v == NULL) {
+		r->resync_after_us = r->timeout_us > UINT32_MAX /
+		    CFG_RESYNC_AFTER_DEADLINES ? UINT32_MAX :
+		    r->timeout_us * CFG_RESYNC_AFTER_DEADLINES;
+		return;
+	}
+	r->resync_after_given = true;
+	if (cfg_get_u32(x, "resync_after_us", v, 0, UINT32_MAX,
+	    &r->resync_after_us) && r->resync_after_us != 0 &&
+	    r->resync_after_us < r->timeout_us)
+		err(x, v, "resync_after_us: %u is less than timeout_us %u: a "
+		    "straggler within its batch's deadline would be taken for "
+		    "a restarted sender (give at least %u, or 0 to resync "
+		    "only by volume)", r->resync_after_us, r->timeout_us,
+		    r->timeout_us);
+}
+
 static void
 parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 	      int ri)
@@ -1012,6 +1038,7 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 	}
 	if ((v = mval(&m, "timeout_us")) != NULL)
 		cfg_get_u32(x, "timeout_us", v, 0, UINT32_MAX, &r->timeout_us);
+	parse_resync_after(x, &m, r);
 	if ((v = mval(&m, "payload_bytes")) != NULL &&
 	    !cfg_get_u32(x, "payload_bytes", v, 1, CFG_FRAME_MAX,
 			 &r->payload_bytes))

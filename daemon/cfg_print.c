@@ -161,6 +161,7 @@ print_reorder(FILE *fp, const struct cfg_reorder *r)
 	fprintf(fp, "          window: %u\n", r->window);
 	fprintf(fp, "          fill: %s\n", cfg_fill_names[r->fill]);
 	fprintf(fp, "          timeout_us: %u\n", r->timeout_us);
+	fprintf(fp, "          resync_after_us: %u\n", r->resync_after_us);
 }
 
 static void
@@ -385,6 +386,7 @@ reorder_equal(const struct cfg_reorder *a, const struct cfg_reorder *b)
 	EQ(window);
 	EQ(fill);
 	EQ(timeout_us);
+	EQ(resync_after_us);
 	return 1;
 }
 

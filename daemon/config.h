@@ -32,6 +32,11 @@
 #define CFG_WINDOW_DEFAULT	4
 #define CFG_WINDOW_MAX		64
 #define CFG_REORDER_TIMEOUT_US_DEFAULT 100000u
+/* resync_after_us, when not given, is this many times timeout_us (0, the
+ * time rule off, when there is no deadline): a real straggler arrives
+ * within its batch's deadline, so at most timeout_us after the batch was
+ * published; the margin covers a burst's processing time. */
+#define CFG_RESYNC_AFTER_DEADLINES 2u
 #define CFG_MAX_MARKS		2048	/* value positions kept (cfg_pos_of) */
 #define CFG_MAX_CHANGES		128	/* differences kept by cfg_diff() */
 
@@ -157,6 +162,10 @@ struct cfg_reorder {
 	uint32_t window;		/* open batches, 1..64 */
 	enum daqiri_fill fill;
 	uint32_t timeout_us;		/* from a batch's first packet; 0 = none */
+	/* a late packet for a batch published longer ago than this starts
+	 * a new epoch; given or derived from timeout_us; 0 = never by time */
+	uint32_t resync_after_us;
+	bool resync_after_given;	/* false: derived (follows timeout_us) */
 	struct cfg_pos pos;
 };
 

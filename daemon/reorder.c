@@ -28,10 +28,30 @@
  *    (base = b - W + 1); open batches now before base are published in
  *    order (partial ones flagged EVICTED), then b is opened as above. A
  *    jump far ahead thus publishes everything open and leaves a gap.
- *  - -W <= d < 0: b was published or passed over: `late`, dropped.
- *  - d < -W: the sender restarted: every open batch is published in order
- *    (partial ones flagged RESYNC), `resync` is counted and base = b; the
- *    packet then opens b like any other.
+ *  - -W <= d < 0: b was published or passed over: `late`, dropped --
+ *    unless the packet shows that the sender restarted (below).
+ *  - d < -W: the sender restarted (below).
+ *
+ * Resync. A sender that restarts its counter looks like a packet far
+ * behind the window (d < -W), or, when it restarts close behind where it
+ * was, like a stream of late packets. So a late packet starts a new epoch
+ * too (a resync) when
+ *  - time: its batch's position was published or passed over more than
+ *    resync_after_us before now (the burst's time; 0 turns the rule off;
+ *    the last REORDER_CLOSED_MAX positions keep that time, a position
+ *    with no time kept -- before the first packet -- never resyncs by
+ *    time). A real straggler arrives within its batch's deadline, so at
+ *    most timeout_us after the batch went out: resync_after_us >=
+ *    timeout_us (the config checks it) never takes one for a restart.
+ *  - volume: it is the R-th late packet in a row, R = max(ppb,
+ *    REORDER_RESYNC_RUN_MIN): a whole batch's worth. Any packet of an
+ *    open or newer batch (d >= 0) ends the row; a malformed one does not.
+ * On a resync every open batch is published in order (partial ones
+ * flagged EVICTED), `resync` is counted, base = b and the row restarts;
+ * the packet then opens b like any other and is placed. The late packets
+ * of the row before it stay counted `late` (their payload is gone), so
+ * packets_in = placed + drops holds exactly. The first tensor published
+ * after a resync carries RESYNC (beside COMPLETE or HAS_GAPS + cause).
  *
  * Publication. A batch opened when its first packet arrives gets a buffer
  * from the owner and a fixed deadline, that packet's rx_ns + timeout_us
@@ -45,10 +65,11 @@
  * burst, after every packet, and in reorder_poll(). Slides, resyncs and
  * reorder_flush() (FLUSH) publish the batches they push out in order.
  * Flags: COMPLETE when every slot arrived, otherwise HAS_GAPS plus the
- * cause (TIMEOUT, EVICTED, RESYNC or FLUSH); missing slots are filled per
+ * cause (TIMEOUT, EVICTED or FLUSH); missing slots are filled per
  * the config (zero, nan, keep) and counted in `missing_slots`. Every
  * published batch counts once in batches_complete (complete), or else
  * batches_timeout (deadline) or batches_evicted (slide, resync, flush).
+ * A tensor's RESYNC flag says it starts a new epoch.
  * The descriptor's seq counts published tensors: 0, 1, 2, ... with no
  * gaps; lost batches show as gaps in batch_id.
  *
@@ -93,6 +114,10 @@ const char *const reorder_counter_names[REORDER_NCOUNTERS] = {
 	"backend_error", "batches_backend_error",
 };
 
+_Static_assert(REORDER_CLOSED_MAX >= CFG_WINDOW_MAX &&
+    (REORDER_CLOSED_MAX & (REORDER_CLOSED_MAX - 1)) == 0,
+    "the closed positions cover the largest window");
+
 _Static_assert(sizeof(struct reorder_counters) ==
     REORDER_NCOUNTERS * sizeof(uint64_t), "one name per counter");
 
@@ -109,6 +134,13 @@ struct rbatch {
 	bool written;			/* written to since the last commit */
 	bool failed;			/* a write into buf failed: drop it */
 	struct reorder_buf buf;
+};
+
+/* A position the window passed: when it was published or passed over. */
+struct rclosed {
+	uint64_t pos;
+	uint64_t ns;
+	bool set;
 };
 
 struct reorder_plan {
@@ -134,6 +166,11 @@ struct reorder_plan {
 	bool written;			/* any batch written since then */
 	uint64_t err_log_ns;		/* last backend error line; 0 = none */
 	uint64_t err_unlogged;		/* failures since that line */
+	uint64_t resync_after_ns;	/* 0 = no resync by time */
+	uint32_t resync_run;		/* late packets in a row that resync */
+	uint32_t late_run;		/* late packets in a row now */
+	bool mark_resync;		/* the next tensor starts an epoch */
+	struct rclosed closed[REORDER_CLOSED_MAX];
 };
 
 bool
@@ -183,6 +220,40 @@ open_at(const struct reorder_plan *p, uint64_t pos)
 	struct rbatch *r = slot_of(p, pos);
 
 	return r->open && r->pos == pos ? r : NULL;
+}
+
+/* Move base forward to `to`, keeping when the positions it passes went
+ * (the last REORDER_CLOSED_MAX of them are all a late packet can ask). */
+static void
+pass_base(struct reorder_plan *p, uint64_t to, uint64_t now_ns)
+{
+	uint64_t q = p->base_pos;
+
+	if (to <= q)
+		return;
+	if (to - q > REORDER_CLOSED_MAX)
+		q = to - REORDER_CLOSED_MAX;
+	for (; q < to; q++) {
+		struct rclosed *c = &p->closed[q & (REORDER_CLOSED_MAX - 1)];
+
+		c->pos = q;
+		c->ns = now_ns;
+		c->set = true;
+	}
+	p->base_pos = to;
+}
+
+/* Does a late packet for position pos show that the sender restarted?
+ * (The rules at the top: by time, or by a whole batch of late packets.) */
+static bool
+late_resyncs(struct reorder_plan *p, uint64_t pos, uint64_t now_ns)
+{
+	const struct rclosed *c = &p->closed[pos & (REORDER_CLOSED_MAX - 1)];
+
+	if (p->resync_after_ns != 0 && c->set && c->pos == pos &&
+	    now_ns > c->ns && now_ns - c->ns > p->resync_after_ns)
+		return true;
+	return ++p->late_run >= p->resync_run;
 }
 
 static void
@@ -303,12 +374,15 @@ publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 		d.first_rx_ns = r->first_rx_ns;
 		d.last_rx_ns = r->last_rx_ns;
 		d.publish_ns = now_ns;
+		if (p->mark_resync) {
+			d.flags |= DAQIRI_TENSOR_RESYNC;
+			p->mark_resync = false;
+		}
 		p->owner.publish(p->owner.ctx, &d, &r->buf);
 	}
 	r->open = false;
 	p->nopen--;
-	if (p->base_pos <= r->pos)
-		p->base_pos = r->pos + 1;
+	pass_base(p, r->pos + 1, now_ns);
 	if (p->nopen == 0)
 		return;
 	/* the other open batches lie in (pos, pos + W): base <= pos */
@@ -397,22 +471,28 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	}
 	d = sdiff(p, b, (p->base_pos + p->id_off) & p->id_mask);
 	if (d < 0) {
-		if (-d <= (int64_t)p->g.window) {
+		if (-d <= (int64_t)p->g.window &&
+		    !late_resyncs(p, p->base_pos - (uint64_t)-d, now_ns)) {
 			p->c.late++;
 			return;
 		}
 		p->c.resync++;
-		publish_all(p, DAQIRI_TENSOR_RESYNC, now_ns);
+		p->late_run = 0;
+		publish_all(p, DAQIRI_TENSOR_EVICTED, now_ns);
 		p->id_off = (b - p->base_pos) & p->id_mask;
+		p->mark_resync = true;
 		d = 0;
 	} else if (d >= (int64_t)p->g.window) {
 		uint64_t target = p->base_pos + (uint64_t)d - p->g.window + 1;
 
+		p->late_run = 0;
 		while (p->nopen > 0 && p->head_pos < target)
 			publish_head(p, DAQIRI_TENSOR_EVICTED, now_ns);
 		/* publishing moved base_pos to at most target */
-		p->base_pos = target;
+		pass_base(p, target, now_ns);
 		d = p->g.window - 1;
+	} else {
+		p->late_run = 0;
 	}
 	pos = p->base_pos + (uint64_t)d;
 	r = open_at(p, pos);
@@ -487,6 +567,8 @@ struct reorder_tune {
 	enum daqiri_fill fill;
 	uint32_t window_cfg;		/* as configured */
 	uint32_t window;		/* after the cap */
+	bool has_resync_after;
+	uint32_t resync_after_us;
 	uint32_t ring_mask;
 	struct rbatch *ring;		/* the new ring; after apply, the old */
 };
@@ -518,6 +600,13 @@ reorder_tune_prepare(const struct reorder_plan *p, uint32_t timeout_us,
 	return t;
 }
 
+void
+reorder_tune_set_resync_after(struct reorder_tune *t, uint32_t resync_after_us)
+{
+	t->has_resync_after = true;
+	t->resync_after_us = resync_after_us;
+}
+
 uint32_t
 reorder_tune_window(const struct reorder_tune *t)
 {
@@ -536,6 +625,10 @@ reorder_tune_apply(struct reorder_plan *p, struct reorder_tune *t,
 	if (p->cfg.fill != t->fill && p->be->set_fill != NULL)
 		p->be->set_fill(p->be_state, t->fill);
 	p->cfg.fill = t->fill;
+	if (t->has_resync_after) {
+		p->cfg.resync_after_us = t->resync_after_us;
+		p->resync_after_ns = (uint64_t)t->resync_after_us * 1000;
+	}
 	/* A smaller window: the open batches must lie in [base, base + W).
 	 * Slide as a packet of the newest open batch would. */
 	if (t->window < p->g.window && p->nopen > 0) {
@@ -549,8 +642,7 @@ reorder_tune_apply(struct reorder_plan *p, struct reorder_tune *t,
 
 			while (p->nopen > 0 && p->head_pos < target)
 				publish_head(p, DAQIRI_TENSOR_EVICTED, now_ns);
-			if (p->base_pos < target)
-				p->base_pos = target;
+			pass_base(p, target, now_ns);
 		}
 	}
 	/* Every open batch now lies within the new window: one ring slot
@@ -620,6 +712,9 @@ reorder_create(const struct cfg_reorder *r, const struct reorder_owner *owner,
 	}
 	p->id_mask = p->g.id_space - 1;
 	p->timeout_ns = (uint64_t)r->timeout_us * 1000;
+	p->resync_after_ns = (uint64_t)r->resync_after_us * 1000;
+	p->resync_run = p->g.ppb > REORDER_RESYNC_RUN_MIN ? p->g.ppb :
+	    REORDER_RESYNC_RUN_MIN;
 	while (ring < p->g.window)
 		ring <<= 1;
 	p->ring_mask = ring - 1;

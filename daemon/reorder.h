@@ -45,6 +45,15 @@ struct reorder_counters {
 /* Names of the counters in struct order, for stats output. */
 #define REORDER_NCOUNTERS 14
 
+/* A resync by volume needs this many consecutive late packets at least
+ * (packets_per_batch of them, or this many when a batch is smaller). */
+#define REORDER_RESYNC_RUN_MIN	8
+
+/* The last this many positions the window passed keep the time they were
+ * published or passed over (the time rule of a resync); >= CFG_WINDOW_MAX,
+ * a power of two. */
+#define REORDER_CLOSED_MAX	64
+
 /* A backend failing burst after burst logs at most this often. */
 #define REORDER_ERROR_LOG_NS	1000000000ull
 extern const char *const reorder_counter_names[REORDER_NCOUNTERS];
@@ -155,6 +164,10 @@ struct reorder_tune *reorder_tune_prepare(const struct reorder_plan *p,
 void reorder_tune_apply(struct reorder_plan *p, struct reorder_tune *t,
 			uint64_t now_ns);
 void reorder_tune_free(struct reorder_tune *t);
+/* Also set resync_after_us (0 = the time rule off); without this call
+ * the plan keeps the one it has. Main thread, before the tune is posted. */
+void reorder_tune_set_resync_after(struct reorder_tune *t,
+				   uint32_t resync_after_us);
 /* The window t sets (after the cap). */
 uint32_t reorder_tune_window(const struct reorder_tune *t);
 

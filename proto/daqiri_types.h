@@ -77,7 +77,8 @@ enum daqiri_tensor_flag {
 	DAQIRI_TENSOR_TIMEOUT = 1u << 1,	/* published at its deadline */
 	DAQIRI_TENSOR_EVICTED = 1u << 2,	/* pushed out by newer batches */
 	DAQIRI_TENSOR_HAS_GAPS = 1u << 3,	/* some slot missing: see bitmap */
-	DAQIRI_TENSOR_RESYNC = 1u << 4,		/* the sender restarted */
+	DAQIRI_TENSOR_RESYNC = 1u << 4,		/* first of a new epoch: the
+						 * sender restarted */
 	DAQIRI_TENSOR_FLUSH = 1u << 5,		/* published at stream stop */
 	/* Made by the client library, never sent by the daemon: the first
 	 * tensor of a reconnecting subscription after the daemon restarted

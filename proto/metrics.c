@@ -317,7 +317,7 @@ static const struct family families[] = {
 	    { "raw", "bursts_timeout", "outcome", "timeout" },
 	    { "raw", "bursts_flush", "outcome", "flush" } } },
 	{ "daqiri_stream_resyncs_total", true, AT_STREAM,
-	  "Times the sender restarted (batch id far behind the window)",
+	  "Times the sender restarted (a new epoch; daqirid(8) RESYNC)",
 	  { { "reorder", "resync", NULL, NULL } } },
 	{ "daqiri_stream_missing_slots_total", true, AT_STREAM,
 	  "Slots of published batches that no packet filled",

@@ -66,6 +66,7 @@ struct sim_opts {
 	const char *dest;
 	double pps;			/* 0 = as fast as possible */
 	uint64_t batches;		/* 0 = until interrupted */
+	uint64_t packets;		/* stop after this many; 0 = no limit */
 	uint32_t shuffle;
 	double loss, dup;
 	uint64_t seed;
@@ -108,10 +109,11 @@ usage(int rc)
 	    "usage: daqiri-sim [-c FILE] [--stream IFACE/REORDER] "
 	    "[--dest udp://IP:PORT]\n"
 	    "                  [--rate R[pps|kpps|Mpps|Mbps|Gbps]] "
-	    "[--batches N] [--shuffle W]\n"
-	    "                  [--loss P] [--dup P] [--seed S] [--gso N] "
-	    "[--quiet] [--allow-remote]\n"
-	    "                  [--allow-huge-batch]\n"
+	    "[--batches N]\n"
+	    "                  [--packets N] [--shuffle W] [--loss P] "
+	    "[--dup P] [--seed S] [--gso N]\n"
+	    "                  [--quiet] [--allow-remote] "
+	    "[--allow-huge-batch]\n"
 	    "                  [--seq OFF:WIDTH] [--batch-field OFF:WIDTH] "
 	    "[--ppb N]\n"
 	    "                  [--payload-offset BYTES] [--payload-bytes N] "
@@ -120,7 +122,8 @@ usage(int rc)
 	    "Without -c the built-in default config is read. Layout flags "
 	    "replace the config's\nvalues; bit and byte offsets count from the "
 	    "first byte of the Ethernet frame\n(UDP payload byte k is frame "
-	    "byte 42 + k). Default: 10 batches; --batches 0 sends until interrupted.\n");
+	    "byte 42 + k). Default: 10 batches; --batches 0 sends until interrupted;\n"
+	    "--packets N stops after N packets, mid-batch as a sender that dies.\n");
 	exit(rc);
 }
 
@@ -280,7 +283,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		OPT_STREAM = 256, OPT_DEST, OPT_RATE, OPT_BATCHES, OPT_SHUFFLE,
 		OPT_LOSS, OPT_DUP, OPT_SEED, OPT_GSO, OPT_QUIET, OPT_REMOTE,
 		OPT_SEQ, OPT_BATCH, OPT_PPB, OPT_POFF, OPT_PBYTES, OPT_DTYPE,
-		OPT_ENDIAN, OPT_HUGE,
+		OPT_ENDIAN, OPT_HUGE, OPT_PACKETS,
 	};
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -288,6 +291,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		{ "dest", required_argument, NULL, OPT_DEST },
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "batches", required_argument, NULL, OPT_BATCHES },
+		{ "packets", required_argument, NULL, OPT_PACKETS },
 		{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
 		{ "loss", required_argument, NULL, OPT_LOSS },
 		{ "dup", required_argument, NULL, OPT_DUP },
@@ -328,6 +332,9 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 			break;
 		case OPT_BATCHES:
 			o->batches = parse_u64("--batches", optarg, UINT64_MAX);
+			break;
+		case OPT_PACKETS:
+			o->packets = parse_u64("--packets", optarg, UINT64_MAX);
 			break;
 		case OPT_SHUFFLE:
 			o->shuffle = (uint32_t)parse_u64("--shuffle", optarg,
@@ -975,12 +982,18 @@ main(int argc, char **argv)
 	total = o.batches == 0 ? UINT64_MAX : o.batches * (uint64_t)l.ppb;
 	if (o.batches != 0 && total / l.ppb != o.batches)
 		die("--batches: too many");
+	if (o.packets != 0 && o.packets < total)
+		total = o.packets;
 	if (!o.quiet) {
 		fprintf(stderr, "daqiri-sim: %u packets of %u bytes per batch "
 		    "(%llu bytes); ", l.ppb, l.dgram_len,
 		    (unsigned long long)l.ppb * l.dgram_len);
-		if (o.batches == 0)
+		if (total == UINT64_MAX)
 			fprintf(stderr, "sending until interrupted\n");
+		else if (o.packets != 0 && total == o.packets)
+			fprintf(stderr, "%llu packets (--packets): %llu bytes "
+			    "to send\n", (unsigned long long)total,
+			    (unsigned long long)total * l.dgram_len);
 		else
 			fprintf(stderr, "%llu batches: %llu packets, %llu "
 			    "bytes to send\n", (unsigned long long)o.batches,

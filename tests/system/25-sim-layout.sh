@@ -56,7 +56,8 @@ head -1 "$T/sim.out" | sed 's/^/   | /'
 grep -q "^sim stream=sensor0/sensor_tensor dest=udp://127.0.0.1:$PORT .* ppb=64 .* samples=int4@50+8000 " \
 	"$T/sim.out" || fail "the layout flags with -c lost a config value"
 wait_for "[.streams[] | select(.name == \"$STREAM\") | .reorder.packets_in] | .[0] == 640"
-# Every run starts at sequence 0: the later runs' packets are late or
+# Every run starts at sequence 0: the later runs' first packets are late (until
+# the daemon resyncs, daqirid(8) RESYNC) or
 # duplicates to the reorder, but none is malformed.
 read_stream
 expect_eq "malformed" "$r_malformed" 0

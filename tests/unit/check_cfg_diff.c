@@ -190,6 +190,18 @@ START_TEST(test_live_timeout)
 }
 END_TEST
 
+/* resync_after_us applies live; one derived from timeout_us follows it
+ * without a change of its own (test_live_timeout). */
+START_TEST(test_live_resync_after)
+{
+	edit("timeout_us: 100000\n", "timeout_us: 100000\n"
+	    "          resync_after_us: 300000\n");
+	parse_both();
+	expect_one(true, "resync_after_us: 200000 -> 300000",
+	    after("resync_after_us: "));
+}
+END_TEST
+
 START_TEST(test_live_fill)
 {
 	edit("fill: zero", "fill: nan");
@@ -443,6 +455,7 @@ diff_suite(void)
 	tcase_add_test(tc, test_live_log_level);
 	tcase_add_test(tc, test_live_timeout);
 	tcase_add_test(tc, test_live_fill);
+	tcase_add_test(tc, test_live_resync_after);
 	tcase_add_test(tc, test_live_window);
 	tcase_add_test(tc, test_live_window_default);
 	tcase_add_test(tc, test_live_flow_match);

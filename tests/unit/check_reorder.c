@@ -721,7 +721,7 @@ START_TEST(test_duplicate_dropped_first_wins)
 END_TEST
 
 /* A packet of a batch already published is late; within W of the window,
- * never a resync. */
+ * not a resync (unless by time or volume: check_resync.c). */
 START_TEST(test_late_packet)
 {
 	struct cfg_reorder r = simple_cfg(2, 16, 2, 0);
@@ -807,12 +807,14 @@ START_TEST(test_resync_on_restart)
 	ck_assert_uint_eq(h->tp.nlog, 2);
 	ck_assert_uint_eq(h->tp.log[1].d.batch_id, 101);
 	ck_assert_uint_eq(h->tp.log[1].d.flags,
-	    DAQIRI_TENSOR_RESYNC | DAQIRI_TENSOR_HAS_GAPS);
+	    DAQIRI_TENSOR_EVICTED | DAQIRI_TENSOR_HAS_GAPS);
 	ck_assert_uint_eq(C(h)->batches_evicted, 1);
 	h_send(h, 1, 1, 4);
 	ck_assert_uint_eq(h->tp.nlog, 3);
 	ck_assert_uint_eq(h->tp.log[2].d.batch_id, 0);
-	ck_assert_uint_eq(h->tp.log[2].d.flags, DAQIRI_TENSOR_COMPLETE);
+	/* the first tensor of the new epoch says so */
+	ck_assert_uint_eq(h->tp.log[2].d.flags,
+	    DAQIRI_TENSOR_COMPLETE | DAQIRI_TENSOR_RESYNC);
 	ck_assert_uint_eq(h->tp.log[2].d.seq, 2);
 	ck_assert_uint_eq(C(h)->placed, 5);
 	h_fini(h);
@@ -1574,6 +1576,8 @@ START_TEST(test_regress_restarted_sender_is_followed)
 	ck_assert_uint_eq(C(h)->resync, 1);
 	ck_assert_uint_eq(h->tp.nlog, 6);
 	ck_assert_uint_eq(h->tp.log[3].d.batch_id, 0);
+	ck_assert_uint_eq(h->tp.log[3].d.flags,
+	    DAQIRI_TENSOR_COMPLETE | DAQIRI_TENSOR_RESYNC);
 	ck_assert_uint_eq(h->tp.log[5].d.batch_id, 2);
 	ck_assert_uint_eq(h->tp.log[5].d.flags, DAQIRI_TENSOR_COMPLETE);
 	h_fini(h);
@@ -1671,6 +1675,8 @@ struct model {
 	int bstate[MAXBUFS];
 	uint8_t bdata[MAXBUFS][M_MAXT];
 	uint64_t next_seq;
+	uint32_t late_run;		/* late packets in a row */
+	bool mark_resync;		/* the next tensor starts an epoch */
 	struct reorder_counters c;
 	struct mpub *pubs;
 	size_t npubs, cap;
@@ -1754,6 +1760,9 @@ m_publish(struct model *m, int i, uint32_t cause, uint64_t now)
 	p->d.first_rx_ns = b.first;
 	p->d.last_rx_ns = b.last;
 	p->d.publish_ns = now;
+	if (m->mark_resync)
+		p->d.flags |= DAQIRI_TENSOR_RESYNC;
+	m->mark_resync = false;
 	memcpy(p->data, m->bdata[b.buf], m->ppb * m->slot_bytes);
 	m->bstate[b.buf] = B_HELD;
 }
@@ -1813,13 +1822,20 @@ m_packet(struct model *m, const uint8_t *f, uint32_t len, uint64_t rx,
 		m->base = b;
 	}
 	d = m_sdiff(m, b, m->base);
-	if (d < 0 && -d <= (int64_t)m->W) {
+	/* (resync by time is off: these configs have no resync_after_us;
+	 * check_resync.c tests it) */
+	if (d < 0 && -d <= (int64_t)m->W &&
+	    ++m->late_run < (m->ppb > 8 ? m->ppb : 8)) {
 		m->c.late++;
 		return;
 	}
+	if (d >= 0)
+		m->late_run = 0;
 	if (d < 0) {
 		m->c.resync++;
-		m_publish_all(m, DAQIRI_TENSOR_RESYNC, now);
+		m->late_run = 0;
+		m_publish_all(m, DAQIRI_TENSOR_EVICTED, now);
+		m->mark_resync = true;
 		m->base = b;
 	} else if (d >= (int64_t)m->W) {
 		/* slide by k: b becomes the window's newest id; open batches
