@@ -42,11 +42,13 @@
 # if that loses, paced probes from min(sent, received) x 0.85 down by
 # x0.85 until one is lossless, then $BENCH_E2E_REFINE (1) bisection(s)
 # (geometric) between the last lossy and the lossless rate. The lossless
-# rate is then confirmed over $BENCH_E2E_SECONDS (default 30 s, the
-# issue's measurement period: BENCH_E2E_SECONDS=30; less makes `make
-# bench` quicker and the figure less sure); if it loses, the next try
-# runs at 0.93 x what was sent, at most $BENCH_E2E_CONFIRM_TRIES (2)
-# tries (an unconfirmed figure says so: confirmed=0). The figures
+# rate is then confirmed over $BENCH_E2E_SECONDS (default 20 s, so that
+# the eight searches take about 8 minutes here; the 30 s measurement
+# period that issue 11 sets as the target is BENCH_E2E_SECONDS=30, about
+# 10 minutes, and the targets line says "no" below it); if it loses,
+# the next try runs at 0.93 x what was sent, at most
+# $BENCH_E2E_CONFIRM_TRIES (2) tries (an unconfirmed figure says so:
+# confirmed=0). The figures
 # (lossless_gbps and the baselines' *_gbps) are the sample payload rate
 # of the confirmation run: datagrams received x 8000 bytes (the 8-byte
 # sensor header and the UDP/IP headers not counted) / the simulator's
@@ -66,7 +68,7 @@
 # interrupts) took on the receiving core: rx_core_others_s.
 set -eu
 BUILD=${BUILD:-build}
-FULL_S=${BENCH_E2E_SECONDS:-30}
+FULL_S=${BENCH_E2E_SECONDS:-20}
 PROBE_S=${BENCH_E2E_PROBE_SECONDS:-3}
 CONFIRM_TRIES=${BENCH_E2E_CONFIRM_TRIES:-2}
 MODES=${BENCH_E2E_MODES:-plain gso}

@@ -5,8 +5,8 @@
 # Parts: build/bench_reorder (CPU placement vs memcpy), the end-to-end
 # loopback benchmark (scripts/bench-e2e.sh: the int4->fp16 stream and a
 # copy stream, each against a baseline doing the same work; its
-# confirmation runs last $BENCH_E2E_SECONDS, 30 s by default, the issue's
-# measurement period), the hand-off latency below, the daemon's restart
+# confirmation runs last $BENCH_E2E_SECONDS, 20 s by default, 30 s being
+# issue 11's measurement period), the hand-off latency below, the daemon's restart
 # gap (scripts/bench-restart.sh; says so when that script is missing),
 # the Python module against the C consumer (scripts/bench-python.sh; says
 # so when the module or torch is missing), and build/bench_reorder_gpu
