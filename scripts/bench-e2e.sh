@@ -1,53 +1,78 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end benchmark (part of `make bench`): the highest paced rate
-# daqirid takes with zero loss, next to a bare recvmmsg receiver on the
-# same traffic, and the daemon's CPU-seconds per GB of payload.
+# daqirid takes with zero loss, each stream next to a baseline program
+# doing the same work on the same traffic in the same run, and CPU-seconds
+# per GB of payload of both.
 #
 # Method. Traffic: build/daqiri-sim on etc/daqirid.yaml (8000-byte int4
-# payloads behind an 8-byte header, 128 per tensor, converted to fp16) on
-# a private port, pinned to core $BENCH_SIM_CORE (default 0), in two
-# sender configurations: "plain" (one datagram per send) and "gso"
-# (--gso 8, UDP_SEGMENT). Receivers, each started afresh for every run:
-#  - daemon: daqirid with its main thread on the sender's core and the rx
-#    worker pinned by the config (cpu_core) to $BENCH_RX_CORE (default 1),
-#    blocking receive mode (the default; $BENCH_RX_MODE=busy_poll spins,
-#    compare with $BENCH_RECV_WAIT=busy), UDP_GRO on (the engine's
-#    default), plus a consumer (build/bench_e2e consume, on the sender's
-#    core) that releases every tensor, so the whole chain runs;
+# payloads behind an 8-byte header, 128 per tensor) on a private port,
+# pinned to core $BENCH_SIM_CORE (default 0), in two sender
+# configurations: "plain" (one datagram per send) and "gso" (--gso 8,
+# UDP_SEGMENT). Receivers, each started afresh for every run:
+#  - daemon: daqirid on etc/daqirid.yaml's stream (int4 -> fp16, 4 x the
+#    bytes it receives written), its main thread on the sender's core and
+#    the rx worker pinned by the config (cpu_core) to $BENCH_RX_CORE
+#    (default 1), blocking receive mode (the default; $BENCH_RX_MODE=
+#    busy_poll spins, compare with $BENCH_RECV_WAIT=busy), UDP_GRO on (the
+#    engine's default), plus a consumer (build/bench_e2e consume, on the
+#    sender's core) that releases every tensor, so the whole chain runs;
+#  - daemon-copy: the same with the stream's data_types removed, so the
+#    payload bytes are copied as they are (8000-byte slots, 1 x the bytes);
 #  - recvmmsg: build/bench_recvmmsg on $BENCH_RX_CORE: the engine's socket
 #    options (UDP_GRO, SO_RXQ_OVFL, the same SO_RCVBUF) and ring of read
 #    slots, a blocking recvmmsg (MSG_WAITFORONE; $BENCH_RECV_WAIT=poll
-#    waits like the engine, busy spins), counting datagrams only.
+#    waits like the engine, busy spins), counting datagrams only;
+#  - recvconv: the same program with --convert int4:fp16: in the same
+#    loop each datagram's samples are converted by the daemon's own kernel
+#    (cvt_slot_fast, linked from libdaqirid-core.a) into slot seq % 128 of
+#    tensor (seq / 128) % 32 of a 32 x 4096000-byte pool, fenced once per
+#    read burst like the daemon's commit.
+# Pairs, each from the same run: "e2e" = daemon / recvmmsg (conversion
+# against a receiver that touches nothing, the figure as before),
+# "e2e-copy" = daemon-copy / recvmmsg (no conversion on either side),
+# "e2e-convert" = daemon / recvconv (the same conversion on both sides).
 # A run is lossless when every datagram the simulator sent was received:
 # daemon: kernel = truncated = 0, packets_in = placed = sent,
 # no_buffer = missing_slots = 0, every batch complete and no
-# consumer overrun; recvmmsg: datagrams = sent, drops = truncated = 0.
+# consumer overrun; baselines: datagrams = sent, drops = truncated = 0
+# (recvconv also placed = sent, malformed = 0).
 # Search, per receiver and sender configuration, with probes of
 # $BENCH_E2E_PROBE_SECONDS (3 s): first unpaced (the sender's ceiling);
 # if that loses, paced probes from min(sent, received) x 0.85 down by
 # x0.85 until one is lossless, then $BENCH_E2E_REFINE (1) bisection(s)
 # (geometric) between the last lossy and the lossless rate. The lossless
-# rate is then confirmed over $BENCH_E2E_SECONDS (30 s); if it loses, the
-# next try runs at 0.93 x what was sent, at most $BENCH_E2E_CONFIRM_TRIES
-# (2) tries (an unconfirmed figure says so). The figure is the payload
-# rate of the confirmation run: datagrams received x 8000 bytes / the
-# simulator's sending time, in GB/s (1e9 bytes/s). CPU-seconds per GB:
-# utime + stime of the whole daqirid process over the confirmation run
-# (/proc/PID/stat) / GB of payload placed (recvmmsg: its getrusage).
-# The "bench e2e" line reports the sender configuration in which the
-# daemon was fastest (confirmed figures first), with the recvmmsg figure
-# of that same configuration.
+# rate is then confirmed over $BENCH_E2E_SECONDS (default 20 s, so that
+# the eight searches take about 8 minutes here; the 30 s measurement
+# period that issue 11 sets as the target is BENCH_E2E_SECONDS=30, about
+# 10 minutes, and the targets line says "no" below it); if it loses,
+# the next try runs at 0.93 x what was sent, at most
+# $BENCH_E2E_CONFIRM_TRIES (2) tries (an unconfirmed figure says so:
+# confirmed=0). The figures
+# (lossless_gbps and the baselines' *_gbps) are the sample payload rate
+# of the confirmation run: datagrams received x 8000 bytes (the 8-byte
+# sensor header and the UDP/IP headers not counted) / the simulator's
+# sending time, in GB/s (1e9 bytes/s, not Gb/s), the same unit on both
+# sides. CPU-seconds per GB: utime + stime of the whole daqirid process
+# over the confirmation run (/proc/PID/stat) / GB of payload placed
+# (baselines: their getrusage over the receive loop / GB received).
+# Each "bench e2e*" line reports the sender configuration in which that
+# daemon stream was fastest (confirmed figures first), with its
+# baseline's figure from that same configuration; the figures of every
+# configuration are the "e2e: ..., sender ..." lines.
+# $BENCH_E2E_RECEIVERS (default "daemon recvmmsg daemon-copy recvconv")
+# picks the receivers; a pair with a side left out prints no line.
 # Zero loss is judged on a shared 2-core VM: anything else running on the
 # receiving core for a few ms overflows the socket buffer, so run it on a
 # quiet machine. Each run says how much CPU time other tasks (and
 # interrupts) took on the receiving core: rx_core_others_s.
 set -eu
 BUILD=${BUILD:-build}
-FULL_S=${BENCH_E2E_SECONDS:-30}
+FULL_S=${BENCH_E2E_SECONDS:-20}
 PROBE_S=${BENCH_E2E_PROBE_SECONDS:-3}
 CONFIRM_TRIES=${BENCH_E2E_CONFIRM_TRIES:-2}
 MODES=${BENCH_E2E_MODES:-plain gso}
+RECEIVERS=${BENCH_E2E_RECEIVERS:-daemon recvmmsg daemon-copy recvconv}
 RECV_WAIT=${BENCH_RECV_WAIT:-recv}
 RX_MODE=${BENCH_RX_MODE:-blocking}	# daemon.rx_mode: blocking or busy_poll
 SIM_CORE=${BENCH_SIM_CORE:-0}
@@ -60,6 +85,7 @@ MIN_GBS=0.02		# give up searching below this rate
 REFINE=${BENCH_E2E_REFINE:-1}	# bisection probes after the first lossless one
 GUESS_PLAIN=2.5		# GB/s the unpaced sender may reach, to size its run
 GUESS_GSO=10
+NTENSORS=32		# etc/daqirid.yaml's tensors region
 STREAM=sensor0/sensor_tensor
 MAX_HELD=27		# of the 32 tensor buffers: the most admission allows
 			# (32 - window 4 - 1)
@@ -77,6 +103,7 @@ T=$(mktemp -d /tmp/daqiri-bench-e2e.XXXXXX)
 PORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000 ))
 SOCK=$T/daqirid.sock
 CFG=$T/daqirid.yaml
+CFG_COPY=$T/daqirid-copy.yaml
 PIDS=""
 TCK=$(getconf CLK_TCK)
 
@@ -97,6 +124,11 @@ sed -e "s/127\.0\.0\.1:5005/127.0.0.1:$PORT/" -e "s/udp_dst: 5005/udp_dst: $PORT
 	-e "s/cpu_core: 1 /cpu_core: $RX_CORE /" \
 	-e "s/rx_mode: blocking/rx_mode: $RX_MODE/" etc/daqirid.yaml > "$CFG"
 "$BUILD/daqirid" -n -c "$CFG" >/dev/null || { echo "bench-e2e: config invalid" >&2; exit 1; }
+# The copy stream: no data_types (bytes as they are), 8000-byte slots.
+sed -e '/^ *data_types:/d' -e '/^ *input_type:/d' -e '/^ *output_type:/d' \
+	-e "s/buf_size: 4096000/buf_size: $((PPB * PAYLOAD))/" "$CFG" > "$CFG_COPY"
+"$BUILD/daqirid" -n -c "$CFG_COPY" >/dev/null ||
+	{ echo "bench-e2e: copy config invalid" >&2; exit 1; }
 
 # busy ticks (user, nice, system, irq, softirq) of the receiving core
 core_ticks() {
@@ -107,12 +139,17 @@ proc_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
-# The receiver of one run: rx_start daemon|recvmmsg EXPECTED_DATAGRAMS
+# The receiver of one run:
+# rx_start daemon|daemon-copy|recvmmsg|recvconv EXPECTED_DATAGRAMS
 rx_start() {
 	RX=$1
 	rm -f "$SOCK" "$T/rx.out" "$T/cons.out"
-	if [ "$RX" = daemon ]; then
-		taskset -c "$SIM_CORE" "$BUILD/daqirid" -c "$CFG" -s "$SOCK" -l warn \
+	cfg=$CFG
+	if [ "$RX" = daemon-copy ]; then
+		cfg=$CFG_COPY
+	fi
+	if [ "$RX" = daemon ] || [ "$RX" = daemon-copy ]; then
+		taskset -c "$SIM_CORE" "$BUILD/daqirid" -c "$cfg" -s "$SOCK" -l warn \
 			2> "$T/daemon.log" &
 		DPID=$!
 		PIDS="$PIDS $DPID"
@@ -123,8 +160,13 @@ rx_start() {
 		CPID=$!
 		PIDS="$PIDS $CPID"
 	else
+		conv=""
+		if [ "$RX" = recvconv ]; then
+			conv="--convert int4:fp16 --ppb $PPB --tensors $NTENSORS --payload-bytes $PAYLOAD"
+		fi
+		# shellcheck disable=SC2086
 		taskset -c "$RX_CORE" "$BUILD/bench_recvmmsg" -p "$PORT" --wait "$RECV_WAIT" \
-			--payload-skip "$HDR" --expect "$2" --idle-ms 1000 > "$T/rx.out" &
+			--payload-skip "$HDR" --expect "$2" --idle-ms 1000 $conv > "$T/rx.out" &
 		DPID=$!
 		PIDS="$PIDS $DPID"
 	fi
@@ -174,7 +216,7 @@ daemon_stats() {
 # rx_finish: stop the receiver, judge the run. Sets LOSSLESS (1/0), GBS,
 # CPU_S, INFO.
 rx_finish() {
-	if [ "$RX" = daemon ]; then
+	if [ "$RX" = daemon ] || [ "$RX" = daemon-copy ]; then
 		# wait until every sent datagram is in, or nothing moves for 0.3 s
 		last=-1 same=0 i=0
 		while :; do
@@ -219,13 +261,21 @@ rx_finish() {
 		drops=$(echo "$line" | sed -n 's/.* drops=\([0-9]*\).*/\1/p')
 		trunc=$(echo "$line" | sed -n 's/.* truncated=\([0-9]*\).*/\1/p')
 		CPU_S=$(echo "$line" | sed -n 's/.* cpu_s=\([0-9.]*\).*/\1/p')
+		placed=${got:-0} malformed=0 pinfo=""
+		if [ "$RX" = recvconv ]; then
+			placed=$(echo "$line" | sed -n 's/.* placed=\([0-9]*\).*/\1/p')
+			malformed=$(echo "$line" | sed -n 's/.* malformed=\([0-9]*\).*/\1/p')
+			impl=$(echo "$line" | sed -n 's/.* impl=\([^ ]*\).*/\1/p')
+			pinfo=" placed=${placed:-?} malformed=${malformed:-?} kernel=${impl:-?}"
+		fi
 		LOSSLESS=0
-		if [ "${got:-0}" -eq "$SENT" ] && [ "${drops:-1}" -eq 0 ] && [ "${trunc:-1}" -eq 0 ]; then
+		if [ "${got:-0}" -eq "$SENT" ] && [ "${drops:-1}" -eq 0 ] && [ "${trunc:-1}" -eq 0 ] &&
+		    [ "${placed:-0}" -eq "$SENT" ] && [ "${malformed:-1}" -eq 0 ]; then
 			LOSSLESS=1
 		fi
 		GBS=$(awk -v n="${got:-0}" -v p="$PAYLOAD" -v s="$SIM_S" 'BEGIN { printf "%.3f", n * p / s / 1e9 }')
 		OTHER_S=$(awk -v a="$CORE0" -v b="$core" -v t="$TCK" -v c="${CPU_S:-0}" 'BEGIN { o = (b - a) / t - c; printf "%.2f", (o > 0 ? o : 0) }')
-		INFO="sent=$SENT received=${got:-0} drops=${drops:-?} truncated=${trunc:-?} receiver_cpu_s=${CPU_S:-?} rx_core_others_s=$OTHER_S"
+		INFO="sent=$SENT received=${got:-0} drops=${drops:-?} truncated=${trunc:-?}$pinfo receiver_cpu_s=${CPU_S:-?} rx_core_others_s=$OTHER_S"
 	fi
 }
 
@@ -306,21 +356,55 @@ search() {
 	say "$rx/$mode: not lossless over ${FULL_S}s in $CONFIRM_TRIES tries; reporting the last run"
 }
 
-say "daqirid + consumer vs bare recvmmsg, loopback port $PORT, sender on core $SIM_CORE, receiver on core $RX_CORE, $PAYLOAD-byte payloads int4->fp16, probes ${PROBE_S}s, confirmation ${FULL_S}s"
+say "daqirid + consumer vs baselines, loopback port $PORT, sender on core $SIM_CORE, receiver on core $RX_CORE, $PAYLOAD-byte int4 payloads (int4->fp16 and copied), probes ${PROBE_S}s, confirmation ${FULL_S}s, receivers: $RECEIVERS"
 : > "$T/results"
 for mode in $MODES; do
-	search daemon "$mode"
-	d=$BEST_GBS dc=$BEST_CPU dok=$BEST_OK
-	search recvmmsg "$mode"
-	r=$BEST_GBS rc=$BEST_CPU rok=$BEST_OK
-	ratio=$(awk -v d="$d" -v r="$r" 'BEGIN { printf "%.3f", (r > 0 ? d / r : 0) }')
-	say "sender $mode: daqirid ${d} GB/s lossless (confirmed=$dok, ${dc} CPU-s/GB), recvmmsg ${r} GB/s (confirmed=$rok, ${rc} CPU-s/GB), ratio ${ratio}"
-	echo "$mode $d $dc $r $ratio $dok $rok" >> "$T/results"
+	for rx in $RECEIVERS; do
+		search "$rx" "$mode"
+		echo "$mode $rx $BEST_GBS $BEST_CPU $BEST_OK" >> "$T/results"
+	done
 done
-# the sender configuration where the daemon was fastest (confirmed first)
-read -r best_mode d dc r ratio dok rok <<EOF
-$(sort -k6,6nr -k2,2gr "$T/results" | head -1)
+
+# pair NAME DAEMON_RX BASE_RX MIN_GBS: per sender configuration, the
+# daemon stream's figure over its baseline's from the same run; sets the
+# figures of the configuration where the daemon stream was fastest
+# (confirmed first): P_D P_DC P_B P_BC P_RATIO P_DOK P_BOK P_MODE, P_MODE
+# empty when a side was not run. The targets (ratio >= 0.9, at least
+# MIN_GBS, lossless over 30 s) are reported, never enforced.
+pair() {
+	: > "$T/pair"
+	for mode in $MODES; do
+		dl=$(awk -v m="$mode" -v r="$2" '$1 == m && $2 == r' "$T/results")
+		bl=$(awk -v m="$mode" -v r="$3" '$1 == m && $2 == r' "$T/results")
+		if [ -z "$dl" ] || [ -z "$bl" ]; then
+			continue
+		fi
+		read -r _ _ d dc dok <<EOF
+$dl
 EOF
-met=$(awk -v d="$d" -v q="$ratio" 'BEGIN { print ((q >= 0.9 && d >= 1) ? "yes" : "no") }')
-say "best sender configuration for daqirid: $best_mode (lossless over ${FULL_S}s confirmed: daqirid $dok, recvmmsg $rok); targets (ratio >= 0.9 and >= 1 GB/s): $met"
-echo "bench e2e payload=$PAYLOAD lossless_gbps=$d recvmmsg_gbps=$r ratio=$ratio cpu_s_per_gb=$dc"
+		read -r _ _ b bc bok <<EOF
+$bl
+EOF
+		ratio=$(awk -v d="$d" -v r="$b" 'BEGIN { printf "%.3f", (r > 0 ? d / r : 0) }')
+		say "$1, sender $mode: $2 ${d} GB/s lossless (confirmed=$dok, ${dc} CPU-s/GB), $3 ${b} GB/s (confirmed=$bok, ${bc} CPU-s/GB), ratio ${ratio}"
+		echo "$mode $d $dc $b $bc $ratio $dok $bok" >> "$T/pair"
+	done
+	P_MODE=""
+	[ -s "$T/pair" ] || return 0
+	read -r P_MODE P_D P_DC P_B P_BC P_RATIO P_DOK P_BOK <<EOF
+$(sort -k7,7nr -k2,2gr "$T/pair" | head -1)
+EOF
+	met=$(awk -v d="$P_D" -v q="$P_RATIO" -v m="$4" -v s="$FULL_S" -v ok="$P_DOK$P_BOK" \
+		'BEGIN { print ((q >= 0.9 && d >= m && s >= 30 && ok == "11") ? "yes" : "no") }')
+	say "$1: best sender configuration for $2: $P_MODE (lossless over ${FULL_S}s confirmed: $2 $P_DOK, $3 $P_BOK); targets (ratio >= 0.9, >= $4 GB/s, lossless over 30 s): $met"
+}
+
+pair "e2e (int4->fp16 vs bare recvmmsg)" daemon recvmmsg 1
+[ -z "$P_MODE" ] ||
+	echo "bench e2e payload=$PAYLOAD lossless_gbps=$P_D recvmmsg_gbps=$P_B ratio=$P_RATIO cpu_s_per_gb=$P_DC"
+pair "e2e-copy (copy vs bare recvmmsg)" daemon-copy recvmmsg 0
+[ -z "$P_MODE" ] ||
+	echo "bench e2e-copy lossless_gbps=$P_D recvmmsg_gbps=$P_B ratio=$P_RATIO cpu_s_per_gb=$P_DC recvmmsg_cpu_s_per_gb=$P_BC sender=$P_MODE seconds=$FULL_S confirmed=$P_DOK/$P_BOK"
+pair "e2e-convert (int4->fp16 vs recvmmsg + the same conversion)" daemon recvconv 0
+[ -z "$P_MODE" ] ||
+	echo "bench e2e-convert lossless_gbps=$P_D baseline_gbps=$P_B ratio=$P_RATIO cpu_s_per_gb=$P_DC baseline_cpu_s_per_gb=$P_BC sender=$P_MODE seconds=$FULL_S confirmed=$P_DOK/$P_BOK"

@@ -3,7 +3,11 @@
 # make bench: every benchmark, each next to its baseline measured in the
 # same run, then all machine-readable "bench ..." lines again together.
 # Parts: build/bench_reorder (CPU placement vs memcpy), the end-to-end
-# loopback benchmark (scripts/bench-e2e.sh), the hand-off latency below,
+# loopback benchmark (scripts/bench-e2e.sh: the int4->fp16 stream and a
+# copy stream, each against a baseline doing the same work; its
+# confirmation runs last $BENCH_E2E_SECONDS, 20 s by default, 30 s being
+# issue 11's measurement period), the hand-off latency below, the daemon's restart
+# gap (scripts/bench-restart.sh; says so when that script is missing),
 # the Python module against the C consumer (scripts/bench-python.sh; says
 # so when the module or torch is missing), and build/bench_reorder_gpu
 # (says so when there is no GPU).
@@ -178,6 +182,13 @@ handoff() {
 	wait "$dpid" 2>/dev/null || true
 }
 handoff 2>&1 | tee -a "$OUT"
+
+part "restart gap (scripts/bench-restart.sh)"
+if [ -f scripts/bench-restart.sh ]; then
+	sh scripts/bench-restart.sh 2>&1 | tee -a "$OUT" || true
+else
+	echo "restart: scripts/bench-restart.sh is missing; no restart gap figure" | tee -a "$OUT"
+fi
 
 part "Python consumer vs the C consumer, 1 MiB tensors (scripts/bench-python.sh)"
 sh scripts/bench-python.sh 2>&1 | tee -a "$OUT"

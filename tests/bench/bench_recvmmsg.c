@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bench_recvmmsg: the bare baseline of the end-to-end benchmark. It
- * receives UDP datagrams on 127.0.0.1:PORT the way the socket engine does
- * (same socket options, the same ring of read slots, recvmmsg with
- * MSG_WAITFORONE on a blocking socket) but does nothing with them except count, so the daemon's
- * rate can be put next to what the kernel alone delivers on one core.
+ * bench_recvmmsg: the baselines of the end-to-end benchmark. It receives
+ * UDP datagrams on 127.0.0.1:PORT the way the socket engine does (same
+ * socket options, the same ring of read slots, recvmmsg with
+ * MSG_WAITFORONE on a blocking socket) and only counts them, so the
+ * daemon's rate can be put next to what the kernel alone delivers on one
+ * core; with --convert it also converts every payload into its slot of a
+ * tensor pool with the daemon's own kernel (cvt_slot_fast), the same work
+ * as a reorder stream without the daemon around it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +26,9 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "convert.h"
+#include "convert_cpu.h"
 
 #ifndef SOL_UDP
 #define SOL_UDP			17
@@ -52,6 +58,12 @@
 #define BR_CMSG_SPACE		(CMSG_SPACE(sizeof(int)) + \
 				 CMSG_SPACE(sizeof(uint32_t)))
 #define BR_DEFAULT_IDLE_MS	500	/* end this long after the last datagram */
+/* --convert defaults: etc/daqirid.yaml's reorder config and its tensors
+ * region (128 packets of 8000 sample bytes per tensor, 32 tensors). */
+#define BR_DEFAULT_PPB		128
+#define BR_DEFAULT_TENSORS	32
+#define BR_DEFAULT_PAYLOAD	8000
+#define BR_SEQ_BYTES		4	/* big-endian packet counter */
 
 /* How the receiver waits for data. */
 enum br_wait {
@@ -76,6 +88,18 @@ struct br_opts {
 	uint32_t payload_skip;		/* bytes of a datagram not counted as
 					 * payload (the sensor's header) */
 	enum br_wait wait;
+	/* --convert: place every payload like a reorder stream */
+	bool convert;
+	enum daqiri_dtype in, out;
+	uint32_t ppb, tensors, payload_bytes;
+	uint32_t seq_offset;		/* UDP payload byte of the counter */
+};
+
+/* The tensor pool of --convert: tensors x ppb slots. */
+struct br_place {
+	uint8_t *mem;
+	uint64_t slot_bytes, tensor_bytes;
+	uint64_t placed, malformed;
 };
 
 struct br_count {
@@ -121,9 +145,17 @@ usage(int rc)
 	    "                      [--rcvbuf BYTES] [--expect DATAGRAMS] "
 	    "[--idle-ms MS] [--payload-skip BYTES]\n"
 	    "                      [--wait poll|recv|busy]\n"
+	    "                      [--convert IN:OUT [--ppb N] [--tensors N] "
+	    "[--payload-bytes N]\n"
+	    "                       [--seq-offset BYTES]]\n"
 	    "Binds udp://127.0.0.1:PORT, prints 'ready', counts datagrams "
 	    "until --expect are in,\nor --idle-ms after the last one, or "
-	    "SIGTERM; then prints one 'recvmmsg ...' line.\n");
+	    "SIGTERM; then prints one 'recvmmsg ...' line.\n"
+	    "--convert (e.g. int4:fp16, raw:raw): each datagram's samples "
+	    "(after --payload-skip)\nare converted by the daemon's kernel into "
+	    "slot seq %% ppb of tensor (seq / ppb) %% N,\nseq the big-endian "
+	    "32-bit counter at UDP payload byte --seq-offset; a datagram\n"
+	    "without --payload-bytes of samples is counted as malformed.\n");
 	exit(rc);
 }
 
@@ -142,6 +174,39 @@ parse_num(const char *opt, const char *s, uint64_t max)
 	return v;
 }
 
+static enum daqiri_dtype
+parse_dtype(const char *s, size_t n)
+{
+	for (int t = 0; t < DAQIRI_DTYPE_MAX; t++) {
+		const char *name = daqiri_dtype_name((enum daqiri_dtype)t);
+
+		if (name != NULL && strlen(name) == n && strncmp(s, name, n) == 0)
+			return (enum daqiri_dtype)t;
+	}
+	return DAQIRI_DTYPE_MAX;
+}
+
+/* IN:OUT, a conversion the daemon's data_types allow (raw:raw copies). */
+static void
+parse_convert(const char *arg, struct br_opts *o)
+{
+	const char *colon = strchr(arg, ':');
+
+	if (colon != NULL) {
+		o->in = parse_dtype(arg, (size_t)(colon - arg));
+		o->out = parse_dtype(colon + 1, strlen(colon + 1));
+	}
+	if (colon == NULL || o->in == DAQIRI_DTYPE_MAX ||
+	    o->out == DAQIRI_DTYPE_MAX || cvt_in_elems(o->in, 8) == 0 ||
+	    cvt_out_size(o->out) == 0 ||
+	    ((o->in == DAQIRI_DTYPE_RAW) != (o->out == DAQIRI_DTYPE_RAW))) {
+		fprintf(stderr, "bench_recvmmsg: --convert: '%s' is not IN:OUT "
+		    "(e.g. int4:fp16, raw:raw)\n", arg);
+		exit(2);
+	}
+	o->convert = true;
+}
+
 static void
 parse_args(int argc, char **argv, struct br_opts *o)
 {
@@ -156,6 +221,11 @@ parse_args(int argc, char **argv, struct br_opts *o)
 		{ "idle-ms", required_argument, NULL, 'i' },
 		{ "payload-skip", required_argument, NULL, 'k' },
 		{ "wait", required_argument, NULL, 'w' },
+		{ "convert", required_argument, NULL, 'c' },
+		{ "ppb", required_argument, NULL, 'P' },
+		{ "tensors", required_argument, NULL, 't' },
+		{ "payload-bytes", required_argument, NULL, 'l' },
+		{ "seq-offset", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -167,6 +237,9 @@ parse_args(int argc, char **argv, struct br_opts *o)
 	o->buf_size = BR_DEFAULT_BUF_SIZE;
 	o->batch = BR_DEFAULT_BATCH;
 	o->idle_ms = BR_DEFAULT_IDLE_MS;
+	o->ppb = BR_DEFAULT_PPB;
+	o->tensors = BR_DEFAULT_TENSORS;
+	o->payload_bytes = BR_DEFAULT_PAYLOAD;
 	while ((ch = getopt_long(argc, argv, "p:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
@@ -211,11 +284,37 @@ parse_args(int argc, char **argv, struct br_opts *o)
 				exit(2);
 			}
 			break;
+		case 'c':
+			parse_convert(optarg, o);
+			break;
+		case 'P':
+			o->ppb = (uint32_t)parse_num("--ppb", optarg, UINT32_MAX);
+			break;
+		case 't':
+			o->tensors = (uint32_t)parse_num("--tensors", optarg,
+			    UINT32_MAX);
+			break;
+		case 'l':
+			o->payload_bytes = (uint32_t)parse_num("--payload-bytes",
+			    optarg, BR_UDP_MAX);
+			break;
+		case 's':
+			o->seq_offset = (uint32_t)parse_num("--seq-offset",
+			    optarg, BR_UDP_MAX - BR_SEQ_BYTES);
+			break;
 		case 'h':
 			usage(0);
 		default:
 			usage(2);
 		}
+	}
+	if (o->convert && (o->ppb == 0 || o->tensors == 0 ||
+	    o->seq_offset + BR_SEQ_BYTES > o->payload_skip ||
+	    cvt_in_elems(o->in, o->payload_bytes) == 0)) {
+		fprintf(stderr, "bench_recvmmsg: --convert needs ppb and tensors "
+		    "> 0, the counter inside --payload-skip and --payload-bytes "
+		    "a whole number of input elements\n");
+		exit(2);
 	}
 	if (o->port == 0 || o->batch == 0 || o->nbufs == 0 ||
 	    o->buf_size <= BR_HDR_LEN || optind != argc)
@@ -282,11 +381,50 @@ count_read(struct br_count *c, const struct br_opts *o, uint32_t len,
 		c->gro_reads++;
 }
 
+/*
+ * --convert: the datagram at d (len bytes) goes to its slot, converted by
+ * the kernel the daemon's CPU reorder uses. No window, bitmap or
+ * publication: what the daemon does beyond this is what the ratio shows.
+ */
+static void
+place_dgram(struct br_place *pl, const struct br_opts *o, const uint8_t *d,
+	    uint32_t len)
+{
+	uint32_t seq;
+	uint64_t slot, tensor;
+
+	if (len != o->payload_skip + o->payload_bytes) {
+		pl->malformed++;
+		return;
+	}
+	seq = (uint32_t)d[o->seq_offset] << 24 |
+	    (uint32_t)d[o->seq_offset + 1] << 16 |
+	    (uint32_t)d[o->seq_offset + 2] << 8 | d[o->seq_offset + 3];
+	slot = seq % o->ppb;
+	tensor = (seq / o->ppb) % o->tensors;
+	cvt_slot_fast(o->in, o->out, CFG_ENDIAN_HOST, d + o->payload_skip,
+	    o->payload_bytes, pl->mem + tensor * pl->tensor_bytes +
+	    slot * pl->slot_bytes);
+	pl->placed++;
+}
+
+/* Place every segment of one read of len bytes (segments of seg bytes). */
+static void
+place_read(struct br_place *pl, const struct br_opts *o, const uint8_t *d,
+	   uint32_t len, uint32_t seg)
+{
+	if (seg == 0 || seg >= len)
+		seg = len;
+	for (uint32_t off = 0; off < len; off += seg)
+		place_dgram(pl, o, d + off, len - off < seg ? len - off : seg);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct br_opts o;
 	struct br_count c;
+	struct br_place pl;
 	struct sockaddr_in sa;
 	struct sigaction sig;
 	struct timeval tv;
@@ -328,6 +466,21 @@ main(int argc, char **argv)
 		return 1;
 	}
 	memset(arena, 0, slot_size * nslots);	/* fault it in, like a region */
+	memset(&pl, 0, sizeof(pl));
+	if (o.convert) {
+		pl.slot_bytes = (uint64_t)cvt_in_elems(o.in, o.payload_bytes) *
+		    cvt_out_size(o.out);
+		pl.tensor_bytes = pl.slot_bytes * o.ppb;
+		/* shared like the daemon's memfd region, faulted in */
+		pl.mem = mmap(NULL, pl.tensor_bytes * o.tensors,
+		    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (pl.mem == MAP_FAILED) {
+			fprintf(stderr, "bench_recvmmsg: tensor pool: %s\n",
+			    strerror(errno));
+			return 1;
+		}
+		memset(pl.mem, 0, pl.tensor_bytes * o.tensors);
+	}
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
@@ -420,7 +573,13 @@ main(int argc, char **argv)
 				continue;
 			}
 			count_read(&c, &o, msgs[i].msg_len, seg);
+			if (o.convert)
+				place_read(&pl, &o, h->msg_iov->iov_base,
+				    msgs[i].msg_len, seg);
 		}
+		/* the daemon's commit: fence the streamed stores once a burst */
+		if (o.convert)
+			cvt_fence();
 		head = (head + (uint64_t)n) % nslots;
 	}
 	cpu1 = cpu_seconds();
@@ -436,7 +595,7 @@ main(int argc, char **argv)
 		printf("recvmmsg datagrams=%llu bytes=%llu payload_bytes=%llu "
 		    "drops=%llu truncated=%llu calls=%llu gro_reads=%llu "
 		    "seconds=%.6f gbytes_per_s=%.3f cpu_s=%.3f "
-		    "cpu_s_per_gb=%.3f\n",
+		    "cpu_s_per_gb=%.3f",
 		    (unsigned long long)c.dgrams, (unsigned long long)c.bytes,
 		    (unsigned long long)c.payload_bytes,
 		    (unsigned long long)drops, (unsigned long long)c.truncated,
@@ -445,6 +604,14 @@ main(int argc, char **argv)
 		    secs > 0 ? (double)c.payload_bytes / secs / 1e9 : 0,
 		    cpu1 - cpu0, c.payload_bytes ?
 		    (cpu1 - cpu0) / ((double)c.payload_bytes / 1e9) : 0);
+		if (o.convert)
+			printf(" convert=%s:%s impl=%s placed=%llu malformed=%llu "
+			    "slot_bytes=%llu", daqiri_dtype_name(o.in),
+			    daqiri_dtype_name(o.out), cvt_impl_name(),
+			    (unsigned long long)pl.placed,
+			    (unsigned long long)pl.malformed,
+			    (unsigned long long)pl.slot_bytes);
+		printf("\n");
 	}
 	close(fd);
 	return 0;
