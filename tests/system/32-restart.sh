@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Restart-transparent consumers: a C consumer (daqiri-consume --reconnect
-# --verify) and a Python one (reconnect, the default) keep running while
+# --verify), the same lossless (--lossless: re-subscribed lossless after
+# each restart) and a Python one (reconnect, the default) keep running while
 # the daemon is killed (SIGKILL) and started again, then stopped
 # (SIGTERM) and started again, on the same socket and port. Each sees
 # exactly one RESTART tensor per restart, every element of every tensor
@@ -31,15 +32,16 @@ restart_daemon() {
 	start_daemon
 }
 
-# phase N: both consumers on the new daemon, B batches, the accounting
-# of this instance, N tensors in all at each consumer.
+# phase N: the three consumers on the new daemon, B batches, the
+# accounting of this instance, N tensors in all at each consumer.
 phase() {
-	wait_consumers "(.consumers | length) == 2 and (.consumers | map(.state != \"new\") | all)"
+	wait_consumers "(.consumers | length) == 3 and (.consumers | map(.state != \"new\") | all)"
+	expect_eq "lossless subscriptions" "$(ctl -j consumers | jq '[.consumers[] | select(.policy == "lossless")] | length')" 1
 	inst=$(sed -n 's/.*control: daemon instance \([0-9a-f]*\).*/\1/p' "$T/daemon.log")
 	note "instance $inst: $B batches"
 	run_sim --batches $B --rate 20kpps --quiet
 	wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.published == $B and .handoff.open_bufs == 0"
-	wait_consumers "(.consumers | length) == 2 and (.consumers | map(.delivered == $B) | all)"
+	wait_consumers "(.consumers | length) == 3 and (.consumers | map(.delivered == $B) | all)"
 	read_stream
 	expect_eq "rx_packets + kernel = sim sent" $((i_rx_packets + i_kernel)) "$(sim_field sent)"
 	expect_eq "kernel drops" "$i_kernel" 0
@@ -56,6 +58,8 @@ phase() {
 start_daemon
 bg "$BUILD/daqiri-consume" -s "$SOCK" --reconnect --verify "$STREAM" > "$T/c.out" 2> "$T/c.err"
 C=$LAST_PID
+bg "$BUILD/daqiri-consume" -s "$SOCK" --reconnect --lossless --verify "$STREAM" > "$T/l.out" 2> "$T/l.err"
+L=$LAST_PID
 PYTHONPATH=$BUILD/python bg "$PY" tests/system/restart-consumer.py "$SOCK" "$STREAM" > "$T/py.out" 2> "$T/py.err"
 P=$LAST_PID
 wait_line "$T/py.out" '^subscribed'
@@ -69,6 +73,7 @@ restart_daemon TERM
 phase
 
 expect_eq "C consumer: restarts seen" "$(grep -c 'the daemon restarted' "$T/c.err")" 2
+expect_eq "lossless consumer: restarts seen" "$(grep -c 'the daemon restarted' "$T/l.err")" 2
 expect_eq "Python consumer: RESTART tensors" "$(grep -c '^restart ' "$T/py.out")" 2
 expect_eq "Python consumer: distinct instances" \
 	"$(sed -n 's/^tensor .*instance=\([0-9a-f]*\)/\1/p' "$T/py.out" | sort -u | wc -l)" 3
@@ -84,6 +89,10 @@ wait_gone "$C" 20
 expect_eq "C consumer exit" "$GONE_RC" 1
 grep -q 'stream "sensor0/sensor_tensor" changed when the daemon restarted: dtype fp16 -> int8' "$T/c.err" ||
 	fail "C consumer: no error naming the change: $(cat "$T/c.err")"
+wait_gone "$L" 20
+expect_eq "lossless consumer exit" "$GONE_RC" 1
+grep -q 'stream "sensor0/sensor_tensor" changed when the daemon restarted: dtype fp16 -> int8' "$T/l.err" ||
+	fail "lossless consumer: no error naming the change: $(cat "$T/l.err")"
 wait_gone "$P" 20
 expect_eq "Python consumer exit" "$GONE_RC" 0
 grep -q "^py .*end=error errno=116 .*dtype fp16 -> int8" "$T/py.out" ||
@@ -102,6 +111,12 @@ expect_eq "C consumer: held across a restart and checked" \
 	"$(echo "$sum" | sed -n 's/.*checked again \([0-9]*\).*/\1/p')" 2
 expect_eq "C consumer: verified elements" \
 	"$(echo "$sum" | sed -n 's/.*verified elements \([0-9]*\).*/\1/p')" $((3 * B * PPB * 16000))
+lsum=$(grep 'daqiri-consume: .*: tensors' "$T/l.err")
+note "$lsum"
+expect_eq "lossless consumer: tensors" "$(echo "$lsum" | sed -n 's/.*tensors \([0-9]*\),.*/\1/p')" $((3 * B))
+expect_eq "lossless consumer: errors" "$(echo "$lsum" | sed -n 's/.*errors \([0-9]*\).*/\1/p')" 0
+expect_eq "lossless consumer: restarts" "$(echo "$lsum" | sed -n 's/.*restarts \([0-9]*\).*/\1/p')" 2
+expect_eq "lossless consumer: RESTART tensors" "$(grep -c '^seq .*RESTART' "$T/l.out")" 2
 expect_eq "Python consumer: tensors" "$(kv "$T/py.out" tensors)" $((3 * B))
 expect_eq "Python consumer: errors" "$(kv "$T/py.out" errors)" 0
 expect_eq "Python consumer: held across a restart and checked" "$(kv "$T/py.out" rechecked)" 2
