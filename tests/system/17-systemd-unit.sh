@@ -8,7 +8,8 @@
 # refused at connect, only daqiri-admin adds flows, systemctl reload
 # applies a good file and fails on a broken one (the daemon runs on), the
 # watchdog restarts a stopped daemon, systemctl stop is orderly,
-# daqirid.socket activates it, DPDK runs in the sandbox, and poweroff
+# daqirid.socket activates it, a reconnecting consumer rides out
+# `systemctl restart` through it, DPDK runs in the sandbox, and poweroff
 # leaves nothing running. Nothing of the real
 # machine's /etc, /usr, /var or /tmp is written.
 . tests/system/lib.sh
@@ -346,6 +347,44 @@ ns systemctl stop daqirid.service || fail "systemctl stop daqirid failed"
 ns test -S "$SOCKP" || fail "stopping daqirid.service removed $SOCKP from daqirid.socket"
 ns daqirictl -s "$SOCKP" status > /dev/null || fail "no second activation after a stop"
 echo "   ok  activated twice, as daqiri, on the passed socket"
+
+note "systemctl restart under a reconnecting consumer: it waits in daqirid.socket's backlog"
+ns setpriv --reuid=65534 --regid=65534 --groups="$DGID" \
+	daqiri-consume -s "$SOCKP" --reconnect --verify --quiet --count 8 --timeout 30 \
+	sensor0/sensor_tensor > "$S/restart.out" 2>&1 &
+RCONS=$!
+PIDS="$PIDS $RCONS"
+# served: one subscription that the receive thread has taken up
+served() {
+	i=0
+	until ns daqirictl -s "$SOCKP" -j consumers 2> /dev/null |
+	    jq -e '.consumers | length == 1 and all(.state == "active")' > /dev/null 2>&1; do
+		kill -0 "$RCONS" 2> /dev/null || fail "the reconnecting consumer exited: $(cat "$S/restart.out")"
+		i=$((i + 1)); [ $i -lt 400 ] || fail "the reconnecting consumer's subscription did not appear"
+		sleep 0.05
+	done
+}
+served
+ns daqiri-sim -c /etc/daqiri/daqirid.yaml --batches 4 --rate 20kpps --quiet > "$S/sim.out" 2>&1 ||
+	fail "daqiri-sim failed: $(cat "$S/sim.out")"
+i=0
+until ns daqirictl -s "$SOCKP" -j consumers | jq -e '.consumers[0].delivered == 4' > /dev/null 2>&1; do
+	i=$((i + 1)); [ $i -lt 400 ] || fail "the reconnecting consumer did not get 4 tensors"
+	sleep 0.05
+done
+OLD=$(ns systemctl show -P MainPID daqirid.service)
+ns systemctl restart daqirid.service || fail "systemctl restart daqirid failed"
+NEW=$(ns systemctl show -P MainPID daqirid.service)
+[ "$NEW" -gt 0 ] && [ "$NEW" != "$OLD" ] || fail "systemctl restart left MainPID $OLD -> $NEW"
+served
+ns daqiri-sim -c /etc/daqiri/daqirid.yaml --batches 4 --rate 20kpps --quiet > "$S/sim.out" 2>&1 ||
+	fail "daqiri-sim failed: $(cat "$S/sim.out")"
+wait_gone "$RCONS" 30
+[ "$GONE_RC" = 0 ] || fail "the reconnecting consumer failed ($GONE_RC): $(cat "$S/restart.out")"
+sum=$(grep ': tensors ' "$S/restart.out" | tail -1)
+expect_eq "tensors across systemctl restart" "$(echo "$sum" | sed -n 's/.*tensors \([0-9]*\),.*/\1/p')" 8
+expect_eq "restarts seen" "$(echo "$sum" | sed -n 's/.*restarts \([0-9]*\).*/\1/p')" 1
+expect_eq "verification errors" "$(echo "$sum" | sed -n 's/.*errors \([0-9]*\).*/\1/p')" 0
 
 note "DPDK in the sandbox: etc/examples/pcap-replay.yaml as the unit's config"
 # EAL as daqiri, with three capabilities, no_new_privs, the system call
