@@ -36,16 +36,6 @@
 #define CONSUME_STALL_NS	2000000000ull
 #define NPY_ALIGN		64
 
-/* The public dtype enum is the config's, value for value (control.c
- * asserts the daemon side; this is the consumer side). */
-_Static_assert((int)DAQIRI_DTYPE_RAW == (int)DAQIRI_DTYPE_RAW &&
-    (int)DAQIRI_DTYPE_FP16 == (int)DAQIRI_DTYPE_FP16 &&
-    (int)DAQIRI_DTYPE_BF16 == (int)DAQIRI_DTYPE_BF16 &&
-    (int)DAQIRI_DTYPE_FP64 == (int)DAQIRI_DTYPE_FP64 &&
-    (int)DAQIRI_DTYPE_MAX == (int)DAQIRI_DTYPE_MAX, "dtype enums agree");
-_Static_assert((int)DAQIRI_FILL_NAN == (int)DAQIRI_FILL_NAN &&
-    (int)DAQIRI_FILL_KEEP == (int)DAQIRI_FILL_KEEP, "fill enums agree");
-
 struct opts {
 	const char *sock;
 	const char *stream;
