@@ -371,6 +371,10 @@ done
 # (confirmed first): P_D P_DC P_B P_BC P_RATIO P_DOK P_BOK P_MODE, P_MODE
 # empty when a side was not run. The targets (ratio >= 0.9, at least
 # MIN_GBS, lossless over 30 s) are reported, never enforced.
+yn() {
+	if [ "$1" = 1 ]; then echo yes; else echo "no, the last try's figure"; fi
+}
+
 pair() {
 	: > "$T/pair"
 	for mode in $MODES; do
@@ -386,7 +390,7 @@ EOF
 $bl
 EOF
 		ratio=$(awk -v d="$d" -v r="$b" 'BEGIN { printf "%.3f", (r > 0 ? d / r : 0) }')
-		say "$1, sender $mode: $2 ${d} GB/s lossless (confirmed=$dok, ${dc} CPU-s/GB), $3 ${b} GB/s (confirmed=$bok, ${bc} CPU-s/GB), ratio ${ratio}"
+		say "$1, sender $mode: $2 ${d} GB/s (lossless over ${FULL_S}s: $(yn "$dok"), ${dc} CPU-s/GB), $3 ${b} GB/s (lossless over ${FULL_S}s: $(yn "$bok"), ${bc} CPU-s/GB), ratio ${ratio}"
 		echo "$mode $d $dc $b $bc $ratio $dok $bok" >> "$T/pair"
 	done
 	P_MODE=""
