@@ -73,7 +73,7 @@ struct hconn {
 /* --- the socket -------------------------------------------------------- */
 
 static int
-bind_unix(struct http *h, const char *path, char *err, size_t errlen)
+bind_unix_at(struct http *h, const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -121,6 +121,18 @@ bind_unix(struct http *h, const char *path, char *err, size_t errlen)
 			log_warn("daemon.metrics_listen 'unix:%s': chmod %o",
 			    path, h->o.unix_mode);
 	}
+	return fd;
+}
+
+/* The socket is made owner-only and chmod then opens it to unix_mode,
+ * so it is never wider than asked in between (main thread, at start). */
+static int
+bind_unix(struct http *h, const char *path, char *err, size_t errlen)
+{
+	mode_t old = umask(0177);
+	int fd = bind_unix_at(h, path, err, errlen);
+
+	umask(old);
 	return fd;
 }
 

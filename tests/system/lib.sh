@@ -128,12 +128,17 @@ sstat() {
 # read_stream: counters of $STREAM and of interface 0 as shell variables:
 # r_<reorder counter>, h_<handoff counter>, i_<interface counter>.
 read_stream() {
+	# Nothing from an earlier call survives: a stream that is gone must
+	# not read as its old counters.
+	# shellcheck disable=SC2046 # the names, one word each
+	unset $(set | sed -n 's/^\([rhi]_[a-z0-9_]*\)=.*/\1/p')
 	eval "$(ctl -j stats | jq -r --arg s "$STREAM" '
 		(.streams[] | select(.name == $s) |
 		 (.reorder | to_entries[] | "r_\(.key)=\(.value)"),
 		 (.handoff | to_entries[] | "h_\(.key)=\(.value)")),
 		(.interfaces[0] | to_entries[] | select(.value | type == "number") |
 		 "i_\(.key)=\(.value)")')"
+	[ -n "${r_packets_in:-}" ] || fail "read_stream: no reorder counters of $STREAM in stats"
 }
 
 # consumer PID FIELD: a field of that process's subscription ("" if none).
