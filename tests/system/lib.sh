@@ -147,11 +147,13 @@ consumer() {
 		"[.consumers[] | select(.pid == \$p)][0] // {} | .$2 // empty"
 }
 
-# wait_consumers JQ-CONDITION [seconds]: until `consumers` satisfies it.
+# wait_consumers JQ-CONDITION [seconds]: until `consumers` satisfies it
+# and no subscription is still "new" (answered, but not yet taken up by
+# its receive thread: a tensor published then reaches it not).
 wait_consumers() {
 	i=0
 	lim=$(( ${2:-10} * 20 ))
-	while [ "$(ctl -j consumers | jq -r "$1")" != "true" ]; do
+	while [ "$(ctl -j consumers | jq -r "($1) and ([.consumers[] | select(.state == \"new\")] | length == 0)")" != "true" ]; do
 		i=$((i + 1)); [ $i -lt $lim ] || fail "timed out waiting for: $1"
 		sleep 0.05
 	done
