@@ -236,6 +236,79 @@ int daqiri_unsubscribe(struct daqiri_sub *sub);
 
 /* Static names of the shared enums: daqiri_types.h. */
 
+
+/*
+ * TX channels (libdaqiri-client(3) "TRANSMIT"): send payloads to the
+ * instrument through a tx queue of the daemon. The consumer writes
+ * payloads only, into buffers of its own pool (shared with the daemon,
+ * writable by this process alone); the daemon writes every header from
+ * its configuration, so a channel reaches only the destination the
+ * configuration names. Needs root or the daemon's admin group.
+ */
+struct daqiri_tx;		/* one TX channel on a connection */
+
+/* Options of daqiri_tx_open(); zero fields take the defaults. */
+struct daqiri_tx_opts {
+	size_t size;			/* sizeof(struct daqiri_tx_opts) */
+	uint32_t nbufs;			/* pool buffers; 0 = the daemon's
+					 * default (DAQIRI_TX_NBUFS_DEFAULT,
+					 * at most the queue region's
+					 * num_bufs) */
+};
+
+/* A writable pool buffer: fill data[0 .. len) and send it. */
+struct daqiri_tx_buf {
+	void *data;
+	uint32_t cap;			/* the channel's largest payload */
+	uint32_t len;			/* payload bytes to send; set it */
+	uint32_t index;			/* the library's; do not change */
+};
+
+/* What a channel is and did; daqiri_tx_stats(). */
+struct daqiri_tx_stats {
+	size_t size;			/* sizeof(struct daqiri_tx_stats) */
+	char queue[128];		/* "<interface>/<tx queue>" */
+	uint32_t nbufs;
+	uint32_t buf_size;		/* largest payload */
+	uint32_t free;			/* buffers the caller may take now */
+	uint64_t sent;			/* completions: sent */
+	uint64_t failed;		/* completions: too big or engine
+					 * error or queue stopped */
+	uint64_t ring_full;		/* daqiri_tx_buf() / _send() that
+					 * returned -EAGAIN */
+};
+
+/* Open a TX channel on queue ("<interface>/<tx queue>"). opts NULL =
+ * defaults. 0 and *out, or -ENOENT (no such tx queue), -EPERM (not root
+ * or admin), -EINVAL, -ENOMEM, ... with daqiri_last_error(). */
+int daqiri_tx_open(struct daqiri *d, const char *queue,
+		   const struct daqiri_tx_opts *opts, struct daqiri_tx **out);
+/* Take a free buffer (collecting completions first). 0, or -EAGAIN
+ * when every buffer is submitted and none has completed yet. */
+int daqiri_tx_buf(struct daqiri_tx *tx, struct daqiri_tx_buf *buf);
+/* Submit n buffers (each from daqiri_tx_buf(), len set), in order.
+ * Returns how many were submitted (n, or fewer when the ring is full:
+ * the rest stay the caller's), or -EINVAL (a buffer not taken from this
+ * channel, or len over cap: nothing was submitted), -ENOTCONN (the
+ * daemon closed the channel or the connection). */
+int daqiri_tx_send(struct daqiri_tx *tx, struct daqiri_tx_buf *bufs,
+		   unsigned n);
+/* Give back a buffer without sending it. 0 or -EINVAL. */
+int daqiri_tx_discard(struct daqiri_tx *tx, struct daqiri_tx_buf *buf);
+/* Wait until every submitted buffer completed or timeout_ms passed
+ * (-1 = forever). 0, -ETIMEDOUT, -ENOTCONN, -EINTR. */
+int daqiri_tx_flush(struct daqiri_tx *tx, int timeout_ms);
+/* Wait until a buffer is free (as daqiri_tx_flush() for one). */
+int daqiri_tx_wait(struct daqiri_tx *tx, int timeout_ms);
+int daqiri_tx_stats(struct daqiri_tx *tx, struct daqiri_tx_stats *out);
+/* The fd that becomes readable when completions arrive after
+ * daqiri_tx_arm() returned 0 (for the caller's own poll loop). */
+int daqiri_tx_fd(const struct daqiri_tx *tx);
+int daqiri_tx_arm(struct daqiri_tx *tx);
+/* Close the channel (tx_close; buffers not yet completed are the
+ * daemon's to finish or drop) and free it. NULL-safe. */
+int daqiri_tx_close(struct daqiri_tx *tx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -97,6 +97,27 @@ struct cfg_socket {
 	int retry_connect_s;
 };
 
+/*
+ * Where a tx queue sends: the headers the daemon writes (daqiri's
+ * `destination:` map of a tx queue, daqirid.yaml(5) "tx"). Addresses and
+ * ports in host byte order. The socket engine sends from local_addr's
+ * address (and udp_src when given) to ipv4_dst:udp_dst, which default to
+ * socket_config.remote_addr; the DPDK engine writes Ethernet, IPv4 and
+ * UDP headers from these fields (eth_src defaults to the port's MAC).
+ */
+struct cfg_tx_dest {
+	bool has_eth_src, has_eth_dst;
+	bool has_ipv4_src, has_ipv4_dst;
+	bool has_udp_src, has_udp_dst;
+	bool has_ttl, has_dscp;
+	uint8_t eth_src[6], eth_dst[6];
+	uint32_t ipv4_src, ipv4_dst;
+	uint16_t udp_src, udp_dst;
+	uint8_t ttl;			/* default 64 */
+	uint8_t dscp;			/* default 0 */
+	struct cfg_pos pos;
+};
+
 struct cfg_queue {
 	char name[CFG_NAME_MAX];
 	uint32_t id;
@@ -109,6 +130,7 @@ struct cfg_queue {
 	enum cfg_poll_mode poll_mode;
 	/* tx only */
 	bool offload_tx_eth_src;
+	struct cfg_tx_dest dest;
 	struct cfg_pos pos;
 };
 

@@ -651,6 +651,11 @@ do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
 			r = o->unsubscribe(c->ctx, &k->peer,
 			    m->u.unsub.sub_id, &err);
 		break;
+	case DAQIRI_MSG_TX_CLOSE:
+		if (o->tx_close != NULL)
+			r = o->tx_close(c->ctx, &k->peer,
+			    m->u.tx_close.tx_id, &err);
+		break;
 	default:
 		r = DAQIRI_ST_INTERNAL;
 		break;
@@ -707,6 +712,39 @@ close_fds(struct control_sub_fds *f)
 	f->n = 0;
 }
 
+/*
+ * Send reply, then each of the n fds in its own numbered sub_fd message
+ * (id: the subscription or channel). conn_send owns each fd once handed
+ * over; it closes the connection on failure, and the daemon's
+ * conn_closed() ends what the fds belonged to. What is not sent is
+ * closed.
+ */
+static void
+send_reply_fds(struct control *c, struct conn *k, cJSON *reply,
+	       uint64_t conn_id, uint32_t id, uint32_t n,
+	       const enum daqiri_fd_kind *kinds, struct control_sub_fds *fds)
+{
+	uint32_t i;
+
+	if (conn_send(c, k, reply, -1) < 0) {
+		close_fds(fds);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		int f = fds->fd[i];
+
+		fds->fd[i] = -1;
+		if (conn_find(c, conn_id) == NULL) {
+			close(f);
+			break;
+		}
+		if (conn_send(c, k, daqiri_sub_fd_new(id, i, n, kinds[i]),
+		    f) < 0)
+			break;
+	}
+	close_fds(fds);
+}
+
 static void
 do_subscribe(struct control *c, struct conn *k, const struct daqiri_msg *m)
 {
@@ -756,26 +794,60 @@ do_subscribe(struct control *c, struct conn *k, const struct daqiri_msg *m)
 		cJSON_Delete(reply);
 		reply = NULL;
 	}
-	if (conn_send(c, k, reply, -1) < 0) {
-		close_fds(&fds);
+	send_reply_fds(c, k, reply, conn_id, info.sub_id, info.nfds, info.fds,
+	    &fds);
+}
+
+static void
+do_tx_open(struct control *c, struct conn *k, const struct daqiri_msg *m)
+{
+	struct daqiri_err err = { .status = DAQIRI_ST_OK };
+	struct control_sub_fds fds = { .n = 0 };
+	struct daqiri_tx_info info;
+	struct daqiri_err ierr = { .status = DAQIRI_ST_OK };
+	uint64_t conn_id = k->peer.conn_id;
+	cJSON *reply;
+	uint32_t i;
+	int r;
+
+	memset(&info, 0, sizeof(info));
+	for (i = 0; i < DAQIRI_SUB_MAX_FDS; i++)
+		fds.fd[i] = -1;
+	if (c->ops->tx_open == NULL) {
+		send_error(c, k, m->type, m, DAQIRI_ST_NOT_SUPPORTED, NULL);
 		return;
 	}
-	for (i = 0; i < info.nfds; i++) {
-		int f = fds.fd[i];
-
-		/* conn_send owns f from here on; it closes the connection
-		 * on failure, and the daemon's conn_closed() ends the
-		 * subscription. */
-		fds.fd[i] = -1;
-		if (conn_find(c, conn_id) == NULL) {
-			close(f);
-			break;
-		}
-		if (conn_send(c, k, daqiri_sub_fd_new(info.sub_id, i,
-		    info.nfds, info.fds[i]), f) < 0)
-			break;
+	r = c->ops->tx_open(c->ctx, &m->u.tx, &k->peer, &info, &fds, &err);
+	if (fds.n < 0 || fds.n > DAQIRI_SUB_MAX_FDS)
+		fds.n = DAQIRI_SUB_MAX_FDS;
+	if (run_status(r, &err) < 0) {
+		close_fds(&fds);
+		send_error(c, k, m->type, m, err.status, err.msg);
+		return;
 	}
-	close_fds(&fds);
+	for (i = 0; i < (uint32_t)fds.n; i++)
+		if (fds.fd[i] < 0)
+			break;
+	if (daqiri_tx_info_check(&info, &ierr) < 0 ||
+	    (uint32_t)fds.n != info.nfds || i != info.nfds) {
+		log_warnx("control: TX channel on \"%s\" has inconsistent "
+		    "metadata: %s", m->u.tx.queue,
+		    ierr.status != DAQIRI_ST_OK ? ierr.msg : "fd count");
+		close_fds(&fds);
+		if (c->ops->tx_close != NULL && info.tx_id != 0)
+			c->ops->tx_close(c->ctx, &k->peer, info.tx_id, &ierr);
+		send_error(c, k, m->type, m, DAQIRI_ST_INTERNAL,
+		    "inconsistent TX channel metadata");
+		return;
+	}
+	reply = daqiri_reply_new(m->type, m->has_id ? (int64_t)m->id : -1,
+	    DAQIRI_ST_OK, NULL);
+	if (reply != NULL && daqiri_tx_info_encode(&info, reply) < 0) {
+		cJSON_Delete(reply);
+		reply = NULL;
+	}
+	send_reply_fds(c, k, reply, conn_id, info.tx_id, info.nfds, info.fds,
+	    &fds);
 }
 
 static void
@@ -814,6 +886,9 @@ handle_msg(struct control *c, struct conn *k, ssize_t n)
 		break;
 	case DAQIRI_MSG_SUBSCRIBE:
 		do_subscribe(c, k, &m);
+		break;
+	case DAQIRI_MSG_TX_OPEN:
+		do_tx_open(c, k, &m);
 		break;
 	default:
 		do_simple(c, k, &m);
@@ -1217,6 +1292,19 @@ control_sub_closed(struct control *c, uint64_t conn_id, uint32_t sub_id,
 	if (k == NULL)
 		return -ENOENT;
 	conn_send(c, k, daqiri_event_new(DAQIRI_EV_SUB_CLOSED, sub_id, why,
+	    message), -1);
+	return 0;
+}
+
+int
+control_tx_closed(struct control *c, uint64_t conn_id, uint32_t tx_id,
+		  enum daqiri_status why, const char *message)
+{
+	struct conn *k = c != NULL ? conn_find(c, conn_id) : NULL;
+
+	if (k == NULL)
+		return -ENOENT;
+	conn_send(c, k, daqiri_event_new(DAQIRI_EV_TX_CLOSED, tx_id, why,
 	    message), -1);
 	return 0;
 }

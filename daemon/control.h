@@ -94,6 +94,22 @@ struct control_ops {
 		      struct daqiri_err *err);
 	/* The running config, normalised. */
 	int (*config)(void *ctx, cJSON *reply, struct daqiri_err *err);
+	/*
+	 * Open a TX channel for peer (admin peers only, as flow_add): fill
+	 * *info completely (checked with daqiri_tx_info_check(); an
+	 * inconsistent one is answered "internal" and undone through
+	 * tx_close) and put its fds into *fds in info->fds order; control
+	 * owns them whatever the result, as for subscribe.
+	 */
+	int (*tx_open)(void *ctx, const struct daqiri_tx_req *req,
+		       const struct control_peer *peer,
+		       struct daqiri_tx_info *info, struct control_sub_fds *fds,
+		       struct daqiri_err *err);
+	/* Close channel tx_id of this connection (no such ->
+	 * no_such_subscription: channel and subscription ids share one
+	 * space per connection). */
+	int (*tx_close)(void *ctx, const struct control_peer *peer,
+			uint32_t tx_id, struct daqiri_err *err);
 };
 
 /* Counters, for stats and status output ("control" object). */
@@ -186,6 +202,11 @@ void control_tick(struct control *c, uint64_t now_ns);
  */
 int control_sub_closed(struct control *c, uint64_t conn_id, uint32_t sub_id,
 		       enum daqiri_status why, const char *message);
+
+/* The same for a TX channel the daemon ended (event tx_closed, its
+ * "sub" the channel id). */
+int control_tx_closed(struct control *c, uint64_t conn_id, uint32_t tx_id,
+		      enum daqiri_status why, const char *message);
 
 /* Close a connection from the daemon's side (conn_closed is called).
  * Returns 0 or -ENOENT. */

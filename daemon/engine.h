@@ -67,6 +67,7 @@ struct engine_opts {
 #define ENGINE_RCVBUF_MIN	(64u << 20)
 
 struct engine_ops;
+struct engine_tx_ops;
 
 /* Every engine's per-interface state begins with this (the rest is the
  * engine's own), and every queue's with struct engine_rxq. */
@@ -147,11 +148,85 @@ struct engine_ops {
 	 */
 	void (*set_wake_fd)(struct engine_rxq *q, int fd);
 
+	/* Transmit (NULL: the engine does not transmit). */
+	const struct engine_tx_ops *tx;
+
 	/* Close and free everything. NULL-safe, safe on a half-built engine.
 	 * Workers must have stopped calling into its queues. */
 	void (*fini)(struct engine *e);
 };
 #define ENGINE_BUSY_WAKE_SPINS	256
+
+/*
+ * Transmit (DESIGN.md "TX"). One engine_txq per configured tx queue; the
+ * payloads come from a consumer's channel pool (daemon/tx.h) and the
+ * engine writes every header from the configuration (the queue's
+ * destination: the socket engine's connected UDP socket, the DPDK
+ * engine's Ethernet/IPv4/UDP template), so a payload can reach only the
+ * address the configuration names.
+ */
+struct engine_txq {
+	struct engine *engine;
+	int qi;				/* index into ifc->tx.queues */
+	uint32_t queue_id;		/* cfg_queue.id */
+	uint32_t max_payload;		/* largest payload tx_burst() takes:
+					 * the region's buf_size, the UDP
+					 * limit, max_payload_size and (DPDK)
+					 * the port's MTU less the headers */
+};
+
+/* One payload to send. tag is the caller's (the channel and buffer it
+ * came from); tx_done() hands it back once the engine no longer reads
+ * data. */
+struct engine_tx_pkt {
+	const void *data;
+	uint32_t len;			/* <= txq->max_payload */
+	uint64_t tag;
+};
+
+/* Counters of one tx queue since init; monotonic. */
+struct engine_tx_stats {
+	uint64_t tx_packets;		/* payloads handed to the kernel/NIC */
+	uint64_t tx_bytes;		/* their payload bytes */
+	uint64_t errors;		/* payloads the engine failed to send */
+	uint64_t calls;			/* sendmmsg / rte_eth_tx_burst calls */
+	uint64_t full;			/* calls that found the queue full */
+	uint64_t gso_sends;		/* socket: messages sent with
+					 * UDP_SEGMENT (several payloads) */
+};
+
+struct engine_tx_ops {
+	/* The handle of tx queue qi (index into ifc->tx.queues), NULL when
+	 * out of range or the interface has no tx. Main thread, after init. */
+	struct engine_txq *(*txq)(struct engine *e, int qi);
+
+	/*
+	 * Send up to n payloads, in order, from the tx worker of q only.
+	 * Returns how many were accepted (0..n). When fewer than n: *err is
+	 * -EAGAIN when the queue is full (p[ret] was not tried: offer it
+	 * again later), or another negative errno when p[ret] itself failed
+	 * (the caller drops it, counted engine_error, and goes on with
+	 * p[ret + 1]). *err is 0 when all were accepted. An accepted
+	 * payload's memory may be read until tx_done() returns its tag.
+	 */
+	int (*tx_burst)(struct engine_txq *q, const struct engine_tx_pkt *p,
+			unsigned n, int *err);
+
+	/*
+	 * Tags of accepted payloads the engine no longer reads, up to max,
+	 * in any order (the socket engine copies in sendmmsg: at once; DPDK
+	 * with external mbufs: when the PMD frees them). Tx worker only.
+	 */
+	unsigned (*tx_done)(struct engine_txq *q, uint64_t *tags, unsigned max);
+
+	/* Copy the queue's counters into *out (0 or a negative errno). */
+	int (*tx_stats)(struct engine_txq *q, struct engine_tx_stats *out);
+};
+
+/* The tx ops of an engine kind (NULL when it has none). Each engine
+ * sets them up for its tx queues in init(). */
+extern const struct engine_tx_ops engine_socket_tx_ops;
+extern const struct engine_tx_ops engine_dpdk_tx_ops;
 
 /* The socket engine (engine_socket.c) and the DPDK engine (engine_dpdk.c). */
 extern const struct engine_ops engine_socket_ops;

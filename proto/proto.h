@@ -5,7 +5,7 @@
  * passing helpers (AF_UNIX SOCK_SEQPACKET, one JSON object per message,
  * at most one fd by SCM_RIGHTS). The catalogue is proto/PROTOCOL.md.
  * Implemented in proto_names.c (name tables, status codes), proto_msg.c
- * (decoder, encoders, subscribe metadata), proto_parts.c (replies in
+ * (decoder, encoders, subscribe and tx_open metadata), proto_parts.c (replies in
  * parts) and proto_wire.c (send, receive, fds). Depends on libc and cJSON
  * only (it is fuzzed alone).
  */
@@ -76,6 +76,8 @@ enum daqiri_msg_type {
 	DAQIRI_MSG_FLOW_DEL,
 	DAQIRI_MSG_RELOAD,	/* re-read the config; apply all or nothing */
 	DAQIRI_MSG_CONFIG,	/* the running config, normalised */
+	DAQIRI_MSG_TX_OPEN,	/* open a TX channel on a tx queue */
+	DAQIRI_MSG_TX_CLOSE,	/* close one */
 	DAQIRI_MSG_REPLY,	/* daemon: the answer to one request */
 	DAQIRI_MSG_SUB_FD,	/* daemon: one fd of a subscription, numbered */
 	DAQIRI_MSG_EVENT,	/* daemon: unsolicited (subscription ended) */
@@ -114,12 +116,15 @@ enum daqiri_fd_kind {
 	DAQIRI_FD_BITMAP,	/* "bitmap": read-only sidecar memfd */
 	DAQIRI_FD_RING,		/* "ring": the ring pair memfd (read-write) */
 	DAQIRI_FD_WAKE,		/* "wake": socket the daemon wakes a sleeper on */
+	DAQIRI_FD_TX_RING,	/* "tx_ring": a TX channel's ring pair memfd */
+	DAQIRI_FD_TX_POOL,	/* "tx_pool": its payload pool (read-write) */
 	DAQIRI_FD_MAX
 };
 
 /* Unsolicited events. */
 enum daqiri_event_kind {
 	DAQIRI_EV_SUB_CLOSED,	/* "sub_closed": the daemon ended a subscription */
+	DAQIRI_EV_TX_CLOSED,	/* "tx_closed": ... a TX channel ("sub" is its id) */
 	DAQIRI_EV_MAX
 };
 
@@ -137,6 +142,32 @@ struct daqiri_sub_req {
 	uint32_t depth;			/* 0 = default, else power of two in ring range */
 	uint32_t max_held;		/* 0 = default, else 1..DAQIRI_MAX_HELD_MAX */
 	enum daqiri_sub_policy policy;	/* "policy", optional: latest */
+};
+
+/* tx_open request (PROTOCOL.md "TX channels"). */
+struct daqiri_tx_req {
+	char queue[DAQIRI_STREAM_NAME_MAX];	/* "<interface>/<tx queue>" */
+	uint32_t nbufs;			/* 0 = default, else 1..DAQIRI_TX_NBUFS_MAX */
+};
+
+/*
+ * The tx_open reply: a channel's geometry. Buffer i of the pool starts at
+ * i * buf_stride in the tx_pool memfd and takes up to buf_size payload
+ * bytes; the fds follow as sub_fd messages (their "sub" is tx_id) in the
+ * order tx_ring, tx_pool, wake.
+ */
+struct daqiri_tx_info {
+	uint32_t tx_id;			/* >= 1, unique per connection, shared
+					 * with subscription ids */
+	char queue[DAQIRI_STREAM_NAME_MAX];
+	uint32_t nbufs;			/* 1..DAQIRI_TX_NBUFS_MAX */
+	uint32_t buf_size;		/* largest payload, >= 1 */
+	uint32_t buf_stride;		/* daqiri_tx_pool_geometry() */
+	uint64_t pool_bytes;
+	uint32_t ring_depth;		/* daqiri_txring_depth(nbufs) */
+	uint64_t ring_bytes;		/* daqiri_txring_size(ring_depth) */
+	uint32_t nfds;			/* 3 */
+	enum daqiri_fd_kind fds[DAQIRI_SUB_MAX_FDS];
 };
 
 /* flow_list (iface may be ""), flow_add, flow_del. Addresses, ports and
@@ -209,6 +240,10 @@ struct daqiri_msg {
 			char client[DAQIRI_NAME_MAX];	/* "" when not given */
 		} hello;
 		struct daqiri_sub_req sub;
+		struct daqiri_tx_req tx;
+		struct {
+			uint32_t tx_id;
+		} tx_close;
 		struct {
 			uint32_t sub_id;
 		} unsub;
@@ -248,8 +283,8 @@ const char *daqiri_fd_kind_name(enum daqiri_fd_kind k);
 /* The names of the shared enums (daqiri_types.h) are defined in
  * proto_names.c. */
 
-/* Whether a request type changes daemon state (needs root or the admin
- * group): flow_add, flow_del, reload. */
+/* Whether a request type changes daemon state or reaches the instrument
+ * (needs root or the admin group): flow_add, flow_del, reload, tx_open. */
 bool daqiri_msg_is_mutating(enum daqiri_msg_type t);
 
 /* Status <-> errno, for the client's return values and the daemon's
@@ -325,6 +360,20 @@ int daqiri_sub_info_decode(const cJSON *reply, struct daqiri_sub_info *s,
  * without the NUL, or -EMSGSIZE when it does not fit in cap or in
  * DAQIRI_MSG_SIZE_MAX, -ENOMEM. */
 int daqiri_msg_print(const cJSON *obj, char *buf, size_t cap);
+
+/* ---- proto_msg.c: TX channels */
+
+/* Add a tx_open request's fields to obj: 0, -ENOMEM or -EINVAL. */
+int daqiri_tx_req_encode(const struct daqiri_tx_req *req, cJSON *obj);
+/* Check a daqiri_tx_info (geometry as txring.h computes it, fds
+ * tx_ring, tx_pool, wake): 0 or -1 with *err. */
+int daqiri_tx_info_check(const struct daqiri_tx_info *t,
+			 struct daqiri_err *err);
+/* Add the metadata to a tx_open reply: 0, -ENOMEM, -EINVAL. */
+int daqiri_tx_info_encode(const struct daqiri_tx_info *t, cJSON *reply);
+/* Read and check a tx_open reply's metadata: 0 or -1 with *err. */
+int daqiri_tx_info_decode(const cJSON *reply, struct daqiri_tx_info *t,
+			  struct daqiri_err *err);
 
 /* ---- proto_parts.c */
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The message codecs (proto.h): the validating decoder of every message,
- * the encoders, and the subscribe reply's metadata (check, encode,
- * decode). Every value that comes off the wire is checked here, before
+ * the encoders, and the subscribe and tx_open replies' metadata (check,
+ * encode, decode). Every value that comes off the wire is checked here, before
  * any handler sees it.
  */
 #include <arpa/inet.h>
@@ -15,6 +15,7 @@
 #include "proto.h"
 #include "proto_internal.h"
 #include "ring.h"
+#include "txring.h"
 
 /* Integers travel as JSON numbers (doubles): exact up to 2^53. */
 #define PROTO_JSON_INT_MAX	9007199254740992.0
@@ -191,6 +192,9 @@ static const char *const keys_flow_add[] = { COMMON_KEYS, "interface",
 	"flow_id", "name", "queue", "match", NULL };
 static const char *const keys_flow_del[] = { COMMON_KEYS, "interface",
 	"flow_id", NULL };
+static const char *const keys_tx_open[] = { COMMON_KEYS, "queue", "nbufs",
+	NULL };
+static const char *const keys_tx_close[] = { COMMON_KEYS, "tx", NULL };
 static const char *const keys_match[] = { "udp_src", "udp_dst", "ipv4_src",
 	"ipv4_dst", "ipv4_len", NULL };
 
@@ -481,6 +485,9 @@ decode_event(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 	return 0;
 }
 
+static int tx_open_decode(const cJSON *o, struct daqiri_tx_req *t,
+			  struct daqiri_err *err);
+
 static int
 decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 {
@@ -497,6 +504,8 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 		[DAQIRI_MSG_FLOW_DEL] = keys_flow_del,
 		[DAQIRI_MSG_RELOAD] = keys_none,
 		[DAQIRI_MSG_CONFIG] = keys_none,
+		[DAQIRI_MSG_TX_OPEN] = keys_tx_open,
+		[DAQIRI_MSG_TX_CLOSE] = keys_tx_close,
 	};
 
 	/* Requests are strict; daemon messages may grow payload fields. */
@@ -517,6 +526,11 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 	case DAQIRI_MSG_FLOW_ADD:
 	case DAQIRI_MSG_FLOW_DEL:
 		return decode_flow(m->type, o, &m->u.flow, err);
+	case DAQIRI_MSG_TX_OPEN:
+		return tx_open_decode(o, &m->u.tx, err);
+	case DAQIRI_MSG_TX_CLOSE:
+		return get_u32(o, "tx", true, 1, UINT32_MAX,
+		    &m->u.tx_close.tx_id, err) < 0 ? -1 : 0;
 	case DAQIRI_MSG_REPLY:
 		return decode_reply(o, m, err);
 	case DAQIRI_MSG_SUB_FD:
@@ -1125,6 +1139,143 @@ daqiri_sub_info_decode(const cJSON *o, struct daqiri_sub_info *s,
 		s->fds[s->nfds++] = (enum daqiri_fd_kind)k;
 	}
 	return daqiri_sub_info_check(s, err);
+}
+
+
+/* ---- TX channels (PROTOCOL.md "TX channels") */
+
+static int
+tx_open_decode(const cJSON *o, struct daqiri_tx_req *t, struct daqiri_err *err)
+{
+	if (get_str(o, "queue", true, sizeof(t->queue), STR_PATH_NAME,
+	    t->queue, err) < 0 ||
+	    get_u32(o, "nbufs", false, 0, DAQIRI_TX_NBUFS_MAX, &t->nbufs,
+	    err) < 0)
+		return -1;
+	return 0;
+}
+
+int
+daqiri_tx_req_encode(const struct daqiri_tx_req *req, cJSON *obj)
+{
+	if (req == NULL || obj == NULL ||
+	    !str_ok(req->queue, sizeof(req->queue), true) ||
+	    req->nbufs > DAQIRI_TX_NBUFS_MAX)
+		return -EINVAL;
+	if (cJSON_AddStringToObject(obj, "queue", req->queue) == NULL ||
+	    (req->nbufs != 0 && cJSON_AddNumberToObject(obj, "nbufs",
+	    (double)req->nbufs) == NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+int
+daqiri_tx_info_check(const struct daqiri_tx_info *t, struct daqiri_err *err)
+{
+	static const enum daqiri_fd_kind want[] = {
+		DAQIRI_FD_TX_RING, DAQIRI_FD_TX_POOL, DAQIRI_FD_WAKE,
+	};
+	uint32_t stride;
+	uint64_t pool;
+
+	if (t->tx_id == 0)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE, "tx id 0");
+	if (!str_ok(t->queue, sizeof(t->queue), true))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "bad queue name");
+	if (!daqiri_tx_pool_geometry(t->nbufs, t->buf_size, &stride, &pool) ||
+	    t->buf_stride != stride || t->pool_bytes != pool)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "pool of %u buffers of %u bytes (stride %u, %llu bytes) "
+		    "is not consistent", t->nbufs, t->buf_size,
+		    t->buf_stride, (unsigned long long)t->pool_bytes);
+	if (t->ring_depth != daqiri_txring_depth(t->nbufs) ||
+	    t->ring_bytes != daqiri_txring_size(t->ring_depth))
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "ring depth %u / %llu bytes for %u buffers", t->ring_depth,
+		    (unsigned long long)t->ring_bytes, t->nbufs);
+	if (t->nfds != (sizeof(want) / sizeof(want[0])))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "a channel has %u fds, not %u", t->nfds,
+		    (unsigned)(sizeof(want) / sizeof(want[0])));
+	for (uint32_t i = 0; i < t->nfds; i++)
+		if (t->fds[i] != want[i])
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "fd %u is %s, not %s", i,
+			    daqiri_fd_kind_name(t->fds[i]),
+			    daqiri_fd_kind_name(want[i]));
+	return 0;
+}
+
+int
+daqiri_tx_info_encode(const struct daqiri_tx_info *t, cJSON *o)
+{
+	struct daqiri_err err;
+	cJSON *a;
+	uint32_t i;
+
+	if (daqiri_tx_info_check(t, &err) < 0)
+		return -EINVAL;
+#define NUM(k, v) (cJSON_AddNumberToObject(o, (k), (double)(v)) == NULL)
+	if (NUM("tx", t->tx_id) ||
+	    cJSON_AddStringToObject(o, "queue", t->queue) == NULL ||
+	    NUM("nbufs", t->nbufs) || NUM("buf_size", t->buf_size) ||
+	    NUM("buf_stride", t->buf_stride) ||
+	    NUM("pool_bytes", t->pool_bytes) ||
+	    NUM("ring_depth", t->ring_depth) ||
+	    NUM("ring_bytes", t->ring_bytes))
+		return -ENOMEM;
+#undef NUM
+	a = cJSON_AddArrayToObject(o, "fds");
+	if (a == NULL)
+		return -ENOMEM;
+	for (i = 0; i < t->nfds; i++)
+		if (!cJSON_AddItemToArray(a,
+		    cJSON_CreateString(daqiri_fd_kind_name(t->fds[i]))))
+			return -ENOMEM;
+	return 0;
+}
+
+int
+daqiri_tx_info_decode(const cJSON *o, struct daqiri_tx_info *t,
+		      struct daqiri_err *err)
+{
+	const cJSON *a, *e;
+	int k;
+
+	memset(t, 0, sizeof(*t));
+	if (!cJSON_IsObject(o))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD, "not an object");
+	if (get_u32(o, "tx", true, 1, UINT32_MAX, &t->tx_id, err) < 0 ||
+	    get_str(o, "queue", true, sizeof(t->queue), STR_PATH_NAME,
+	    t->queue, err) < 0 ||
+	    get_u32(o, "nbufs", true, 1, DAQIRI_TX_NBUFS_MAX, &t->nbufs,
+	    err) < 0 ||
+	    get_u32(o, "buf_size", true, 1, UINT32_MAX, &t->buf_size,
+	    err) < 0 ||
+	    get_u32(o, "buf_stride", true, 1, UINT32_MAX, &t->buf_stride,
+	    err) < 0 ||
+	    get_u64(o, "pool_bytes", &t->pool_bytes, err) < 0 ||
+	    get_u32(o, "ring_depth", true, 2, DAQIRI_TX_NBUFS_MAX,
+	    &t->ring_depth, err) < 0 ||
+	    get_u64(o, "ring_bytes", &t->ring_bytes, err) < 0)
+		return -1;
+	a = cJSON_GetObjectItemCaseSensitive(o, "fds");
+	if (!cJSON_IsArray(a))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"fds\" must be a list");
+	cJSON_ArrayForEach(e, a) {
+		if (t->nfds == DAQIRI_SUB_MAX_FDS || !cJSON_IsString(e))
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "field \"fds\": at most %d fd kind names",
+			    DAQIRI_SUB_MAX_FDS);
+		k = proto_fd_kind_parse(e->valuestring);
+		if (k < 0)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "field \"fds\": unknown kind");
+		t->fds[t->nfds++] = (enum daqiri_fd_kind)k;
+	}
+	return daqiri_tx_info_check(t, err);
 }
 
 

@@ -25,6 +25,8 @@ static const char *const msg_type_names[] = {
 	[DAQIRI_MSG_FLOW_DEL] = "flow_del",
 	[DAQIRI_MSG_RELOAD] = "reload",
 	[DAQIRI_MSG_CONFIG] = "config",
+	[DAQIRI_MSG_TX_OPEN] = "tx_open",
+	[DAQIRI_MSG_TX_CLOSE] = "tx_close",
 	[DAQIRI_MSG_REPLY] = "reply",
 	[DAQIRI_MSG_SUB_FD] = "sub_fd",
 	[DAQIRI_MSG_EVENT] = "event",
@@ -63,12 +65,15 @@ static const char *const fd_kind_names[] = {
 	[DAQIRI_FD_BITMAP] = "bitmap",
 	[DAQIRI_FD_RING] = "ring",
 	[DAQIRI_FD_WAKE] = "wake",
+	[DAQIRI_FD_TX_RING] = "tx_ring",
+	[DAQIRI_FD_TX_POOL] = "tx_pool",
 };
 _Static_assert(sizeof(fd_kind_names) / sizeof(fd_kind_names[0]) ==
     DAQIRI_FD_MAX, "fd kind name table");
 
 static const char *const event_names[] = {
 	[DAQIRI_EV_SUB_CLOSED] = "sub_closed",
+	[DAQIRI_EV_TX_CLOSED] = "tx_closed",
 };
 _Static_assert(sizeof(event_names) / sizeof(event_names[0]) == DAQIRI_EV_MAX,
     "event name table");
@@ -286,7 +291,7 @@ bool
 daqiri_msg_is_mutating(enum daqiri_msg_type t)
 {
 	return t == DAQIRI_MSG_FLOW_ADD || t == DAQIRI_MSG_FLOW_DEL ||
-	    t == DAQIRI_MSG_RELOAD;
+	    t == DAQIRI_MSG_RELOAD || t == DAQIRI_MSG_TX_OPEN;
 }
 
 enum daqiri_status
