@@ -146,6 +146,18 @@ conn_unlock(ConnObject *c)
 		fair_release(&c->lock);
 }
 
+void
+conn_lock_nogil(ConnObject *c)
+{
+	fair_acquire(&c->lock);
+}
+
+void
+conn_unlock_nogil(ConnObject *c)
+{
+	fair_release(&c->lock);
+}
+
 /* Made in another process (before a fork())? */
 bool
 conn_foreign(const ConnObject *c)
@@ -172,8 +184,9 @@ conn_check(ConnObject *c)
 	return 0;
 }
 
-/* Disconnect once closed and no subscription keeps mappings. */
-static void
+/* Disconnect once closed and no subscription or transmitter keeps
+ * mappings. */
+void
 conn_maybe_disconnect(ConnObject *c)
 {
 	struct daqiri *d;
@@ -249,7 +262,7 @@ sub_check(SubObject *s)
 
 /* Take the lock of an open connection: 0, or -1 with an exception (it
  * may have closed while this thread waited for the lock). */
-static int
+int
 conn_lock_open(ConnObject *c)
 {
 	if (conn_check(c) < 0)
@@ -393,6 +406,7 @@ conn_connect(PyObject *mod, PyObject *args, PyObject *kw)
 	c->closing = false;
 	c->live_subs = 0;
 	c->subs = NULL;
+	c->txs = NULL;
 	fair_init(&c->lock);
 	return (PyObject *)c;
 }
@@ -423,6 +437,15 @@ conn_close(ConnObject *c, PyObject *unused)
 		if (s == NULL)
 			break;
 		sub_close(s);
+	}
+	for (;;) {
+		TxObject *t;
+
+		for (t = c->txs; t != NULL && t->closing; t = t->next)
+			;
+		if (t == NULL)
+			break;
+		tx_close(t);
 	}
 	conn_maybe_disconnect(c);
 	Py_RETURN_NONE;
@@ -616,8 +639,12 @@ static PyMethodDef conn_methods[] = {
 	  "subscribe(stream, group=None, busy_poll=False, max_held=0, "
 	  "depth=0, reconnect=True, reconnect_timeout=30.0, "
 	  "policy=\"latest\") -> Subscription" },
+	{ "transmitter", (PyCFunction)(void (*)(void))conn_transmitter,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "transmitter(queue, nbufs=0) -> Transmitter: a TX channel on "
+	  "\"<interface>/<tx queue>\" (root or the admin group)" },
 	{ "close", (PyCFunction)conn_close, METH_NOARGS,
-	  "close(): end the connection and its subscriptions" },
+	  "close(): end the connection, its subscriptions and transmitters" },
 	{ "fileno", (PyCFunction)conn_fileno, METH_NOARGS,
 	  "fileno() -> int: the control socket (POLLHUP: daemon gone)" },
 	{ "__enter__", (PyCFunction)conn_enter, METH_NOARGS, NULL },
@@ -982,6 +1009,10 @@ PyInit_daqiri(void)
 	    PyModule_AddStringConstant(m, "DEFAULT_SOCKET",
 	    DAQIRI_DEFAULT_SOCKET) < 0 ||
 	    PyModule_AddStringConstant(m, "__version__", DAQIRI_VERSION) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	if (tx_types_ready(m) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

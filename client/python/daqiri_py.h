@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private to the daqiri Python module: its three objects and what its two
- * files call of each other. daqiri_py.c is the module, Connection and
+ * Private to the daqiri Python module: its objects and what its files
+ * call of each other. daqiri_py.c is the module, Connection and
  * Subscription (and the locking and lifetime rules, in its top comment);
  * daqiri_py_tensor.c is Tensor and its views (buffer protocol, NumPy,
- * DLPack, the CUDA array interface). Only PyInit_daqiri is exported.
+ * DLPack, the CUDA array interface); daqiri_py_tx.c is Transmitter and
+ * TxBuffer (TX channels). Only PyInit_daqiri is exported.
  */
 #ifndef DAQIRI_PY_H
 #define DAQIRI_PY_H
@@ -22,6 +23,7 @@
 #define PY_HIDDEN	__attribute__((visibility("hidden")))
 
 typedef struct SubObject SubObject;
+typedef struct TxObject TxObject;
 
 /* A FIFO lock: tickets handed out in order, served in order. */
 struct fair_lock {
@@ -37,8 +39,10 @@ typedef struct {
 	pid_t pid;			/* the process that connected */
 	struct fair_lock lock;		/* held around every library call */
 	bool closing;			/* close() called */
-	int live_subs;			/* subscriptions still mapped */
+	int live_subs;			/* subscriptions and transmitters
+					 * still mapped */
 	SubObject *subs;		/* those, borrowed, linked by next */
+	TxObject *txs;			/* the transmitters, the same way */
 } ConnObject;
 
 struct SubObject {
@@ -53,6 +57,17 @@ struct SubObject {
 	bool closing;			/* close() called */
 	bool ended;			/* the daemon ended it */
 	bool busy;			/* busy_poll */
+};
+
+struct TxObject {
+	PyObject_HEAD
+	ConnObject *conn;		/* owned */
+	TxObject *next;			/* conn->txs list */
+	struct daqiri_tx *tx;		/* NULL once torn down */
+	char queue[128];
+	uint32_t nbufs, buf_size;
+	Py_ssize_t live_bufs;		/* TxBuffer objects alive */
+	bool closing;			/* close() called */
 };
 
 typedef struct {
@@ -76,6 +91,16 @@ PY_HIDDEN PyObject *raise_errno(int err, const char *msg);
 PY_HIDDEN void conn_lock(ConnObject *c);
 PY_HIDDEN void conn_unlock(ConnObject *c);
 
+/* The same from a thread that gave up the GIL (never in a child). */
+PY_HIDDEN void conn_lock_nogil(ConnObject *c);
+PY_HIDDEN void conn_unlock_nogil(ConnObject *c);
+
+/* Take the lock of an open connection: 0, or -1 with an exception. */
+PY_HIDDEN int conn_lock_open(ConnObject *c);
+
+/* Disconnect once closed and nothing keeps mappings. */
+PY_HIDDEN void conn_maybe_disconnect(ConnObject *c);
+
 /* Made in another process (before a fork())? */
 PY_HIDDEN bool conn_foreign(const ConnObject *c);
 
@@ -84,6 +109,17 @@ PY_HIDDEN int conn_check(ConnObject *c);
 
 /* Unsubscribe and unmap now (no Tensor of it is alive). */
 PY_HIDDEN void sub_teardown(SubObject *s);
+
+/* ---- daqiri_py_tx.c */
+
+/* Connection.transmitter(); close (once no TxBuffer lives) and teardown;
+ * the Transmitter and TxBuffer types added to module m (0 or -1). */
+PY_HIDDEN PyObject *conn_transmitter(ConnObject *c, PyObject *args,
+				     PyObject *kw);
+PY_HIDDEN void tx_close(TxObject *t);
+PY_HIDDEN void tx_teardown(TxObject *t);
+PY_HIDDEN int tx_types_ready(PyObject *m);
+PY_HIDDEN extern PyTypeObject TxType;
 
 /* ---- daqiri_py_tensor.c */
 
