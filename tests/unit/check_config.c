@@ -129,7 +129,16 @@ static const char base_raw[] =
 "          id: 0\n"
 "          batch_size: 64\n"
 "          memory_regions: [txbuf]\n"
-"          offloads: [tx_eth_src]\n";
+"          offloads: [tx_eth_src]\n"
+"          destination:\n"
+"            eth_dst: \"02:00:00:00:00:02\"\n"
+"            ipv4_src: 10.0.0.1\n"
+"            ipv4_dst: 10.0.0.2\n"
+"            udp_dst: 4096\n";
+
+/* A DPDK tx queue's destination, for a second queue (see base_raw). */
+#define TXDEST "          destination: {eth_dst: \"02:00:00:00:00:03\", " \
+	"ipv4_src: 10.0.0.1, ipv4_dst: 10.0.0.3, udp_dst: 4097}\n"
 
 #define SOCK base_sock
 #define RAW base_raw
@@ -291,7 +300,8 @@ static const struct rule_case rules[] = {
 	  "    interfaces:\n",
 	  "    interfaces:\n    - name: sensor0\n      address: 127.0.0.2\n"
 	  "      socket_config: {mode: server, local_addr: "
-	  "\"udp://127.0.0.2:1\"}\n      tx: {queues: [{name: a, id: 0, "
+	  "\"udp://127.0.0.2:1\", remote_addr: \"udp://127.0.0.3:2\"}\n"
+	  "      tx: {queues: [{name: a, id: 0, "
 	  "batch_size: 1, memory_regions: [frames]}]}\n", E,
 	  "@", NULL, NULL },
 	{ "socket address not IPv4", SOCK, "address: 127.0.0.1",
@@ -360,8 +370,12 @@ static const struct rule_case rules[] = {
 	/* rx queues */
 	{ "tx without queues", RAW, "      tx:\n        queues:\n"
 	  "        - name: t0\n          id: 0\n          batch_size: 64\n"
-	  "          memory_regions: [txbuf]\n          offloads: [tx_eth_src]\n",
-	  "      tx:\n        @accurate_send: true\n", E,
+	  "          memory_regions: [txbuf]\n          offloads: [tx_eth_src]\n"
+	  "          destination:\n"
+	  "            eth_dst: \"02:00:00:00:00:02\"\n"
+	  "            ipv4_src: 10.0.0.1\n            ipv4_dst: 10.0.0.2\n"
+	  "            udp_dst: 4096\n",
+	  "      tx: @{}\n", E,
 	  "missing required key 'queues' in tx",
 	  "    - name: txbuf\n      kind: huge\n      num_bufs: 64\n"
 	  "      buf_size: 2048\n", "" },
@@ -416,15 +430,19 @@ static const struct rule_case rules[] = {
 	  "(valid: tx_eth_src)", NULL, NULL },
 	{ "tx pacing rates", RAW, "          offloads: [tx_eth_src]\n",
 	  "          offloads: [tx_eth_src]\n          pacing_mbps: 100\n"
-	  "        - name: t1\n          id: 1\n          batch_size: 64\n"
+	  TXDEST "        - name: t1\n          id: 1\n          batch_size: 64\n"
 	  "          memory_regions: [txbuf]\n          pacing_mbps: @200\n",
 	  E, "pacing_mbps: daqiri paces all tx queues of an interface at one "
 	  "rate; line 66 gives 100", NULL, NULL },
-	{ "tx flow vlan_push", RAW, "          offloads: [tx_eth_src]\n",
-	  "          offloads: [tx_eth_src]\n        flows:\n"
+	/* a tx queue sends to its destination map: no tx flows, of any
+	 * action (vlan_push included) */
+	{ "tx flows", RAW, "            udp_dst: 4096\n",
+	  "            udp_dst: 4096\n        @flows:\n"
 	  "        - name: v\n          id: 1\n          actions:\n"
-	  "          - type: @vlan_push\n            vlan_id: 100\n", E,
-	  "type: the vlan_push action is not supported by daqiri", NULL, NULL },
+	  "          - type: vlan_push\n            vlan_id: 100\n"
+	  "          - {type: queue, id: 0}\n", E,
+	  "flows: tx flows are not supported by daqiri: a tx queue sends to "
+	  "its destination map", NULL, NULL },
 
 	/* flows */
 	{ "action and actions", SOCK,
