@@ -451,9 +451,11 @@ cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 	struct map m;
 
 	d->ttl = TX_TTL_DEFAULT;
-	if (sock && off != NULL)
+	if (sock && off != NULL) {
 		warn(x, off, "offloads: has no effect with the socket engine "
 		     "(the kernel writes Ethernet headers)");
+		q->offload_tx_eth_src = false;	/* not printed again */
+	}
 	if (n == NULL) {
 		/* the socket engine may take it from socket_config */
 		if (raw)
@@ -492,7 +494,7 @@ cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 			warn(x, mkey(&m, eth_keys[i]), "%s: has no effect with "
 			     "the socket engine (the kernel writes Ethernet "
 			     "headers)", eth_keys[i]);
-	d->has_eth_dst = d->has_eth_src = false;
+	d->has_eth_dst = d->has_eth_src = false;	/* not printed again */
 }
 
 /* A socket engine's tx queue: its destination defaults to remote_addr;
@@ -562,7 +564,8 @@ cfg_check_tx(struct pctx *x, struct cfg_interface *ifc)
 
 	for (int i = 0; i < ifc->tx.nqueues; i++)
 		check_tx_region(x, &ifc->tx.queues[i]);
-	if (!sock || ifc->tx.nqueues == 0)
+	/* no socket_config: reported already */
+	if (!sock || !s->present || ifc->tx.nqueues == 0)
 		return;
 	if ((s->local.set && s->local.transport != CFG_TRANSPORT_UDP) ||
 	    (s->remote.set && s->remote.transport != CFG_TRANSPORT_UDP)) {

@@ -555,6 +555,12 @@ static const struct rule_case rules[] = {
 	  "udp_dst: 5010}}\n      rx:\n", W,
 	  "eth_dst: has no effect with the socket engine (the kernel writes "
 	  "Ethernet headers)", NULL, NULL },
+	{ "socket tx offloads", SOCK, "      rx:\n",
+	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
+	  "batch_size: 8, memory_regions: [frames], @offloads: [tx_eth_src],\n"
+	  "           destination: {ipv4_dst: 127.0.0.1, udp_dst: 5010}}\n"
+	  "      rx:\n", W, "offloads: has no effect with the socket engine "
+	  "(the kernel writes Ethernet headers)", NULL, NULL },
 	{ "socket tx from another address", SOCK, "      rx:\n",
 	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
 	  "batch_size: 8, memory_regions: [frames],\n           destination: "
