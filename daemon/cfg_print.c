@@ -63,9 +63,9 @@ print_dest(FILE *fp, const struct cfg_tx_dest *d)
 		if (!(i == 0 ? d->has_eth_dst : d->has_eth_src))
 			continue;
 		m = i == 0 ? d->eth_dst : d->eth_src;
-		fprintf(fp, "            %s: \"%02x:%02x:%02x:%02x:%02x:%02x\"\n",
-			i == 0 ? "eth_dst" : "eth_src", m[0], m[1], m[2], m[3],
-			m[4], m[5]);
+		fprintf(fp, "            %s: \"%02x:%02x:%02x:%02x:%02x:"
+			"%02x\"\n", i == 0 ? "eth_dst" : "eth_src", m[0], m[1],
+			m[2], m[3], m[4], m[5]);
 	}
 	if (d->has_ipv4_src) {
 		cfg_format_ipv4(d->ipv4_src, ip, sizeof(ip));
