@@ -107,7 +107,7 @@ DAEMON_MAIN := daemon/daqirid.c
 DAEMON_SRC := $(filter-out $(DAEMON_MAIN),$(wildcard daemon/*.c))
 DAEMON_CU := $(if $(filter 1,$(HAVE_CUDA)),$(wildcard daemon/*.cu))
 CLIENT_LIB_SRC := client/client_conn.c client/client_sub.c \
-	client/client_reconnect.c
+	client/client_reconnect.c client/client_tx.c
 CLIENT_TOOLS := daqirictl daqiri-consume
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
