@@ -244,6 +244,8 @@ system: all $(SYS_TOOLS)
 	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
 
 system-tools: $(SYS_TOOLS)
+# The closed-loop consumer builds the simulator's control packets.
+$(BUILD)/obj/tests/system/closed-loop.o: ALL_CFLAGS += -Iscripts
 
 # The Python module's tests (client/python/tests/, pytest) against the
 # daemon and simulator of $(BUILD).
@@ -314,7 +316,7 @@ run: all
 	$(Q)BUILD=$(BUILD) sh scripts/run.sh
 
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/%,$(wildcard tests/bench/bench_*.c))
-bench: all $(BENCH_BIN)
+bench: all $(BENCH_BIN) $(BUILD)/tests/closed-loop
 	$(Q)BUILD=$(BUILD) BENCH_PYTHON=$(PYTHON) sh scripts/bench.sh
 
 install: all
