@@ -73,6 +73,12 @@ void tx_worker_destroy(struct tx_worker *w);
 const char *tx_worker_name(const struct tx_worker *w);
 uint32_t tx_worker_max_payload(const struct tx_worker *w);
 uint64_t tx_worker_heartbeat_ns(const struct tx_worker *w);
+/* Bound the idle interval (a heartbeat at least this often; at most the
+ * default 50 ms). Before tx_worker_start(). */
+void tx_worker_set_idle(struct tx_worker *w, uint64_t idle_ns);
+/* Channels open (main thread; those closed but not yet freed not
+ * counted). */
+int tx_worker_nchannels(const struct tx_worker *w);
 
 /*
  * Main thread: open a channel for connection conn_id (tx id tx_id) with
