@@ -105,6 +105,8 @@ workers_json(struct daemon *d, cJSON *reply)
 			if (o == NULL || !cJSON_AddItemToArray(a, o) ||
 			    cJSON_AddStringToObject(o, "queue",
 				tx_worker_name(w)) == NULL ||
+			    cJSON_AddNumberToObject(o, "core",
+				tx_worker_core(w)) == NULL ||
 			    cJSON_AddStringToObject(o, "kind", "tx") == NULL ||
 			    cJSON_AddNumberToObject(o, "heartbeat_age_ms",
 				(double)(age / 1000000)) == NULL ||

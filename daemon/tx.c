@@ -303,6 +303,8 @@ chan_break(struct tx_worker *w, struct tx_chan *c, const char *why)
 	if (c->dead)
 		return;
 	c->dead = true;
+	c->ctr.broken = 1;
+	w->ctr.broken++;
 	snprintf(c->why, sizeof(c->why), "%s", why);
 	atomic_store_explicit(&c->broken, 1, memory_order_release);
 	chan_close(w, c, DAQIRI_TX_CLOSED);
@@ -1109,8 +1111,9 @@ add_counters(cJSON *o, const struct tx_counters *c)
 	    cJSON_AddNumberToObject(o, "packets", (double)c->packets) == NULL ||
 	    cJSON_AddNumberToObject(o, "bytes", (double)c->bytes) == NULL ||
 	    cJSON_AddNumberToObject(o, "ring_full", (double)c->ring_full) == NULL ||
-	    cJSON_AddNumberToObject(o, "paced_ms",
-		(double)(c->paced_ns / 1000000u)) == NULL ||
+	    cJSON_AddNumberToObject(o, "paced_s",
+		(double)c->paced_ns / 1e9) == NULL ||
+	    cJSON_AddNumberToObject(o, "broken", (double)c->broken) == NULL ||
 	    (d = cJSON_AddObjectToObject(o, "drops")) == NULL)
 		return -ENOMEM;
 	for (int k = 0; k < TX_DROP_MAX; k++)
@@ -1130,6 +1133,8 @@ tx_worker_stats_json(struct tx_worker *w, cJSON *o)
 	if (cJSON_AddStringToObject(o, "queue", w->name) == NULL ||
 	    cJSON_AddNumberToObject(o, "max_payload", w->max_payload) == NULL ||
 	    cJSON_AddNumberToObject(o, "pacing_mbps", w->pacing_mbps) == NULL ||
+	    cJSON_AddNumberToObject(o, "channels_open",
+		tx_worker_nchannels(w)) == NULL ||
 	    add_counters(o, &s.q) != 0 ||
 	    (e = cJSON_AddObjectToObject(o, "engine")) == NULL ||
 	    cJSON_AddNumberToObject(e, "tx_packets", (double)s.e.tx_packets) == NULL ||
@@ -1164,6 +1169,12 @@ tx_worker_stats_json(struct tx_worker *w, cJSON *o)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+int
+tx_worker_core(const struct tx_worker *w)
+{
+	return w->core;
 }
 
 int
