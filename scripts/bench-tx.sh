@@ -12,13 +12,21 @@
 #    least a sender can do per datagram;
 #  - daemon: build/tests/closed-loop flood (libdaqiri-client TX channel:
 #    daqiri_tx_buf/daqiri_tx_send, bursts of 64, each pool buffer written
-#    once, as the baseline's are) on core $BENCH_SIM_CORE, through daqirid's
+#    once, as the baseline's are; a pool of $BENCH_TX_NBUFS buffers, 0 =
+#    the daemon's default) on core $BENCH_SIM_CORE, through daqirid's
 #    tx queue tx0 whose worker is pinned to $BENCH_RX_CORE (socket engine,
 #    socket_config.remote_addr = the sink), the daemon's main thread on
 #    $BENCH_SIM_CORE.
+# Both in two modes ($BENCH_TX_MODES): "plain", one datagram per message
+# (the daemon with DAQIRID_TX_NO_GSO=1), and "gso", runs of payloads in
+# one UDP_SEGMENT message (as many as fit 65507 bytes: 8 of 8000; the
+# daemon's default). Each side runs $BENCH_TX_RUNS (5) times per mode,
+# alternating with the other; the figures are the medians.
 # Rates are what the sink received over its first to last datagram, in
 # Gb/s (1e9 bits/s of UDP payload), the same place and unit for both;
-# ratio = daemon / sendmmsg. cpu_s_per_gb: the daemon's whole process
+# ratio = daemon / sendmmsg, one "bench tx" line per mode (a sink that
+# drops, as on a busy core, lowers that side's rate: the drops are in the
+# "tx:" lines). cpu_s_per_gb: the daemon's whole process
 # (utime + stime from /proc/PID/stat over the flood) plus the flooding
 # consumer's getrusage, per GB the channel completed as sent; the
 # baseline's getrusage per GB sent (sendmmsg_cpu_s_per_gb). On loopback
@@ -40,6 +48,14 @@ RX_CORE=${BENCH_RX_CORE:-1}
 BYTES=${BENCH_TX_BYTES:-8000}
 COUNT=${BENCH_TX_COUNT:-200000}
 LOOP_N=${BENCH_TX_LOOP_TENSORS:-5000}
+REPS=${BENCH_TX_RUNS:-5}
+NBUFS=${BENCH_TX_NBUFS:-0}	# the channel's pool; 0 = the daemon's default
+MODES=${BENCH_TX_MODES:-plain gso}
+# payloads per UDP_SEGMENT send: as many as fit 65507 bytes (the
+# daemon's socket engine's limit too), at most 64
+GSO_SEGS=$((65507 / BYTES))
+[ "$GSO_SEGS" -le 64 ] || GSO_SEGS=64
+[ "$GSO_SEGS" -ge 1 ] || GSO_SEGS=1
 PPB=8
 
 for p in bench_sendmmsg bench_e2e daqirid daqirictl daqiri-sim; do
@@ -166,52 +182,90 @@ start_sink() {
 	wait_ready "$T/sink.out"
 }
 
-say "$COUNT payloads of $BYTES bytes to a loopback sink on core $SIM_CORE"
+# median FILE: the median of the numbers in FILE, one a line
+median() {
+	sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2];
+		else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 
-# --- the baseline
-start_sink
-taskset -c "$RX_CORE" "$BUILD/bench_sendmmsg" send -p "$SINK_PORT" --bytes "$BYTES" \
-	--count "$COUNT" > "$T/send.out"
-wait "$SPID" || true
-say "sendmmsg: $(cat "$T/send.out")"
-say "sendmmsg: $(grep '^sink ' "$T/sink.out")"
-BASE_GBPS=$(kv "$T/sink.out" gbps)
-BASE_CPU=$(kv "$T/send.out" cpu_s_per_gb)
+# baseline MODE: one bare sendmmsg run; appends to $T/MODE.base.{gbps,cpu}
+baseline() {
+	g=1
+	[ "$1" = plain ] || g=$GSO_SEGS
+	start_sink
+	taskset -c "$RX_CORE" "$BUILD/bench_sendmmsg" send -p "$SINK_PORT" --bytes "$BYTES" \
+		--count "$COUNT" --gso "$g" > "$T/send.out"
+	wait "$SPID" || true
+	say "$1: sendmmsg: $(cat "$T/send.out")"
+	say "$1: sendmmsg: $(grep '^sink ' "$T/sink.out")"
+	kv "$T/sink.out" gbps >> "$T/$1.base.gbps"
+	kv "$T/send.out" cpu_s_per_gb >> "$T/$1.base.cpu"
+}
 
-# --- the daemon
-DAEMON_GBPS=""
-if [ ! -x "$BUILD/tests/closed-loop" ]; then
-	say "daemon: $BUILD/tests/closed-loop not built (make system-tools); skipped"
-elif ! config "$T/flood.yaml" "$SINK_PORT" 2> "$T/cfg.err"; then
-	say "daemon: this daqirid does not take the tx config: $(head -3 "$T/cfg.err" | tr '\n' ' ')"
-else
-	start_daemon "$T/flood.yaml"
+# daemon_run MODE: one flood through the running daemon; appends to
+# $T/MODE.daemon.{gbps,cpu}, or returns 1
+daemon_run() {
 	start_sink
 	t0=$(proc_ticks "$DPID")
-	if taskset -c "$SIM_CORE" "$BUILD/tests/closed-loop" -s "$SOCK" flood sensor0/tx0 \
-		--bytes "$BYTES" --count "$COUNT" > "$T/flood.out" 2> "$T/flood.err"; then
-		t1=$(proc_ticks "$DPID")
-		wait "$SPID" || true
-		say "daemon: $(grep '^flood ' "$T/flood.out")"
-		say "daemon: $(grep '^sink ' "$T/sink.out")"
-		DAEMON_GBPS=$(kv "$T/sink.out" gbps)
-		sent=$(kv "$T/flood.out" tx_sent)
-		DAEMON_CPU=$(awk -v a="$t0" -v b="$t1" -v t="$TCK" -v c="$(kv "$T/flood.out" cpu_s)" \
-			-v n="$sent" -v p="$BYTES" \
-			'BEGIN { d = (b - a) / t; printf "%.3f", (n > 0 ? (d + c) / (n * p / 1e9) : 0) }')
-		say "daemon: daqirid cpu_s=$(awk -v a="$t0" -v b="$t1" -v t="$TCK" 'BEGIN { printf "%.2f", (b - a) / t }') + consumer cpu_s=$(kv "$T/flood.out" cpu_s)"
-	else
+	if ! taskset -c "$SIM_CORE" "$BUILD/tests/closed-loop" -s "$SOCK" flood sensor0/tx0 \
+		--bytes "$BYTES" --count "$COUNT" --nbufs "$NBUFS" > "$T/flood.out" 2> "$T/flood.err"; then
 		kill "$SPID" 2>/dev/null || true
-		say "daemon: the flood failed: $(cat "$T/flood.err")"
+		wait "$SPID" 2>/dev/null || true
+		say "$1: daemon: the flood failed: $(cat "$T/flood.err")"
+		return 1
 	fi
-	stop_daemon
+	t1=$(proc_ticks "$DPID")
+	wait "$SPID" || true
+	dcpu=$(awk -v a="$t0" -v b="$t1" -v t="$TCK" 'BEGIN { printf "%.2f", (b - a) / t }')
+	say "$1: daemon: $(grep '^flood ' "$T/flood.out")"
+	say "$1: daemon: $(grep '^sink ' "$T/sink.out"); daqirid cpu_s=$dcpu"
+	kv "$T/sink.out" gbps >> "$T/$1.daemon.gbps"
+	awk -v d="$dcpu" -v c="$(kv "$T/flood.out" cpu_s)" -v n="$(kv "$T/flood.out" tx_sent)" \
+		-v p="$BYTES" 'BEGIN { printf "%.3f\n", (n > 0 ? (d + c) / (n * p / 1e9) : 0) }' \
+		>> "$T/$1.daemon.cpu"
+}
+
+say "$COUNT payloads of $BYTES bytes to a loopback sink on core $SIM_CORE, $REPS runs per side and mode"
+HAVE_DAEMON=1
+if [ ! -x "$BUILD/tests/closed-loop" ]; then
+	say "daemon: $BUILD/tests/closed-loop not built (make system-tools); baseline only"
+	HAVE_DAEMON=0
+elif ! config "$T/flood.yaml" "$SINK_PORT" 2> "$T/cfg.err"; then
+	say "daemon: this daqirid does not take the tx config: $(head -3 "$T/cfg.err" | tr '\n' ' ')"
+	HAVE_DAEMON=0
 fi
-if [ -n "$DAEMON_GBPS" ]; then
-	ratio=$(awk -v a="$DAEMON_GBPS" -v b="$BASE_GBPS" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-	echo "bench tx daemon_gbps=$DAEMON_GBPS sendmmsg_gbps=$BASE_GBPS ratio=$ratio cpu_s_per_gb=$DAEMON_CPU sendmmsg_cpu_s_per_gb=$BASE_CPU bytes=$BYTES count=$COUNT"
-else
-	echo "bench tx-baseline sendmmsg_gbps=$BASE_GBPS sendmmsg_cpu_s_per_gb=$BASE_CPU bytes=$BYTES count=$COUNT (no daemon figure: see above)"
-fi
+for mode in $MODES; do
+	: > "$T/$mode.base.gbps"
+	: > "$T/$mode.base.cpu"
+	: > "$T/$mode.daemon.gbps"
+	: > "$T/$mode.daemon.cpu"
+	if [ $HAVE_DAEMON = 1 ]; then
+		# the daemon's socket engine sends runs of one length with
+		# UDP_SEGMENT unless DAQIRID_TX_NO_GSO is set
+		if [ "$mode" = plain ]; then
+			DAQIRID_TX_NO_GSO=1 start_daemon "$T/flood.yaml"
+		else
+			start_daemon "$T/flood.yaml"
+		fi
+	fi
+	r=0
+	while [ $r -lt "$REPS" ]; do
+		r=$((r + 1))
+		baseline "$mode"
+		[ $HAVE_DAEMON = 0 ] || daemon_run "$mode" || break
+	done
+	[ $HAVE_DAEMON = 0 ] || stop_daemon
+	bg=$(median "$T/$mode.base.gbps")
+	bc=$(median "$T/$mode.base.cpu")
+	dg=$(median "$T/$mode.daemon.gbps")
+	dc=$(median "$T/$mode.daemon.cpu")
+	if [ -n "$dg" ]; then
+		ratio=$(awk -v a="$dg" -v b="$bg" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+		echo "bench tx daemon_gbps=$dg sendmmsg_gbps=$bg ratio=$ratio cpu_s_per_gb=$dc sendmmsg_cpu_s_per_gb=$bc mode=$mode bytes=$BYTES runs=$REPS"
+	else
+		echo "bench tx-baseline sendmmsg_gbps=$bg sendmmsg_cpu_s_per_gb=$bc mode=$mode bytes=$BYTES runs=$REPS (no daemon figure: see above)"
+	fi
+done
 
 # --- the closed loop at 1 kHz
 if [ -x "$BUILD/tests/closed-loop" ] && config "$T/loop.yaml" "$CTL_PORT" 2>/dev/null; then

@@ -5,12 +5,15 @@
  * B bytes to 127.0.0.1:PORT, the least a sender can do per datagram, so
  * the daemon's tx path can be put next to it; "sink" drains the port
  * with recvmmsg and counts what arrived, for both the baseline and the
- * daemon's runs, so that both rates are taken at the same place.
+ * daemon's runs, so that both rates are taken at the same place. With
+ * --gso K each message carries K payloads cut by the kernel (UDP_SEGMENT
+ * on the socket), as the daemon's socket engine sends runs of one length.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -23,6 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT		103
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP			17
+#endif
+#define BS_MAX_GSO		64
 #ifndef SO_MEMINFO
 #define SO_MEMINFO		55
 #endif
@@ -50,7 +60,7 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: bench_sendmmsg send -p PORT [--bytes B] [--count N] "
-	    "[--batch M]\n"
+	    "[--batch M] [--gso K]\n"
 	    "       bench_sendmmsg sink -p PORT [--bytes B] [--expect N] "
 	    "[--idle-ms T]\n");
 	exit(2);
@@ -103,10 +113,12 @@ loopback(uint16_t port)
 	return sa;
 }
 
-/* N payloads of B bytes in sendmmsg bursts of M on a connected socket;
- * a full send buffer blocks, as a sender that waits for the wire. */
+/* N payloads of B bytes in sendmmsg bursts of M messages of K payloads
+ * each on a connected socket; a full send buffer blocks, as a sender that
+ * waits for the wire. */
 static int
-do_send(uint16_t port, uint32_t bytes, uint64_t count, uint32_t batch)
+do_send(uint16_t port, uint32_t bytes, uint64_t count, uint32_t batch,
+	uint32_t gso)
 {
 	struct sockaddr_in sa = loopback(port);
 	static struct mmsghdr msgs[BS_MAX_BATCH];
@@ -118,9 +130,14 @@ do_send(uint16_t port, uint32_t bytes, uint64_t count, uint32_t batch)
 	int fd, v = BS_SNDBUF;
 	bool refused = false;
 
-	if ((buf = malloc((size_t)bytes * batch)) == NULL)
+	if ((uint64_t)gso * bytes > BS_UDP_MAX) {
+		fprintf(stderr, "bench_sendmmsg: --gso %u x %u bytes is over "
+		    "%d\n", gso, bytes, BS_UDP_MAX);
+		return 2;
+	}
+	if ((buf = malloc((size_t)bytes * batch * gso)) == NULL)
 		return 1;
-	for (i = 0; i < bytes * batch; i++)
+	for (i = 0; i < bytes * batch * gso; i++)
 		buf[i] = (uint8_t)i;
 	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1 ||
 	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
@@ -128,9 +145,18 @@ do_send(uint16_t port, uint32_t bytes, uint64_t count, uint32_t batch)
 		return 1;
 	}
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	if (gso > 1) {
+		int seg = (int)bytes;
+
+		if (setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg,
+		    sizeof(seg)) == -1) {
+			perror("bench_sendmmsg: UDP_SEGMENT");
+			return 1;
+		}
+	}
 	for (i = 0; i < batch; i++) {
-		iov[i].iov_base = buf + (size_t)i * bytes;
-		iov[i].iov_len = bytes;
+		iov[i].iov_base = buf + (size_t)i * bytes * gso;
+		iov[i].iov_len = (size_t)bytes * gso;
 		memset(&msgs[i], 0, sizeof(msgs[i]));
 		msgs[i].msg_hdr.msg_iov = &iov[i];
 		msgs[i].msg_hdr.msg_iovlen = 1;
@@ -138,9 +164,17 @@ do_send(uint16_t port, uint32_t bytes, uint64_t count, uint32_t batch)
 	t0 = now_ns();
 	c0 = cpu_s();
 	while (sent < count && !bs_stop) {
-		uint32_t n = count - sent < batch ? (uint32_t)(count - sent) :
-		    batch;
-		int r = sendmmsg(fd, msgs, n, 0);
+		uint64_t left = count - sent;
+		uint32_t n = left < (uint64_t)batch * gso ?
+		    (uint32_t)((left + gso - 1) / gso) : batch, last;
+		int r;
+
+		/* the last message of the run may carry fewer payloads */
+		last = left < (uint64_t)n * gso ? (uint32_t)(left -
+		    (uint64_t)(n - 1) * gso) : gso;
+		iov[n - 1].iov_len = (size_t)bytes * last;
+		r = sendmmsg(fd, msgs, n, 0);
+		iov[n - 1].iov_len = (size_t)bytes * gso;
 
 		if (r < 0) {
 			if (errno == EINTR || errno == ENOBUFS ||
@@ -154,7 +188,8 @@ do_send(uint16_t port, uint32_t bytes, uint64_t count, uint32_t batch)
 			perror("bench_sendmmsg: sendmmsg");
 			return 1;
 		}
-		sent += (uint64_t)r;
+		sent += (uint64_t)r == n ? (uint64_t)(n - 1) * gso + last :
+		    (uint64_t)r * gso;
 	}
 	t1 = now_ns();
 	c1 = cpu_s();
@@ -261,10 +296,11 @@ main(int argc, char **argv)
 		{ "expect", required_argument, NULL, 'e' },
 		{ "batch", required_argument, NULL, 'm' },
 		{ "idle-ms", required_argument, NULL, 'i' },
+		{ "gso", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t count = 100000, expect = 0;
-	uint32_t bytes = BS_DEFAULT_BYTES, batch = BS_DEFAULT_BATCH;
+	uint32_t bytes = BS_DEFAULT_BYTES, batch = BS_DEFAULT_BATCH, gso = 1;
 	int idle_ms = BS_DEFAULT_IDLE_MS, ch;
 	uint16_t port = 0;
 	struct sigaction sa;
@@ -292,6 +328,9 @@ main(int argc, char **argv)
 			batch = (uint32_t)num("--batch", optarg, 1,
 			    BS_MAX_BATCH);
 			break;
+		case 'g':
+			gso = (uint32_t)num("--gso", optarg, 1, BS_MAX_GSO);
+			break;
 		case 'i':
 			idle_ms = (int)num("--idle-ms", optarg, 1, 600000);
 			break;
@@ -306,7 +345,7 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	if (strcmp(mode, "send") == 0)
-		return do_send(port, bytes, count, batch);
+		return do_send(port, bytes, count, batch, gso);
 	if (strcmp(mode, "sink") == 0)
 		return do_sink(port, bytes, expect, idle_ms);
 	usage();

@@ -48,7 +48,8 @@ usage(void)
 	    "[--max-held H]\n"
 	    "                   [--target T] [--lossless]\n"
 	    "       closed-loop [-s SOCK] flood TXQUEUE [--bytes B] "
-	    "[--count N] [--batch M]\n");
+	    "[--count N] [--batch M]\n"
+	    "                   [--nbufs K]\n");
 	exit(2);
 }
 
@@ -168,11 +169,16 @@ take_buf(struct daqiri_tx *tx, struct daqiri_tx_buf *b)
 }
 
 static int
-open_tx(struct daqiri *d, const char *queue, struct daqiri_tx **tx)
+open_tx(struct daqiri *d, const char *queue, uint32_t nbufs,
+	struct daqiri_tx **tx)
 {
+	struct daqiri_tx_opts o;
 	int r;
 
-	if ((r = daqiri_tx_open(d, queue, NULL, tx)) < 0)
+	memset(&o, 0, sizeof(o));
+	o.size = sizeof(o);
+	o.nbufs = nbufs;
+	if ((r = daqiri_tx_open(d, queue, &o, tx)) < 0)
 		fprintf(stderr, "closed-loop: tx_open %s: %s (%s)\n", queue,
 		    strerror(-r), daqiri_last_error(d));
 	return r;
@@ -217,7 +223,7 @@ do_loop(struct daqiri *d, const char *stream, const char *queue,
 		    strerror(-r), daqiri_last_error(d));
 		return 1;
 	}
-	if (open_tx(d, queue, &tx) < 0)
+	if (open_tx(d, queue, 0, &tx) < 0)
 		return 1;
 	printf("ready stream=%s tx=%s\n", stream, queue);
 	fflush(stdout);
@@ -290,7 +296,7 @@ do_loop(struct daqiri *d, const char *stream, const char *queue,
 
 static int
 do_flood(struct daqiri *d, const char *queue, uint32_t bytes,
-	 uint64_t count, uint32_t batch)
+	 uint64_t count, uint32_t batch, uint32_t nbufs)
 {
 	struct daqiri_tx_buf bufs[CL_MAX_BATCH];
 	struct daqiri_tx_stats st;
@@ -301,7 +307,7 @@ do_flood(struct daqiri *d, const char *queue, uint32_t bytes,
 	uint32_t nb = 0, i;
 	int r, rc = 0;
 
-	if (open_tx(d, queue, &tx) < 0)
+	if (open_tx(d, queue, nbufs, &tx) < 0)
 		return 1;
 	memset(&st, 0, sizeof(st));
 	st.size = sizeof(st);
@@ -397,11 +403,12 @@ main(int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "batch", required_argument, NULL, 'm' },
 		{ "lossless", no_argument, NULL, 'L' },
+		{ "nbufs", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NULL, *mode;
 	uint64_t count = 0;
-	uint32_t max_held = 0, bytes = 8000, batch = 64;
+	uint32_t max_held = 0, bytes = 8000, batch = 64, nbufs = 0;
 	double target = CL_DEFAULT_TARGET;
 	bool lossless = false;
 	struct sigaction sa;
@@ -430,6 +437,9 @@ main(int argc, char **argv)
 			break;
 		case 'L':
 			lossless = true;
+			break;
+		case 'N':
+			nbufs = (uint32_t)num("--nbufs", optarg, 0, UINT32_MAX);
 			break;
 		case 'm':
 			batch = (uint32_t)num("--batch", optarg, 1,
@@ -461,7 +471,7 @@ main(int argc, char **argv)
 		    max_held, target, lossless);
 	else
 		rc = do_flood(d, argv[optind], bytes, count ? count : 100000,
-		    batch);
+		    batch, nbufs);
 	daqiri_disconnect(d);
 	return rc;
 }
