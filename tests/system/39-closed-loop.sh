@@ -146,7 +146,7 @@ rc=0
 note "$(grep '^sim sent=' "$T/sim.out")"
 note "$(grep '^control ' "$T/sim.out")"
 wait_gone "$LP" 30
-echo "   consumer: $(cat "$T/loop.out" | grep '^loop ')"
+echo "   consumer: $(grep '^loop ' "$T/loop.out")"
 [ "$rc" -eq 0 ] || { cat "$T/sim.err" "$T/loop.err" >&2; fail "simulator exit $rc"; }
 expect_eq "consumer exit status" "$GONE_RC" 0
 expect_eq "tensors the consumer got" "$(kv "$T/loop.out" tensors)" "$N"
