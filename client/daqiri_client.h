@@ -292,8 +292,8 @@ struct daqiri_tx_stats {
  * defaults. Maps the channel's ring read-write and its pool read-write
  * after checking both against the reply (sealed memfds of the sizes it
  * names, a ring laid out as txring.h says, nothing in flight). 0 and
- * *out, or -ENOENT (no such tx queue), -EACCES (not root or the admin
- * group), -EINVAL or -ERANGE (bad options, or nbufs over what the queue
+ * *out, or -ENOENT (no such tx queue), -ENODEV (no such interface),
+ * -EACCES (not root or the admin group), -EINVAL or -ERANGE (bad options, or nbufs over what the queue
  * allows), -ENOMEM (out of resources, or the queue has all the channels
  * it takes), -EPROTO (the daemon's answer was inconsistent), -ENOTCONN;
  * the daemon's reason in daqiri_last_error().
