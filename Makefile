@@ -197,7 +197,9 @@ $(BUILD)/daqirid: $(call obj,$(DAEMON_MAIN)) $(LIBCORE)
 
 $(addprefix $(BUILD)/,$(CLIENT_TOOLS)): $(BUILD)/%: $(BUILD)/obj/client/%.o $(LIBCLIENT_A)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CLIENT_LIBS) -lm
+# daqirictl's send command is a file of its own.
+$(BUILD)/daqirictl: $(BUILD)/obj/client/daqirictl_send.o
 
 # The simulator reads the same YAML as the daemon.
 $(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)

@@ -292,11 +292,11 @@ struct daqiri_tx_stats {
  * defaults. Maps the channel's ring read-write and its pool read-write
  * after checking both against the reply (sealed memfds of the sizes it
  * names, a ring laid out as txring.h says, nothing in flight). 0 and
- * *out, or -ENOENT (no such tx queue), -EACCES (not root or the admin
- * group), -EINVAL (bad options, or nbufs over what the queue allows),
- * -ENOSPC (the queue has all the channels it takes), -EPROTO (the
- * daemon's answer was inconsistent), -ENOTCONN, -ENOMEM; the daemon's
- * reason in daqiri_last_error().
+ * *out, or -ENOENT (no such tx queue), -ENODEV (no such interface),
+ * -EACCES (not root or the admin group), -EINVAL or -ERANGE (bad options, or nbufs over what the queue
+ * allows), -ENOMEM (out of resources, or the queue has all the channels
+ * it takes), -EPROTO (the daemon's answer was inconsistent), -ENOTCONN;
+ * the daemon's reason in daqiri_last_error().
  */
 int daqiri_tx_open(struct daqiri *d, const char *queue,
 		   const struct daqiri_tx_opts *opts, struct daqiri_tx **out);

@@ -81,6 +81,7 @@ static int cmd_top(struct ctl *c, int argc, char **argv);
 static int cmd_metrics(struct ctl *c, int argc, char **argv);
 static int cmd_reload(struct ctl *c, int argc, char **argv);
 static int cmd_config(struct ctl *c, int argc, char **argv);
+static int cmd_send(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
@@ -109,6 +110,11 @@ static const struct command commands[] = {
 	{ "config", 0, 0, cmd_config, "",
 	    "the running configuration, normalised (as daqirid -n -v)", NULL,
 	    NULL },
+	{ "send", 2, 5, cmd_send, "[--hex | --raw] [--count] IFACE/TXQ FILE|-",
+	    "send payloads out of a tx queue: one per line of FILE (- = "
+	    "stdin), --hex lines of hex digits, --raw the whole input as one; "
+	    "waits until all went, exits 1 if any failed (root or admin "
+	    "group)", NULL, NULL },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -851,6 +857,17 @@ cmd_config(struct ctl *c, int argc, char **argv)
 		printf("%s\n", cJSON_IsString(e) ? e->valuestring : "");
 	cJSON_Delete(o);
 	return fflush(stdout) != 0 ? 1 : 0;
+}
+
+/* ---- send (daqirictl_send.c) */
+
+int daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
+		   char **argv);
+
+static int
+cmd_send(struct ctl *c, int argc, char **argv)
+{
+	return daqirictl_send(c->sock, c->json, &c->d, argc, argv);
 }
 
 /* ---- metrics: the Prometheus text, rendered as the daemon's /metrics

@@ -1034,18 +1034,35 @@ START_TEST(test_tx_closed_by_daemon)
 }
 END_TEST
 
+/* The daemon dies with payloads in flight: the waits end with
+ * -ENOTCONN, and nothing the library does toward the dead daemon (a
+ * tx_close on the socket it has not yet seen close, a doorbell to a
+ * gone peer) raises SIGPIPE: this test runs with its default action. */
 START_TEST(test_tx_daemon_death)
 {
-	struct daqiri_tx *t;
+	struct daqiri_tx *t, *t2;
+	struct daqiri_tx_buf b;
 	struct daqiri *d;
+	int st;
 
+	signal(SIGPIPE, SIG_DFL);
 	start_server(FM_DIE);
 	d = conn();
 	ck_assert_int_eq(daqiri_tx_open(d, FQ, NULL, &t), 0);
+	ck_assert_int_eq(daqiri_tx_open(d, FQ, NULL, &t2), 0);
 	submit(t, 10);
+	ck_assert_int_eq(waitpid(server, &st, 0), server);
+	server = -1;
+	/* not noticed yet: the doorbell and the tx_close go to a peer
+	 * that is gone */
+	ck_assert_int_eq(daqiri_tx_buf(t2, &b), 0);
+	b.len = 1;
+	ck_assert_int_eq(daqiri_tx_send(t2, &b, 1), 1);
+	ck_assert_int_eq(daqiri_tx_close(t2), 0);
 	ck_assert_int_eq(daqiri_tx_flush(t, -1), -ENOTCONN);
 	ck_assert_int_eq(daqiri_tx_wait(t, -1) == 0 ||
 	    daqiri_tx_wait(t, -1) == -ENOTCONN, 1);
+	ck_assert_int_eq(daqiri_tx_arm(t), -ENOTCONN);
 	ck_assert_int_eq(daqiri_tx_close(t), 0);
 	daqiri_disconnect(d);
 	stop_server();
