@@ -107,7 +107,7 @@ DAEMON_MAIN := daemon/daqirid.c
 DAEMON_SRC := $(filter-out $(DAEMON_MAIN),$(wildcard daemon/*.c))
 DAEMON_CU := $(if $(filter 1,$(HAVE_CUDA)),$(wildcard daemon/*.cu))
 CLIENT_LIB_SRC := client/client_conn.c client/client_sub.c \
-	client/client_reconnect.c
+	client/client_reconnect.c client/client_tx.c
 CLIENT_TOOLS := daqirictl daqiri-consume
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -197,7 +197,9 @@ $(BUILD)/daqirid: $(call obj,$(DAEMON_MAIN)) $(LIBCORE)
 
 $(addprefix $(BUILD)/,$(CLIENT_TOOLS)): $(BUILD)/%: $(BUILD)/obj/client/%.o $(LIBCLIENT_A)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CLIENT_LIBS) -lm
+# daqirictl's send command is a file of its own.
+$(BUILD)/daqirictl: $(BUILD)/obj/client/daqirictl_send.o
 
 # The simulator reads the same YAML as the daemon.
 $(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)
@@ -244,6 +246,8 @@ system: all $(SYS_TOOLS)
 	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
 
 system-tools: $(SYS_TOOLS)
+# The closed-loop consumer builds the simulator's control packets.
+$(BUILD)/obj/tests/system/closed-loop.o: ALL_CFLAGS += -Iscripts
 
 # The Python module's tests (client/python/tests/, pytest) against the
 # daemon and simulator of $(BUILD).
@@ -314,7 +318,7 @@ run: all
 	$(Q)BUILD=$(BUILD) sh scripts/run.sh
 
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/%,$(wildcard tests/bench/bench_*.c))
-bench: all $(BENCH_BIN)
+bench: all $(BENCH_BIN) $(BUILD)/tests/closed-loop
 	$(Q)BUILD=$(BUILD) BENCH_PYTHON=$(PYTHON) sh scripts/bench.sh
 
 install: all

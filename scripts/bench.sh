@@ -6,7 +6,9 @@
 # loopback benchmark (scripts/bench-e2e.sh: the int4->fp16 stream and a
 # copy stream, each against a baseline doing the same work; its
 # confirmation runs last $BENCH_E2E_SECONDS, 20 s by default, 30 s being
-# issue 11's measurement period), the hand-off latency below, the daemon's restart
+# issue 11's measurement period), the transmit benchmark (scripts/bench-tx.sh:
+# the daemon's tx path against a bare sendmmsg loop, and the closed
+# loop's latency at 1 kHz), the hand-off latency below, the daemon's restart
 # gap (scripts/bench-restart.sh; says so when that script is missing),
 # the Python module against the C consumer (scripts/bench-python.sh; says
 # so when the module or torch is missing), and build/bench_reorder_gpu
@@ -91,6 +93,9 @@ fi
 
 part "end to end on loopback (scripts/bench-e2e.sh)"
 sh scripts/bench-e2e.sh 2>&1 | tee -a "$OUT"
+
+part "transmit: the daemon's tx path vs sendmmsg, the closed loop at 1 kHz (scripts/bench-tx.sh)"
+sh scripts/bench-tx.sh 2>&1 | tee -a "$OUT"
 
 part "hand-off latency, publish -> consumer sees it"
 handoff() {

@@ -4,6 +4,9 @@
  * sends UDP datagrams laid out as one reorder config expects, sequence and
  * batch fields counting up and samples in the pattern ((3*slot + e) mod 15)
  * - 7, optionally shuffled, lost or duplicated on purpose, paced, with GSO.
+ * With --control it is also the instrument end of a closed loop: it takes
+ * the consumers' control packets (daqiri_control.h) between its sends,
+ * checks their order and reports the loop latency.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -24,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "daqiri_control.h"
 #include "desc.h"
 
 #ifndef UDP_SEGMENT
@@ -44,6 +49,10 @@
 #define SIM_DEFAULT_BATCHES	10
 #define SIM_MAX_SHUFFLE		(1u << 20)
 #define SIM_MAX_PPB		(1u << 20)	/* larger needs --allow-huge-batch */
+#define SIM_CTL_BATCH		64	/* control packets per recvmmsg */
+#define SIM_CTL_BUF		64	/* > DAQIRI_CTL_LEN: longer ones are bad */
+#define SIM_CTL_RCVBUF		(1 << 20)
+#define SIM_CTL_WAIT_MS		10000
 
 /* What to send: one reorder config's layout, resolved. */
 struct sim_layout {
@@ -81,6 +90,11 @@ struct sim_opts {
 	enum cfg_endian endian;
 	double rate;
 	bool rate_gbps;
+	/* --control: the closed loop's return path */
+	const char *control, *control_log;
+	bool control_apply, has_control_expect, has_control_wait;
+	uint64_t control_expect;
+	uint64_t control_wait_ms;
 };
 
 /* One packet to send. */
@@ -91,6 +105,27 @@ struct sim_pkt {
 
 struct sim_totals {
 	uint64_t sent, unique, dropped, duplicates, bytes;
+};
+
+/* The control socket and what came in on it. A packet is applied when it
+ * is valid and newer than the last applied one (seq > last): its gain
+ * becomes the current gain and its latency is recorded; a gap before it
+ * counts as missing. An older or repeated seq is out of order and not
+ * applied (a late decision must not undo a newer one). */
+struct sim_ctl {
+	int fd;				/* -1: no --control */
+	bool apply;			/* --control-apply: gain scales samples */
+	FILE *log;			/* --control-log, or NULL */
+	uint64_t applied, bad, out_of_order, missing;
+	bool any;			/* last_seq is valid */
+	uint32_t last_seq;
+	int32_t gain_milli;
+	bool gain_changed;		/* since the samples were made */
+	uint64_t *lat;			/* latency_ns of every applied packet */
+	size_t nlat, caplat;
+	uint8_t buf[SIM_CTL_BATCH][SIM_CTL_BUF];
+	struct iovec iov[SIM_CTL_BATCH];
+	struct mmsghdr msgs[SIM_CTL_BATCH];
 };
 
 static volatile sig_atomic_t sim_stop;
@@ -119,12 +154,17 @@ usage(int rc)
 	    "                  [--payload-offset BYTES] [--payload-bytes N] "
 	    "[--dtype int4|int8|int16|int32|none]\n"
 	    "                  [--endian host|network]\n"
+	    "                  [--control udp://IP:PORT [--control-apply] "
+	    "[--control-expect N]\n"
+	    "                   [--control-wait-ms T] [--control-log FILE]]\n"
 	    "       daqiri-sim -h | --help\n"
 	    "Without -c the built-in default config is read. Layout flags "
 	    "replace the config's\nvalues; bit and byte offsets count from the "
 	    "first byte of the Ethernet frame\n(UDP payload byte k is frame "
 	    "byte 42 + k). Default: 10 batches; --batches 0 sends until interrupted;\n"
-	    "--packets N stops after N packets, mid-batch as a sender that dies.\n");
+	    "--packets N stops after N packets, mid-batch as a sender that dies.\n"
+	    "--control listens for control packets (daqiri_control.h) and "
+	    "reports them.\n");
 	exit(rc);
 }
 
@@ -256,25 +296,26 @@ parse_dtype(const char *s)
 	die("--dtype: '%s' is not int4, int8, int16, int32 or none", s);
 }
 
-/* udp://A.B.C.D:PORT, both in host byte order. */
+/* udp://A.B.C.D:PORT, both in host byte order; opt names the option in
+ * messages. */
 static void
-parse_dest(const char *s, uint32_t *addr, uint16_t *port)
+parse_dest(const char *opt, const char *s, uint32_t *addr, uint16_t *port)
 {
 	char buf[64], *colon;
 	struct in_addr a;
 
 	if (strncmp(s, "udp://", 6) != 0)
-		die("--dest: '%s' is not udp://IP:PORT", s);
+		die("%s: '%s' is not udp://IP:PORT", opt, s);
 	snprintf(buf, sizeof(buf), "%s", s + 6);
 	if ((colon = strrchr(buf, ':')) == NULL)
-		die("--dest: '%s' has no port", s);
+		die("%s: '%s' has no port", opt, s);
 	*colon = '\0';
 	if (inet_pton(AF_INET, buf, &a) != 1)
-		die("--dest: '%s' is not an IPv4 address", buf);
+		die("%s: '%s' is not an IPv4 address", opt, buf);
 	*addr = ntohl(a.s_addr);
-	*port = (uint16_t)parse_u64("--dest", colon + 1, 65535);
+	*port = (uint16_t)parse_u64(opt, colon + 1, 65535);
 	if (*port == 0)
-		die("--dest: port 0");
+		die("%s: port 0", opt);
 }
 
 static void
@@ -284,7 +325,8 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		OPT_STREAM = 256, OPT_DEST, OPT_RATE, OPT_BATCHES, OPT_SHUFFLE,
 		OPT_LOSS, OPT_DUP, OPT_SEED, OPT_GSO, OPT_QUIET, OPT_REMOTE,
 		OPT_SEQ, OPT_BATCH, OPT_PPB, OPT_POFF, OPT_PBYTES, OPT_DTYPE,
-		OPT_ENDIAN, OPT_HUGE, OPT_PACKETS,
+		OPT_ENDIAN, OPT_HUGE, OPT_PACKETS, OPT_CONTROL, OPT_CTL_APPLY,
+		OPT_CTL_EXPECT, OPT_CTL_WAIT, OPT_CTL_LOG,
 	};
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -308,6 +350,11 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		{ "payload-bytes", required_argument, NULL, OPT_PBYTES },
 		{ "dtype", required_argument, NULL, OPT_DTYPE },
 		{ "endian", required_argument, NULL, OPT_ENDIAN },
+		{ "control", required_argument, NULL, OPT_CONTROL },
+		{ "control-apply", no_argument, NULL, OPT_CTL_APPLY },
+		{ "control-expect", required_argument, NULL, OPT_CTL_EXPECT },
+		{ "control-wait-ms", required_argument, NULL, OPT_CTL_WAIT },
+		{ "control-log", required_argument, NULL, OPT_CTL_LOG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -405,6 +452,25 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 				    optarg);
 			o->has_endian = true;
 			break;
+		case OPT_CONTROL:
+			o->control = optarg;
+			break;
+		case OPT_CTL_APPLY:
+			o->control_apply = true;
+			break;
+		case OPT_CTL_EXPECT:
+			o->control_expect = parse_u64("--control-expect",
+			    optarg, UINT64_MAX);
+			o->has_control_expect = true;
+			break;
+		case OPT_CTL_WAIT:
+			o->control_wait_ms = parse_u64("--control-wait-ms",
+			    optarg, 24ull * 3600 * 1000);
+			o->has_control_wait = true;
+			break;
+		case OPT_CTL_LOG:
+			o->control_log = optarg;
+			break;
 		case 'h':
 			usage(0);
 		default:
@@ -415,6 +481,13 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		usage(2);
 	if (o->seed == 0)
 		o->seed = 1;	/* xorshift needs a non-zero state */
+	if (o->control == NULL && (o->control_apply ||
+	    o->has_control_expect || o->has_control_wait ||
+	    o->control_log != NULL))
+		die("--control-apply, --control-expect, --control-wait-ms and "
+		    "--control-log need --control udp://IP:PORT");
+	if (!o->has_control_wait)
+		o->control_wait_ms = SIM_CTL_WAIT_MS;
 }
 
 /* The reorder config named by --stream, or the first one there is; with
@@ -613,9 +686,25 @@ pattern(uint32_t slot, uint64_t e)
 	return (int)((3 * (uint64_t)slot + e) % 15) - 7;
 }
 
-/* The sample bytes of slot s (period 5: only s mod 5 matters). */
+/* The pattern times gain_milli / 1000 (--control-apply), rounded half
+ * away from zero and clamped to [lo, hi], the sample type's range. */
+static int64_t
+gained(uint32_t slot, uint64_t e, int32_t gain_milli, int64_t lo, int64_t hi)
+{
+	int64_t v = pattern(slot, e);
+
+	if (gain_milli == 1000)
+		return v;
+	v *= gain_milli;
+	v = (v + (v >= 0 ? 500 : -500)) / 1000;
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The sample bytes of slot s (period 5: only s mod 5 matters), scaled by
+ * gain_milli / 1000 (1000: the pattern itself). */
 static void
-make_samples(const struct sim_layout *l, uint32_t s, uint8_t *out)
+make_samples(const struct sim_layout *l, uint32_t s, int32_t gain,
+	     uint8_t *out)
 {
 	uint32_t n = l->payload_bytes, k;
 	bool be = l->endian == CFG_ENDIAN_NETWORK;
@@ -623,12 +712,14 @@ make_samples(const struct sim_layout *l, uint32_t s, uint8_t *out)
 	switch (l->dtype) {
 	case DAQIRI_DTYPE_INT4:
 		for (k = 0; k < n; k++)
-			out[k] = (uint8_t)((pattern(s, 2 * (uint64_t)k) & 0xF)
-			    << 4 | (pattern(s, 2 * (uint64_t)k + 1) & 0xF));
+			out[k] = (uint8_t)((gained(s, 2 * (uint64_t)k, gain,
+			    -8, 7) & 0xF) << 4 | (gained(s, 2 * (uint64_t)k + 1,
+			    gain, -8, 7) & 0xF));
 		break;
 	case DAQIRI_DTYPE_INT16:
 		for (k = 0; k < n / 2; k++) {
-			uint16_t v = (uint16_t)(int16_t)pattern(s, k);
+			uint16_t v = (uint16_t)(int16_t)gained(s, k, gain,
+			    INT16_MIN, INT16_MAX);
 
 			out[2 * k + (be ? 0 : 1)] = (uint8_t)(v >> 8);
 			out[2 * k + (be ? 1 : 0)] = (uint8_t)v;
@@ -636,7 +727,8 @@ make_samples(const struct sim_layout *l, uint32_t s, uint8_t *out)
 		break;
 	case DAQIRI_DTYPE_INT32:
 		for (k = 0; k < n / 4; k++) {
-			uint32_t v = (uint32_t)(int32_t)pattern(s, k);
+			uint32_t v = (uint32_t)(int32_t)gained(s, k, gain,
+			    INT32_MIN, INT32_MAX);
 			int i;
 
 			for (i = 0; i < 4; i++)
@@ -646,7 +738,8 @@ make_samples(const struct sim_layout *l, uint32_t s, uint8_t *out)
 		break;
 	default:			/* int8, or raw bytes */
 		for (k = 0; k < n; k++)
-			out[k] = (uint8_t)(int8_t)pattern(s, k);
+			out[k] = (uint8_t)(int8_t)gained(s, k, gain, INT8_MIN,
+			    INT8_MAX);
 		break;
 	}
 }
@@ -698,6 +791,7 @@ struct sim_tx {
 	uint32_t burst;			/* datagrams per sendmmsg */
 	bool refused_warned;
 	struct sim_totals tot;
+	struct sim_ctl *ctl;
 };
 
 static void
@@ -722,7 +816,7 @@ tx_init(struct sim_tx *t, const struct sim_layout *l,
 	for (s = 0; s < SIM_PATTERN_PERIOD; s++) {
 		if ((t->samples[s] = malloc(l->payload_bytes)) == NULL)
 			die("out of memory");
-		make_samples(l, s, t->samples[s]);
+		make_samples(l, s, 1000, t->samples[s]);
 	}
 	n = SIM_MAX_MSGS * t->gso;
 	t->dstride = l->prefix_only ? l->sample_off : l->dgram_len;
@@ -751,6 +845,174 @@ tx_fini(struct sim_tx *t)
 	free(t);
 }
 
+static int
+ctl_open(const char *spec, bool allow_remote)
+{
+	struct sockaddr_in sa;
+	struct in_addr ia;
+	uint32_t addr;
+	uint16_t port;
+	int fd, v = SIM_CTL_RCVBUF;
+
+	parse_dest("--control", spec, &addr, &port);
+	if ((addr >> 24) != 127 && !allow_remote) {
+		ia.s_addr = htonl(addr);
+		die("--control: refusing to listen on %s, which is not a "
+		    "loopback address (--allow-remote to do it anyway)",
+		    inet_ntoa(ia));
+	}
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1)
+		die("socket: %s", strerror(errno));
+	/* a burst of decisions must not be lost while the sender is busy */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(addr);
+	sa.sin_port = htons(port);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
+		die("--control: bind %s: %s", spec, strerror(errno));
+	return fd;
+}
+
+/* One control packet of len bytes, received at now. */
+static void
+ctl_take(struct sim_ctl *c, const uint8_t *p, uint32_t len, bool trunc,
+	 uint64_t now)
+{
+	struct daqiri_ctl m;
+	uint64_t lat;
+
+	if (trunc || daqiri_ctl_decode(p, len, &m) != 0) {
+		c->bad++;
+		return;
+	}
+	if (c->any && m.seq <= c->last_seq) {
+		c->out_of_order++;
+		return;
+	}
+	c->missing += c->any ? m.seq - c->last_seq - 1 : m.seq;
+	c->any = true;
+	c->last_seq = m.seq;
+	c->applied++;
+	if (m.gain_milli != c->gain_milli) {
+		c->gain_milli = m.gain_milli;
+		c->gain_changed = true;
+	}
+	/* a publish_ns from the future is another host's clock: 0 */
+	lat = now > m.publish_ns ? now - m.publish_ns : 0;
+	if (c->nlat == c->caplat) {
+		size_t cap = c->caplat ? 2 * c->caplat : 4096;
+		uint64_t *n = realloc(c->lat, cap * sizeof(*n));
+
+		if (n == NULL)
+			die("out of memory");
+		c->lat = n;
+		c->caplat = cap;
+	}
+	c->lat[c->nlat++] = lat;
+	if (c->log != NULL)
+		fprintf(c->log, "%u %llu %llu %d\n", m.seq,
+		    (unsigned long long)m.tensor_seq,
+		    (unsigned long long)lat, m.gain_milli);
+}
+
+/* Everything waiting on the control socket, without blocking. */
+static void
+ctl_drain(struct sim_ctl *c)
+{
+	uint64_t now;
+	int r, i;
+
+	if (c == NULL || c->fd < 0)
+		return;
+	do {
+		for (i = 0; i < SIM_CTL_BATCH; i++) {
+			memset(&c->msgs[i].msg_hdr, 0,
+			    sizeof(c->msgs[i].msg_hdr));
+			c->iov[i].iov_base = c->buf[i];
+			c->iov[i].iov_len = SIM_CTL_BUF;
+			c->msgs[i].msg_hdr.msg_iov = &c->iov[i];
+			c->msgs[i].msg_hdr.msg_iovlen = 1;
+		}
+		r = recvmmsg(c->fd, c->msgs, SIM_CTL_BATCH, MSG_DONTWAIT,
+		    NULL);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			die("--control: recvmmsg: %s", strerror(errno));
+		}
+		now = daqiri_mono_ns();
+		for (i = 0; i < r; i++)
+			ctl_take(c, c->buf[i], c->msgs[i].msg_len,
+			    (c->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0,
+			    now);
+	} while (r == SIM_CTL_BATCH);
+}
+
+/* Wait up to timeout_ns for control packets (poll, so that one is taken
+ * as soon as it arrives: its latency is not the sender's sleep), then
+ * take what came. */
+static void
+ctl_wait(struct sim_ctl *c, uint64_t timeout_ns)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+	if (ppoll(&pfd, 1, &ts, NULL) > 0)
+		ctl_drain(c);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The closing "control ..." line; latency percentiles by nearest rank. */
+static void
+ctl_report(struct sim_ctl *c)
+{
+	size_t n = c->nlat;
+
+	printf("control applied=%llu bad=%llu out_of_order=%llu missing=%llu "
+	    "last_seq=", (unsigned long long)c->applied,
+	    (unsigned long long)c->bad, (unsigned long long)c->out_of_order,
+	    (unsigned long long)c->missing);
+	if (c->any)
+		printf("%u", c->last_seq);
+	else
+		printf("-1");
+	printf(" gain=%.3f latency_us", c->gain_milli / 1000.0);
+	if (n == 0) {
+		printf(" p50=- p99=- max=-\n");
+		return;
+	}
+	qsort(c->lat, n, sizeof(*c->lat), cmp_u64);
+	printf(" p50=%.1f p99=%.1f max=%.1f\n",
+	    c->lat[(n * 50 + 99) / 100 - 1] / 1e3,
+	    c->lat[(n * 99 + 99) / 100 - 1] / 1e3, c->lat[n - 1] / 1e3);
+}
+
+/* --control-apply: the samples again, at the gain now in force. */
+static void
+tx_regain(struct sim_tx *t)
+{
+	uint32_t s;
+
+	if (t->ctl == NULL || !t->ctl->apply || !t->ctl->gain_changed)
+		return;
+	for (s = 0; s < SIM_PATTERN_PERIOD; s++)
+		make_samples(t->l, s, t->ctl->gain_milli, t->samples[s]);
+	t->ctl->gain_changed = false;
+}
+
 /* Sleep until datagram number `k` is due. */
 static void
 tx_pace(struct sim_tx *t, uint64_t k)
@@ -761,6 +1023,14 @@ tx_pace(struct sim_tx *t, uint64_t k)
 	if (t->ns_per_pkt <= 0)
 		return;
 	due = t->t0 + (uint64_t)((double)k * t->ns_per_pkt);
+	if (t->ctl != NULL) {
+		uint64_t now;
+
+		/* wait on the control socket instead of sleeping */
+		while ((now = daqiri_mono_ns()) < due && !sim_stop)
+			ctl_wait(t->ctl, due - now);
+		return;
+	}
 	if (daqiri_mono_ns() >= due)
 		return;
 	ts.tv_sec = (time_t)(due / 1000000000u);
@@ -782,6 +1052,7 @@ tx_send(struct sim_tx *t, const struct sim_pkt *pkts, uint32_t n)
 		uint32_t want = n - i < t->burst ? n - i : t->burst;
 		uint32_t nmsg = 0, nd = 0, ni = 0, done = 0, m, j;
 
+		tx_regain(t);
 		while (nd < want) {
 			struct msghdr *h = &t->msgs[nmsg].msg_hdr;
 			uint32_t segs = want - nd < t->gso ? want - nd : t->gso;
@@ -849,6 +1120,7 @@ tx_send(struct sim_tx *t, const struct sim_pkt *pkts, uint32_t n)
 			}
 			done += (uint32_t)r;
 		}
+		ctl_drain(t->ctl);
 		for (m = 0; m < done; m++) {
 			for (j = first[m]; j < first[m + 1]; j++) {
 				if (pkts[i + j].dup)
@@ -917,18 +1189,19 @@ main(int argc, char **argv)
 	struct sim_layout l;
 	struct sim_tx *t;
 	struct sim_pkt *pkts;
+	struct sim_ctl ctl;
 	struct sigaction sa;
 	struct in_addr ia;
 	uint64_t rng, g = 0, total, t_end;
 	uint32_t daddr, chunk, n, k, cap;
 	uint16_t dport;
 	double secs;
-	int fd;
+	int fd, rc = 0;
 
 	parse_args(argc, argv, &o);
 	resolve_layout(&o, &l, &daddr, &dport);
 	if (o.dest != NULL)
-		parse_dest(o.dest, &daddr, &dport);
+		parse_dest("--dest", o.dest, &daddr, &dport);
 	if (dport == 0)
 		die("no destination: the config has no socket_config.local_addr "
 		    "with a port; give --dest udp://IP:PORT");
@@ -951,6 +1224,18 @@ main(int argc, char **argv)
 	if ((t = malloc(sizeof(*t))) == NULL)
 		die("out of memory");
 	tx_init(t, &l, &o, fd);
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.fd = -1;
+	ctl.gain_milli = 1000;
+	if (o.control != NULL) {
+		ctl.fd = ctl_open(o.control, o.allow_remote);
+		ctl.apply = o.control_apply;
+		if (o.control_log != NULL &&
+		    (ctl.log = fopen(o.control_log, "we")) == NULL)
+			die("--control-log %s: %s", o.control_log,
+			    strerror(errno));
+		t->ctl = &ctl;
+	}
 	ia.s_addr = htonl(daddr);
 	if (!o.quiet) {
 		printf("sim stream=%s dest=udp://%s:%u datagram=%u "
@@ -1027,6 +1312,24 @@ main(int argc, char **argv)
 		tx_send(t, pkts, n);
 	}
 	t_end = daqiri_mono_ns();
+	if (ctl.fd >= 0) {
+		/* the decisions on the last tensors are still on their way */
+		uint64_t lim = daqiri_mono_ns() + o.control_wait_ms * 1000000,
+		    now;
+
+		ctl_drain(&ctl);
+		while (o.has_control_expect && ctl.applied < o.control_expect &&
+		    !sim_stop && (now = daqiri_mono_ns()) < lim)
+			ctl_wait(&ctl, lim - now);
+		if (o.has_control_expect && ctl.applied < o.control_expect) {
+			fprintf(stderr, "daqiri-sim: --control-expect %llu: %llu "
+			    "control packets applied within %llu ms of the last "
+			    "send\n", (unsigned long long)o.control_expect,
+			    (unsigned long long)ctl.applied,
+			    (unsigned long long)o.control_wait_ms);
+			rc = 1;
+		}
+	}
 	if (!o.quiet && o.loss > 0)
 		printf("dropped total=%llu\n",
 		    (unsigned long long)t->tot.dropped);
@@ -1042,9 +1345,17 @@ main(int argc, char **argv)
 	    (unsigned long long)((g + l.ppb - 1) / l.ppb),
 	    (unsigned long long)t->tot.bytes, secs,
 	    secs > 0 ? (double)t->tot.bytes * 8 / secs / 1e9 : 0.0);
+	if (ctl.fd >= 0) {
+		ctl_report(&ctl);
+		if (ctl.log != NULL && fclose(ctl.log) != 0)
+			die("--control-log %s: %s", o.control_log,
+			    strerror(errno));
+		close(ctl.fd);
+		free(ctl.lat);
+	}
 	fflush(stdout);
 	tx_fini(t);
 	free(pkts);
 	close(fd);
-	return 0;
+	return rc;
 }
