@@ -71,7 +71,7 @@ def recv_n(s, n):
 def tx_queue_stats(d):
     for i in d.ctl("stats")["interfaces"]:
         for q in i.get("tx", {}).get("queues", []):
-            if q["name"] in (TX, "tx0"):
+            if q["queue"] in (TX, "tx0"):
                 return q
     raise AssertionError("no tx queue in stats")
 
