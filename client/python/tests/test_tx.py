@@ -8,9 +8,11 @@
 # sent TxBuffer cannot be viewed or sent again; close() with a TxBuffer
 # alive waits for it; a process that is neither root nor admin is
 # refused with the reason; the daemon counts what was sent; in a fork()ed
-# child the objects raise EBADF.
+# child the objects raise EBADF; examples/closed_loop.py closes the loop
+# with the simulator's --control: every decision arrives, in order.
 import errno
 import os
+import re
 import socket
 import tempfile
 from pathlib import Path
@@ -236,3 +238,29 @@ def test_not_admin_refused(make_daemon, rx, child_py):
     assert out.startswith(f"refused {errno.EPERM} ") or \
         out.startswith(f"refused {errno.EACCES} "), out
     assert "admin" in out or "root" in out, out
+
+
+def test_closed_loop_example(make_daemon, child_py):
+    """examples/closed_loop.py against the simulator's --control: every
+    tensor's decision reaches the instrument, in order, none lost."""
+    n = 40
+    ctl = free_udp_port()
+    d = make_daemon()
+    tx_config(d, ctl)
+    d.start()
+    c = child_py(
+        "import runpy, sys\n"
+        "sys.argv = [sys.argv[1]] + sys.argv[2:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n",
+        str(Path(__file__).resolve().parents[1] / "examples/closed_loop.py"),
+        "-s", d.sock, "-n", str(n))
+    d.wait_consumer(lambda r: r["state"] == "active",
+                    "closed_loop.py subscribed", pid=c.pid)
+    r = d.sim("--batches", n, "--control", f"udp://127.0.0.1:{ctl}",
+              "--control-expect", n)
+    assert c.wait() == 0, c.output()
+    assert f"{n} decisions sent" in c.output()[0]
+    m = re.search(r"^control applied=(\d+) bad=(\d+) out_of_order=(\d+) "
+                  r"missing=(\d+)", r.out, re.M)
+    assert m, r.out
+    assert [int(x) for x in m.groups()] == [n, 0, 0, 0], r.out
