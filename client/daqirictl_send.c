@@ -91,9 +91,15 @@ static ssize_t
 split_payloads(char *text, size_t n, bool hex, bool raw, const char *name,
 	       struct payload **out)
 {
-	struct payload *v = malloc((raw ? 1 : n + 1) * sizeof(*v));
-	size_t i = 0, e, np = 0, len;
+	size_t i = 0, e, np = 1, len;
+	struct payload *v;
+	const char *q;
 
+	for (q = text; !raw && (q = memchr(q, '\n', n - (size_t)(q - text)))
+	    != NULL; q++)
+		np++;
+	v = malloc(np * sizeof(*v));
+	np = 0;
 	*out = v;
 	if (v == NULL)
 		return -1;
