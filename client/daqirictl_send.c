@@ -113,8 +113,8 @@ split_payloads(char *text, size_t n, bool hex, bool raw, const char *name,
 		len = e - i;
 		if (hex && hex_line(text + i, &len) < 0) {
 			fprintf(stderr, "daqirictl: send: %s:%zu: not hex at "
-			    "column %zu (--hex lines are pairs of hex digits)\n",
-			    name, np + 1, len);
+			    "column %zu (--hex lines are pairs of hex "
+			    "digits)\n", name, np + 1, len);
 			return -1;
 		}
 		v[np] = (struct payload){ i, len, np + 1 };
@@ -205,7 +205,8 @@ daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
 			count = true;
 		else if (argv[i][0] == '-' && argv[i][1] != '\0')
 			return fprintf(stderr, "daqirictl: send: unknown "
-			    "option '%s' (--hex, --raw, --count)\n", argv[i]), 2;
+			    "option '%s' (--hex, --raw, --count)\n",
+			    argv[i]), 2;
 		else if (npos < 2)
 			pos[npos++] = argv[i];
 		else
