@@ -270,6 +270,8 @@ system-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
 	$(Q)rc=0; BUILD=$(BUILD)/asan sh tests/system/18-hostile.sh || rc=$$?; \
 	  if [ $$rc -eq 77 ]; then echo "system-asan: 18-hostile skipped"; else exit $$rc; fi
+	$(Q)rc=0; BUILD=$(BUILD)/asan sh tests/system/36-tx-hostile.sh || rc=$$?; \
+	  if [ $$rc -eq 77 ]; then echo "system-asan: 36-tx-hostile skipped"; else exit $$rc; fi
 
 # The same unit tests built again with AddressSanitizer and UBSan in their
 # own tree (CUDA left out: its runtime and ASan do not mix well without a GPU).

@@ -91,9 +91,15 @@ static ssize_t
 split_payloads(char *text, size_t n, bool hex, bool raw, const char *name,
 	       struct payload **out)
 {
-	struct payload *v = malloc((raw ? 1 : n + 1) * sizeof(*v));
-	size_t i = 0, e, np = 0, len;
+	size_t i = 0, e, np = 1, len;
+	struct payload *v;
+	const char *q;
 
+	for (q = text; !raw && (q = memchr(q, '\n', n - (size_t)(q - text)))
+	    != NULL; q++)
+		np++;
+	v = malloc(np * sizeof(*v));
+	np = 0;
 	*out = v;
 	if (v == NULL)
 		return -1;
@@ -107,8 +113,8 @@ split_payloads(char *text, size_t n, bool hex, bool raw, const char *name,
 		len = e - i;
 		if (hex && hex_line(text + i, &len) < 0) {
 			fprintf(stderr, "daqirictl: send: %s:%zu: not hex at "
-			    "column %zu (--hex lines are pairs of hex digits)\n",
-			    name, np + 1, len);
+			    "column %zu (--hex lines are pairs of hex "
+			    "digits)\n", name, np + 1, len);
 			return -1;
 		}
 		v[np] = (struct payload){ i, len, np + 1 };
@@ -199,7 +205,8 @@ daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
 			count = true;
 		else if (argv[i][0] == '-' && argv[i][1] != '\0')
 			return fprintf(stderr, "daqirictl: send: unknown "
-			    "option '%s' (--hex, --raw, --count)\n", argv[i]), 2;
+			    "option '%s' (--hex, --raw, --count)\n",
+			    argv[i]), 2;
 		else if (npos < 2)
 			pos[npos++] = argv[i];
 		else

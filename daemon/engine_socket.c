@@ -3,7 +3,8 @@
  * The socket engine: kernel UDP sockets, one per rx queue, read with
  * recvmmsg() straight into the queue's memory region and handed out as
  * Ethernet frames (a synthetic Ethernet/IPv4/UDP header + the datagram),
- * UDP_GRO reads split by segment size, kernel drops counted.
+ * UDP_GRO reads split by segment size, kernel drops counted. The
+ * transmit half is engine_socket_tx.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>

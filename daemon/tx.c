@@ -111,6 +111,9 @@ struct tx_chan {
 	struct tx_counters snap;
 	_Atomic uint32_t in_flight;	/* buffers not the consumer's */
 	_Atomic int released;		/* the worker let go of it */
+	_Atomic int cmds;		/* commands naming it the worker has
+					 * not done yet: main frees it only
+					 * at 0 */
 	_Atomic int broken;		/* cut off: why is set */
 	char why[128];
 	bool reported;			/* main: broken() called */
@@ -412,6 +415,8 @@ apply_commands(struct tx_worker *w, const struct tx_cmd *cmds, int n)
 			chan_close(w, c, DAQIRI_TX_CLOSED);
 			(void)chan_try_release(w, c);
 		}
+		/* the last touch of c for this command */
+		atomic_fetch_sub_explicit(&c->cmds, 1, memory_order_release);
 	}
 }
 
@@ -810,6 +815,7 @@ post(struct tx_worker *w, enum tx_cmd_kind k, struct tx_chan *c)
 	w->cmds[w->ncmds].kind = k;
 	w->cmds[w->ncmds].c = c;
 	w->ncmds++;
+	atomic_fetch_add_explicit(&c->cmds, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&w->mu);
 	if (write(w->cmd_fd, &one, sizeof(one)) < 0)
 		log_warn("queue '%s': waking the tx worker", w->name);
@@ -1095,7 +1101,8 @@ tx_worker_reap(struct tx_worker *w,
 		/* a broken one stays until main closes it (the callback's
 		 * tx_channel_close), so its id is not reused meanwhile */
 		if (c->main_closed && atomic_load_explicit(&c->released,
-		    memory_order_acquire)) {
+		    memory_order_acquire) && atomic_load_explicit(&c->cmds,
+		    memory_order_acquire) == 0) {
 			w->mchans[i] = NULL;
 			chan_free(c);
 		}

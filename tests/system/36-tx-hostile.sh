@@ -104,6 +104,8 @@ secs=$(kv "$T/recv.out" secs)
 min=$(awk -v n=$NG -v l=$LEN -v r=$MBPS 'BEGIN { printf "%.6f", (n - 1) * (l + 42) * 8 / (r * 1e6) }')
 awk -v s="$secs" -v m="$min" 'BEGIN { exit !(s >= m * 0.95) }' ||
 	fail "the good channel's $NG payloads took $secs s, pacing allows no less than $min s"
+awk -v p="$(txq .paced_s)" 'BEGIN { exit !(p > 0) }' ||
+	fail "paced_s $(txq .paced_s): the pacer never waited"
 note "took $secs s for $NG payloads ($min s at exactly $MBPS Mb/s): $(awk -v s="$secs" -v n=$NG -v l=$LEN 'BEGIN { printf "%.1f", (n - 1) * (l + 42) * 8 / s / 1e6 }') Mb/s"
 
 note "the queue's counters"

@@ -92,7 +92,7 @@ main(int argc, char **argv)
 		    r), 1;
 	for (i = 0; i < n && seq < count; i++)
 		fill(&b[i], seq++, len);
-	for (; i < n; i++)		/* COUNT below NBUFS: give the rest back */
+	for (; i < n; i++)	/* COUNT below NBUFS: give the rest back */
 		if ((r = daqiri_tx_discard(tx, &b[i])) < 0)
 			return die("daqiri_tx_discard", r, d);
 	n = (uint32_t)(seq < n ? seq : n);

@@ -97,7 +97,7 @@ START_TEST(test_geometry)
 	ck_assert_uint_eq(pool, 4096);
 	ck_assert(daqiri_tx_pool_geometry(64, 1472, &stride, &pool));
 	ck_assert_uint_eq(stride, 1472);
-	ck_assert_uint_eq(pool, 94208);		/* 64 x 1472 = 23 pages */
+	ck_assert_uint_eq(pool, 94208);	/* 64 x 1472 = 23 pages */
 	ck_assert(daqiri_tx_pool_geometry(3, 65, &stride, &pool));
 	ck_assert_uint_eq(stride, 128);
 	ck_assert_uint_eq(pool, 4096);
@@ -127,7 +127,7 @@ START_TEST(test_geometry)
 	ck_assert_uint_eq(daqiri_txring_size(2 * DAQIRI_TX_NBUFS_MAX), 0);
 	ck_assert_uint_eq(daqiri_txring_size(2), 4096);
 	ck_assert_uint_eq(daqiri_txring_size(64), 4096);	/* 512 + 1024 */
-	ck_assert_uint_eq(daqiri_txring_size(256), 8192);	/* 512 + 4096 */
+	ck_assert_uint_eq(daqiri_txring_size(256), 8192); /* 512 + 4096 */
 	ck_assert_uint_eq(daqiri_txring_size(DAQIRI_TX_NBUFS_MAX),
 	    512 + 16 * DAQIRI_TX_NBUFS_MAX + DAQIRI_TXRING_PAGE - 512);
 }
@@ -187,10 +187,10 @@ START_TEST(test_attach_rejects)
 		switch (i) {
 		case 0: h->magic ^= 1; break;
 		case 1: h->version = 2; break;
-		case 2: h->depth = 16; break;		/* not the nbufs rule */
+		case 2: h->depth = 16; break;	/* not the nbufs rule */
 		case 3: h->depth = 7; break;
 		case 4: h->nbufs = 0; break;
-		case 5: h->nbufs = 9; break;		/* depth 8 too small */
+		case 5: h->nbufs = 9; break;	/* depth 8 too small */
 		case 6: h->buf_size = 0; break;
 		case 7: h->buf_stride = 1000; break;	/* not aligned */
 		case 8: h->pool_bytes += 4096; break;
@@ -317,7 +317,7 @@ START_TEST(test_hostile_positions)
 	atomic_store(&h->sub_head, NB + 1);
 	ck_assert_int_eq(daqiri_tx_sub_pop(&d, &s), -EPROTO);
 	ck_assert_uint_eq(daqiri_tx_sub_pending(&d), NB);	/* clamped */
-	atomic_store(&h->sub_head, UINT32_MAX);			/* behind */
+	atomic_store(&h->sub_head, UINT32_MAX);		/* behind */
 	ck_assert_int_eq(daqiri_tx_sub_pop(&d, &s), -EPROTO);
 	ck_assert_int_eq(daqiri_txring_arm_kick(&d), -EPROTO);
 	atomic_store(&h->sub_head, 0);
@@ -443,12 +443,12 @@ END_TEST
 #define F_CUT_AFTER	5u		/* FM_CLOSE, FM_DIE */
 
 enum fmode {
-	FM_NORMAL,	/* the worker sleeps until kicked, as daqirid's does */
+	FM_NORMAL,	/* the worker sleeps until kicked, like daqirid's */
 	FM_HOLD,	/* completes only while the consumer waits */
 	FM_CLOSE,	/* tx_closed after F_CUT_AFTER payloads */
 	FM_DIE,		/* exits after F_CUT_AFTER payloads */
 	FM_BADCOMP,	/* completes a buffer nobody submitted */
-	FM_LIE,		/* its reply describes another ring than it sends */
+	FM_LIE,		/* its reply describes another ring than sent */
 };
 
 struct fchan {
