@@ -569,10 +569,16 @@ op_flow_list(void *ctx, const char *iface, cJSON *reply, struct daqiri_err *err)
 		const struct flow_table *t = d->ifs[i].flows;
 		cJSON *o, *fl;
 
-		/* a transmit-only interface has no rx flows */
-		if (t == NULL || (iface[0] != '\0' &&
-		    strcmp(iface, d->ifs[i].ifc->name) != 0))
+		if (iface[0] != '\0' && strcmp(iface, d->ifs[i].ifc->name) != 0)
 			continue;
+		/* a transmit-only interface has no rx flows */
+		if (t == NULL) {
+			if (iface[0] == '\0')
+				continue;
+			return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
+			    "interface '%s' has no rx queues (transmit only), "
+			    "so no flows", iface), DAQIRI_ST_NO_SUCH_INTERFACE;
+		}
 		found = true;
 		if ((o = cJSON_CreateObject()) == NULL)
 			return -ENOMEM;

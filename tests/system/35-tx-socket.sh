@@ -6,7 +6,9 @@
 # test chose. Every payload arrives exactly, in order, from the
 # configured source port; as root a raw socket also checks each IPv4
 # header's checksum and the UDP length. The daemon's stats count exactly
-# what went and no drop, and a non-admin's tx_open is refused.
+# what went and no drop, and a non-admin's tx_open is refused. Then a
+# transmit-only interface, and the start-up refusals (a queue with no
+# destination, the DPDK engine, which does not transmit yet).
 . tests/system/lib.sh
 
 TXPORT=$(( PORT + 1 ))
@@ -159,4 +161,54 @@ fi
 expect_eq "packets unchanged" "$(txq .packets)" $((N + NV))
 wait_for '.interfaces[0].tx.queues[0].channels_open == 0'
 stop_daemon
+
+note "a transmit-only interface (no rx section)"
+awk '/^      rx:$/ { skip = 1; next }
+	skip && /^      [a-z]/ { skip = 0 }
+	skip && /^  [a-z]/ { skip = 0 }
+	!skip' "$T/daqirid.yaml" > "$T/txonly.yaml"
+grep -q '^      rx:' "$T/txonly.yaml" && fail "the rx section is still there"
+"$BUILD/daqirid" -n -c "$T/txonly.yaml" > "$T/n.out" 2>&1 || fail "tx-only config: $(cat "$T/n.out")"
+cp "$T/txonly.yaml" "$T/daqirid.yaml"
+rm -f "$T/notify.log"
+start_daemon
+expect_eq "status: rx queues" "$(ctl -j status | jq .rx_queues)" 0
+expect_eq "status: tx queues" "$(ctl -j status | jq .tx_queues)" 1
+recv recv3 --count 100 --len 300
+"$BUILD/tests/tx-raw" "$SOCK" "$Q" send 100 300 > "$T/tx3.out" 2>&1 ||
+	fail "tx-raw: $(cat "$T/tx3.out")"
+wait_gone "$RECV" 70
+sed 's/^/   | /' "$T/recv3.out"
+expect_eq "receiver" "$GONE_RC" 0
+expect_eq "packets" "$(txq .packets)" 100
+stop_daemon
+
+note "start-up refusals name the queue or the engine"
+grep -v 'remote_addr' "$T/daqirid.yaml" > "$T/nodest.yaml"
+if "$BUILD/daqirid" -c "$T/nodest.yaml" -s "$T/nodest.sock" > "$T/nodest.out" 2>&1; then
+	fail "a tx queue without a destination started"
+fi
+grep -q "tx queue 't0': no destination: give it destination.ipv4_dst and udp_dst, or socket_config.remote_addr" "$T/nodest.out" ||
+	fail "no reason: $(cat "$T/nodest.out")"
+echo "   ok  $(grep 'no destination' "$T/nodest.out")"
+awk '/^      rx:$/ {
+	print "      tx:"
+	print "        queues:"
+	print "        - name: t0"
+	print "          id: 0"
+	print "          batch_size: 32"
+	print "          memory_regions: [frames]"
+}
+{ print }' etc/examples/pcap-replay.yaml > "$T/dpdk.yaml"
+"$BUILD/daqirid" -n -c "$T/dpdk.yaml" > "$T/n.out" 2>&1 || fail "dpdk tx config: $(cat "$T/n.out")"
+if "$BUILD/daqirid" -c "$T/dpdk.yaml" -s "$T/dpdk.sock" > "$T/dpdk.out" 2>&1; then
+	fail "the DPDK engine started with a tx queue"
+fi
+if grep -q "not built into this" "$T/dpdk.out"; then
+	note "this daqirid has no DPDK engine: its refusal is not tried"
+else
+	grep -q "interface 'replay': the dpdk engine does not transmit yet" "$T/dpdk.out" ||
+		fail "no reason: $(cat "$T/dpdk.out")"
+	echo "   ok  $(grep 'does not transmit' "$T/dpdk.out")"
+fi
 echo "ok"

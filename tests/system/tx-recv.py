@@ -21,6 +21,7 @@ import sys
 import time
 
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)
 
 
 def big_rcvbuf(s):
@@ -72,6 +73,8 @@ def main():
 
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     big_rcvbuf(s)
+    # the kernel's drops at this socket, so that a gap is named as such
+    s.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
     s.bind(("127.0.0.1", a.port))
     raw = None
     if a.raw:
@@ -87,6 +90,7 @@ def main():
     raw_got = 0
     nbytes = 0
     others = 0
+    kdrops = 0
     t_first = t_last = 0.0
     src = None
     end = time.monotonic() + a.timeout
@@ -98,7 +102,10 @@ def main():
                  (got, a.count, raw_got))
         r, _, _ = select.select(socks, [], [], left)
         if s in r:
-            d, peer = s.recvfrom(70000)
+            d, anc, _, peer = s.recvmsg(70000, socket.CMSG_SPACE(4))
+            for lvl, typ, val in anc:
+                if lvl == socket.SOL_SOCKET and typ == SO_RXQ_OVFL:
+                    kdrops = struct.unpack("I", val[:4])[0]
             if src is None:
                 src = peer
             if peer != src:
@@ -119,8 +126,10 @@ def main():
             want = expected(got, length_of(got))
             if d != want:
                 seq = int.from_bytes(d[:8], "little") if len(d) >= 8 else -1
-                fail("datagram %d: %d bytes (seq %d), want %d bytes" %
-                     (got, len(d), seq, len(want)))
+                fail("datagram %d: %d bytes (seq %d), want %d bytes%s" %
+                     (got, len(d), seq, len(want),
+                      " (the kernel dropped %d at this receiver's socket: "
+                      "the receiver fell behind)" % kdrops if kdrops else ""))
             got += 1
         if raw is not None and raw in r:
             p = raw.recv(70000)
