@@ -188,9 +188,9 @@ grep -v 'remote_addr' "$T/daqirid.yaml" > "$T/nodest.yaml"
 if "$BUILD/daqirid" -c "$T/nodest.yaml" -s "$T/nodest.sock" > "$T/nodest.out" 2>&1; then
 	fail "a tx queue without a destination started"
 fi
-grep -q "tx queue 't0': no destination: give it destination.ipv4_dst and udp_dst, or socket_config.remote_addr" "$T/nodest.out" ||
+grep -q "error: tx queue 't0' has no ipv4_dst: set socket_config.remote_addr or destination.ipv4_dst" "$T/nodest.out" ||
 	fail "no reason: $(cat "$T/nodest.out")"
-echo "   ok  $(grep 'no destination' "$T/nodest.out")"
+echo "   ok  $(grep "tx queue 't0' has no" "$T/nodest.out")"
 awk '/^      rx:$/ {
 	print "      tx:"
 	print "        queues:"
@@ -200,15 +200,12 @@ awk '/^      rx:$/ {
 	print "          memory_regions: [frames]"
 }
 { print }' etc/examples/pcap-replay.yaml > "$T/dpdk.yaml"
-"$BUILD/daqirid" -n -c "$T/dpdk.yaml" > "$T/n.out" 2>&1 || fail "dpdk tx config: $(cat "$T/n.out")"
-if "$BUILD/daqirid" -c "$T/dpdk.yaml" -s "$T/dpdk.sock" > "$T/dpdk.out" 2>&1; then
-	fail "the DPDK engine started with a tx queue"
+# a DPDK tx queue writes its headers from its destination: without one
+# the config is refused, naming the queue
+if "$BUILD/daqirid" -n -c "$T/dpdk.yaml" > "$T/dpdk.out" 2>&1; then
+	fail "a DPDK tx queue without a destination passed the check"
 fi
-if grep -q "not built into this" "$T/dpdk.out"; then
-	note "this daqirid has no DPDK engine: its refusal is not tried"
-else
-	grep -q "interface 'replay': the dpdk engine does not transmit yet" "$T/dpdk.out" ||
-		fail "no reason: $(cat "$T/dpdk.out")"
-	echo "   ok  $(grep 'does not transmit' "$T/dpdk.out")"
-fi
+grep -q "tx queue 't0'.*destination" "$T/dpdk.out" ||
+	fail "no reason: $(cat "$T/dpdk.out")"
+echo "   ok  $(grep "tx queue 't0'" "$T/dpdk.out" | head -1)"
 echo "ok"
