@@ -514,6 +514,10 @@ http_up(struct daemon *d)
 		for (int q = 0; q < d->ifs[i].nworkers; q++)
 			if (o.nworkers < HTTP_MAX_WORKERS)
 				o.workers[o.nworkers++] = d->ifs[i].workers[q];
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].ntx; q++)
+			if (o.ntx < HTTP_MAX_WORKERS)
+				o.txws[o.ntx++] = d->ifs[i].txw[q];
 	if (http_init(&d->http, &o, err, sizeof(err)) != 0) {
 		log_warnx("%s", err);
 		return -1;

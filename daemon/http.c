@@ -313,6 +313,17 @@ healthz(struct http *h, struct MHD_Connection *c)
 			    worker_queue_name(h->o.workers[i]),
 			    (unsigned long long)(age / 1000000));
 	}
+	for (int i = 0; i < h->o.ntx; i++) {
+		uint64_t b = tx_worker_heartbeat_ns(h->o.txws[i]);
+		uint64_t age = now > b ? now - b : 0;
+
+		if (age > h->o.stale_ns && n < sizeof(body))
+			n += (size_t)snprintf(body + n, sizeof(body) - n,
+			    "tx queue '%s': its TX worker's heartbeat has not "
+			    "advanced for %llu ms\n",
+			    tx_worker_name(h->o.txws[i]),
+			    (unsigned long long)(age / 1000000));
+	}
 	if (n >= sizeof(body))
 		n = sizeof(body) - 1;
 	if (n == 0)

@@ -2,7 +2,8 @@
 /*
  * The HTTP endpoint at daemon.metrics_listen (libmicrohttpd, on its own
  * thread): GET /metrics, the Prometheus text, and GET /healthz, 200 while
- * every RX worker's heartbeat advances, else 503 naming the stuck ones.
+ * every RX and TX worker's heartbeat advances, else 503 naming the stuck
+ * ones.
  * Bounded: a connection limit, an idle timeout and a per-connection
  * memory limit; what it turns away is counted (the stats "http" object).
  */
@@ -14,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "tx.h"
 #include "worker.h"
 
 /* Connections served at once; more are accepted and closed at once. */
@@ -35,6 +37,8 @@ struct http_opts {
 	uint64_t stale_ns;		/* heartbeat older than this: stuck */
 	int nworkers;
 	struct worker *workers[HTTP_MAX_WORKERS];	/* live until fini */
+	int ntx;
+	struct tx_worker *txws[HTTP_MAX_WORKERS];	/* the same */
 };
 
 /*
