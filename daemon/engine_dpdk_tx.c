@@ -12,6 +12,7 @@
 #define ALLOW_EXPERIMENTAL_API 1	/* rte_eth_tx_done_cleanup */
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,17 +68,20 @@
 
 struct dpdk_txq;
 
+#define DPDK_TX_NIL		UINT32_MAX	/* end of a slot list */
+
 /*
  * One payload in flight. The shared info is the external buffer's: the
  * PMD frees the payload mbuf, its refcount drops to 0, and the free
- * callback moves the slot to the done ring (report) or straight back to
- * the free stack (a frame the port did not take).
+ * callback pushes the slot onto the done list (report) or straight back
+ * onto the free stack (a frame the port did not take, freed by us).
  */
 struct dpdk_tx_slot {
 	struct rte_mbuf_ext_shared_info sh;
 	struct dpdk_txq *q;
 	uint64_t tag;
 	uint32_t idx;
+	uint32_t next;			/* done list */
 	bool report;
 };
 
@@ -96,11 +100,14 @@ struct dpdk_txq {
 
 	struct dpdk_tx_slot *slots;
 	uint32_t nslots;
-	uint32_t *free_stk;		/* free slot indices */
+	uint32_t *free_stk;		/* free slot indices (worker only) */
 	uint32_t nfree;
-	uint32_t *done;			/* ring of sent slots, oldest first */
-	uint32_t done_head;
-	uint32_t ndone;
+	/* Slots whose payload the port let go of. Mostly the worker's own
+	 * rte_eth_tx_burst frees them, but a PMD may free on another thread
+	 * (a loopback vdev's receiver, rte_eth_dev_stop on main): pushed
+	 * lock-free, taken whole by tx_done() into its own list. */
+	_Atomic uint32_t done_push;
+	uint32_t done_take;
 
 	struct engine_tx_stats st;
 	struct rte_mbuf *burst[DPDK_TX_BURST];
@@ -131,17 +138,17 @@ slot_free(struct dpdk_txq *q, uint32_t idx)
 static inline void
 slot_done(struct dpdk_txq *q, uint32_t idx)
 {
-	uint32_t at = q->done_head + q->ndone;
+	uint32_t head = atomic_load_explicit(&q->done_push,
+	    memory_order_relaxed);
 
-	if (at >= q->nslots)
-		at -= q->nslots;
-	q->done[at] = idx;
-	q->ndone++;
+	do
+		q->slots[idx].next = head;
+	while (!atomic_compare_exchange_weak_explicit(&q->done_push, &head,
+	    idx, memory_order_release, memory_order_relaxed));
 }
 
-/* The PMD (or we, for a frame it did not take) freed a payload mbuf:
- * runs on the thread that freed it, the tx worker (or the main thread in
- * fini, after the worker stopped). */
+/* The PMD (or we, for a frame it did not take) freed a payload mbuf; on
+ * the thread that freed it (report is false only on the worker's). */
 static void
 dpdk_tx_ext_free(void *addr, void *opaque)
 {
@@ -411,15 +418,20 @@ dpdk_tx_done(struct engine_txq *tq, uint64_t *tags, unsigned max)
 	struct dpdk_txq *q = (struct dpdk_txq *)tq;
 	unsigned n = 0;
 
-	if (q->ndone == 0 && q->nfree < q->nslots)
+	if (q->done_take == DPDK_TX_NIL && atomic_load_explicit(&q->done_push,
+	    memory_order_relaxed) == DPDK_TX_NIL && q->nfree < q->nslots)
 		dpdk_tx_reclaim(q);
-	while (n < max && q->ndone > 0) {
-		uint32_t idx = q->done[q->done_head];
+	while (n < max) {
+		uint32_t idx = q->done_take;
 
+		if (idx == DPDK_TX_NIL) {
+			idx = atomic_exchange_explicit(&q->done_push,
+			    DPDK_TX_NIL, memory_order_acquire);
+			if (idx == DPDK_TX_NIL)
+				break;
+		}
+		q->done_take = q->slots[idx].next;
 		tags[n++] = q->slots[idx].tag;
-		if (++q->done_head == q->nslots)
-			q->done_head = 0;
-		q->ndone--;
 		slot_free(q, idx);
 	}
 	return n;
@@ -590,9 +602,10 @@ dpdk_txq_init(struct dpdk_tx *t, struct engine *e, uint16_t port,
 
 	q->slots = calloc(nslots, sizeof(*q->slots));
 	q->free_stk = calloc(nslots, sizeof(*q->free_stk));
-	q->done = calloc(nslots, sizeof(*q->done));
-	if (q->slots == NULL || q->free_stk == NULL || q->done == NULL)
+	if (q->slots == NULL || q->free_stk == NULL)
 		return -ENOMEM;
+	atomic_init(&q->done_push, DPDK_TX_NIL);
+	q->done_take = DPDK_TX_NIL;
 	for (uint32_t i = 0; i < nslots; i++) {
 		struct dpdk_tx_slot *s = &q->slots[i];
 
@@ -689,7 +702,6 @@ dpdk_tx_fini(struct dpdk_tx *t)
 		rte_mempool_free(q->ext_pool);
 		free(q->slots);
 		free(q->free_stk);
-		free(q->done);
 		free(q);
 	}
 	free(t);

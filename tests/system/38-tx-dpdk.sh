@@ -8,7 +8,8 @@
 # checksums and its payload intact, each payload exactly once, every tag
 # back from tx_done exactly once; zero copy (external mbufs), the copying
 # path, running out of in-flight slots (-EAGAIN) and a destination without
-# eth_dst are each tried.
+# eth_dst are each tried, and on net_ring (which holds sent frames until
+# they are received) a full port and late completions.
 . tests/system/lib.sh
 
 NSD=dqtd$$
@@ -217,4 +218,25 @@ fi
 grep -q "tx queue 't0': destination has no eth_dst" "$T/nodst.err" ||
 	fail "no message naming the queue: $(tail -3 "$T/nodst.err")"
 echo "   ok  no eth_dst: refused naming tx queue 't0'"
+
+# 4. A port that holds sent frames (net_ring loops them back to its rx
+# queue, 1023 at most): when it is full tx_burst takes fewer (-EAGAIN,
+# the rest not reported), no tag comes back while the port holds the
+# payload, and each looped frame's payload is the pool's buffer itself.
+sed -e "s/--vdev=net_af_packet0,iface=$VD,framecnt=2048/--vdev=net_ring0/" \
+	-e 's/address: net_af_packet0/address: net_ring0/' \
+	-e 's/num_bufs: 512, buf_size: 2048/num_bufs: 4096, buf_size: 2048/' \
+	"$T/tx.yaml" > "$T/ring.yaml"
+N=5000
+"$BUILD/tests/dpdk-tx-tool" -c "$T/ring.yaml" --eth-dst "$DMAC" --ip-src "$SRC" \
+	--ip-dst "$DST" --udp-dst "$PORT" -n $N --min 16 --max 1472 --loop \
+	> "$T/ring.out" 2> "$T/ring.err" || fail "dpdk-tx-tool (net_ring): $(tail -5 "$T/ring.err")"
+note "$(grep '^txtool' "$T/ring.out")"
+held=$(kv "$T/ring.out" held)
+[ "$held" -gt 0 ] && [ "$held" -lt 4096 ] ||
+	fail "net_ring: $held accepted before -EAGAIN (want the port full before the 4096 slots)"
+expect_eq "net_ring: tags back while the port held the frames" "$(kv "$T/ring.out" early)" 0
+expect_eq "net_ring: looped frames" "$(kv "$T/ring.out" rx)" $N
+expect_eq "net_ring: looped payloads that are the pool's buffers" "$(kv "$T/ring.out" rx_zc)" $N
+expect_eq "net_ring: tags back" "$(kv "$T/ring.out" done)" $N
 echo "ok"

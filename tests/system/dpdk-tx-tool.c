@@ -8,11 +8,15 @@
  * until tx_done() hands its tag back; a tag that comes back twice, or
  * that was never accepted, fails the run. With --fill it first sends
  * without taking completions until the engine answers -EAGAIN, and
- * checks that exactly the accepted tags come back. Destination fields
- * given here override the config's. Prints one "txtool ..." line.
+ * checks that exactly the accepted tags come back. With --loop the port
+ * loops frames back (net_ring): it first sends until the port itself is
+ * full (-EAGAIN) and checks that no tag comes back while the port holds
+ * the frames, then receives them on rx queue 0 (each one's payload must
+ * be the pool's buffer itself: zero copy) and takes the tags. Destination
+ * fields given here override the config's. Prints one "txtool ..." line.
  *
  *   dpdk-tx-tool -c CONFIG [-i IFACE] [-q QUEUE] -n COUNT [--min L]
- *     [--max L] [--burst B] [--gap-us U] [--fill] [--copy]
+ *     [--max L] [--burst B] [--gap-us U] [--fill] [--copy] [--loop]
  *     [--eth-dst MAC] [--eth-src MAC] [--ip-src A] [--ip-dst A]
  *     [--udp-src P] [--udp-dst P] [--ttl N] [--dscp N]
  */
@@ -115,6 +119,8 @@ struct tool {
 	uint8_t *out;			/* per payload k: 1 accepted, 2 done */
 	uint64_t count;
 	uint64_t accepted, done, eagain, failed;
+	struct engine_rxq *rxq;		/* --loop */
+	uint64_t rx, rx_zc;
 };
 
 /* Take completions; 0 or -1 on a bad tag. */
@@ -141,6 +147,54 @@ reap(struct tool *t)
 			t->done++;
 			t->free_stk[t->nfree++] = b;
 		}
+	}
+	return 0;
+}
+
+/* --loop: receive what the port looped back, check it, release it (the
+ * port then frees the payload mbufs). 0 or -1. */
+static int
+drain(struct tool *t)
+{
+	struct rx_frame f[MAX_BURST];
+	int n;
+
+	while ((n = engine_dpdk_ops.rx_burst(t->rxq, f, MAX_BURST, 0)) > 0) {
+		for (int i = 0; i < n; i++) {
+			const uint8_t *pl = f[i].payload;
+			uint32_t len = f[i].payload_len;
+			uint8_t want[65536];
+			uint64_t k;
+
+			if (len == 0 && f[i].hdr_len > ENGINE_SYNTH_HDR_LEN) {
+				/* one segment: the copying path */
+				pl = f[i].hdr + ENGINE_SYNTH_HDR_LEN;
+				len = f[i].hdr_len - ENGINE_SYNTH_HDR_LEN;
+			} else if (f[i].hdr_len != ENGINE_SYNTH_HDR_LEN) {
+				fprintf(stderr, "dpdk-tx-tool: looped frame "
+				    "with %u header bytes\n", f[i].hdr_len);
+				return -1;
+			}
+			k = (uint64_t)pl[0] << 24 | (uint64_t)pl[1] << 16 |
+			    (uint64_t)pl[2] << 8 | pl[3];
+			if (k < t->count && len == pay_len(k))
+				pay_fill(want, k);
+			if (k >= t->count || len != pay_len(k) ||
+			    memcmp(pl, want, len) != 0) {
+				fprintf(stderr, "dpdk-tx-tool: looped frame "
+				    "%llu (%u bytes) is not its payload\n",
+				    (unsigned long long)k, len);
+				return -1;
+			}
+			t->rx++;
+			t->rx_zc += pl >= t->pool && pl < t->pool +
+			    (size_t)POOL_BUFS * t->buf_size;
+		}
+		engine_dpdk_ops.release(t->rxq, (unsigned)n);
+	}
+	if (n < 0) {
+		fprintf(stderr, "dpdk-tx-tool: rx_burst: %s\n", strerror(-n));
+		return -1;
 	}
 	return 0;
 }
@@ -202,6 +256,7 @@ main(int argc, char **argv)
 		{ "gap-us", required_argument, NULL, 'g' },
 		{ "fill", no_argument, NULL, 'f' },
 		{ "copy", no_argument, NULL, 'C' },
+		{ "loop", no_argument, NULL, 'L' },
 		{ "eth-dst", required_argument, NULL, 1 },
 		{ "eth-src", required_argument, NULL, 2 },
 		{ "ip-src", required_argument, NULL, 3 },
@@ -224,8 +279,8 @@ main(int argc, char **argv)
 	char err[ENGINE_ERR_MAX];
 	int iface = 0, qi = 0, opt, rc = 1;
 	unsigned burst = 32, gap_us = 0;
-	bool fill = false;
-	uint64_t next = 0, fill_got = 0, t0, t1;
+	bool fill = false, loop = false;
+	uint64_t next = 0, fill_got = 0, held = 0, early = 0, t0, t1;
 	/* destination overrides, applied after the config is loaded */
 	struct cfg_tx_dest ov;
 
@@ -242,6 +297,7 @@ main(int argc, char **argv)
 		case 'g': gap_us = (unsigned)atoi(optarg); break;
 		case 'f': fill = true; break;
 		case 'C': dpdk_tx_force_copy(true); break;
+		case 'L': loop = true; break;
 		case 1:
 			if (parse_mac(optarg, ov.eth_dst) != 0)
 				usage();
@@ -332,6 +388,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "dpdk-tx-tool: no tx queue %d\n", qi);
 		goto out;
 	}
+	if (loop && (t.rxq = engine_dpdk_ops.rxq(e, 0)) == NULL) {
+		fprintf(stderr, "dpdk-tx-tool: --loop needs rx queue 0\n");
+		goto out;
+	}
 	if (max_len > t.q->max_payload) {
 		fprintf(stderr, "dpdk-tx-tool: --max %u over the queue's max "
 		    "payload %u\n", max_len, t.q->max_payload);
@@ -367,6 +427,23 @@ main(int argc, char **argv)
 		if (reap(&t) != 0)
 			goto out;
 	}
+	if (loop) {
+		/* The port holds every frame until we receive it: send until
+		 * it is full; no tag may come back before the receive. */
+		while (next < t.count && t.eagain == 0 && t.nfree > 0) {
+			int got = offer(&t, next, burst);
+
+			if (got < 0)
+				goto out;
+			next += (unsigned)got;
+		}
+		held = next;
+		if (reap(&t) != 0)
+			goto out;
+		early = t.done;
+		if (drain(&t) != 0 || reap(&t) != 0)
+			goto out;
+	}
 	while (next < t.count) {
 		unsigned n = t.count - next < burst ? (unsigned)(t.count -
 		    next) : burst;
@@ -377,25 +454,30 @@ main(int argc, char **argv)
 		if ((got = offer(&t, next, n)) < 0)
 			goto out;
 		next += (unsigned)got;
+		if (loop && drain(&t) != 0)
+			goto out;
 		if (gap_us > 0)
 			usleep(gap_us);
 	}
 	/* the last completions: the PMD may free late */
 	for (uint64_t until = now_ns() + 5000000000ull;
 	    t.done < t.accepted && now_ns() < until; usleep(1000))
-		if (reap(&t) != 0)
+		if ((loop && drain(&t) != 0) || reap(&t) != 0)
 			goto out;
 	t1 = now_ns();
 	(void)t.tx->tx_stats(t.q, &st);
 	printf("txtool count=%llu accepted=%llu done=%llu eagain=%llu "
 	    "fill=%llu copied=%llu tx_packets=%llu tx_bytes=%llu calls=%llu "
-	    "full=%llu errors=%llu max_payload=%u ms=%.1f\n",
+	    "full=%llu errors=%llu held=%llu early=%llu rx=%llu rx_zc=%llu "
+	    "max_payload=%u ms=%.1f\n",
 	    (unsigned long long)t.count, (unsigned long long)t.accepted,
 	    (unsigned long long)t.done, (unsigned long long)t.eagain,
 	    (unsigned long long)fill_got, (unsigned long long)st.copied,
 	    (unsigned long long)st.tx_packets, (unsigned long long)st.tx_bytes,
 	    (unsigned long long)st.calls, (unsigned long long)st.full,
-	    (unsigned long long)st.errors, t.q->max_payload,
+	    (unsigned long long)st.errors, (unsigned long long)held,
+	    (unsigned long long)early, (unsigned long long)t.rx,
+	    (unsigned long long)t.rx_zc, t.q->max_payload,
 	    (double)(t1 - t0) / 1e6);
 	rc = t.done == t.count && t.accepted == t.count ? 0 : 1;
 	if (rc != 0)
