@@ -476,18 +476,21 @@ dpdk_tx_check_dest(const struct cfg_interface *ifc, const struct cfg_queue *cq,
 {
 	const struct cfg_tx_dest *d = &cq->dest;
 	const char *missing = !d->has_eth_dst ? "eth_dst" :
+	    !d->has_ipv4_src || d->ipv4_src == 0 ? "ipv4_src" :
 	    !d->has_ipv4_dst ? "ipv4_dst" : !d->has_udp_dst ? "udp_dst" : NULL;
 
 	if (missing == NULL)
 		return 0;
 	log_seterr(err, errlen, "interface '%s': tx queue '%s': destination "
 	    "has no %s: the DPDK engine writes every header from it (give "
-	    "destination: {eth_dst, ipv4_dst, udp_dst})", ifc->name, cq->name,
-	    missing);
+	    "destination: {eth_dst, ipv4_src, ipv4_dst, udp_dst})", ifc->name,
+	    cq->name, missing);
 	return -EINVAL;
 }
 
-/* The Ethernet/IPv4/UDP headers of every frame of q, lengths left 0. */
+/* The Ethernet/IPv4/UDP headers of every frame of q, lengths left 0;
+ * the defaults are daqirid.yaml(5)'s: eth_src the port's MAC (also with
+ * offloads: [tx_eth_src]), udp_src udp_dst, TTL 64, DSCP 0. */
 static void
 dpdk_tx_template(struct dpdk_txq *q, const struct cfg_interface *ifc,
 		 const struct cfg_queue *cq)
@@ -497,8 +500,6 @@ dpdk_tx_template(struct dpdk_txq *q, const struct cfg_interface *ifc,
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 	struct rte_udp_hdr *u = (struct rte_udp_hdr *)(ip + 1);
 	struct rte_ether_addr mac;
-	uint32_t src = d->has_ipv4_src ? d->ipv4_src :
-	    ifc->socket.local.set ? ifc->socket.local.addr : 0;
 
 	memset(q->tmpl, 0, sizeof(q->tmpl));
 	memcpy(&eth->dst_addr, d->eth_dst, RTE_ETHER_ADDR_LEN);
@@ -512,15 +513,11 @@ dpdk_tx_template(struct dpdk_txq *q, const struct cfg_interface *ifc,
 	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
 	ip->time_to_live = d->has_ttl ? d->ttl : 64;
 	ip->next_proto_id = IPPROTO_UDP;
-	ip->src_addr = rte_cpu_to_be_32(src);
+	ip->src_addr = rte_cpu_to_be_32(d->ipv4_src);
 	ip->dst_addr = rte_cpu_to_be_32(d->ipv4_dst);
 	u->src_port = rte_cpu_to_be_16(d->has_udp_src ? d->udp_src :
 	    d->udp_dst);
 	u->dst_port = rte_cpu_to_be_16(d->udp_dst);
-	if (src == 0)
-		log_warnx("interface '%s': tx queue '%s': no destination "
-		    "ipv4_src (nor socket_config local_addr): frames leave "
-		    "from 0.0.0.0", ifc->name, cq->name);
 }
 
 static int
