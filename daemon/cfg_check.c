@@ -4,8 +4,10 @@
  * queues, flows), things with one owner (a region receives for one
  * interface, or is the output of one reorder config), interface addresses
  * against the stream type, and a reorder config's geometry against the
- * frames of its queue and its output region. The schema walk calls these
- * where each fact becomes known, so that diagnostics keep their order.
+ * frames of its queue and its output region; a tx queue's destination
+ * map against its engine (what the DPDK engine needs, what the socket
+ * engine takes from socket_config). The schema walk calls these where
+ * each fact becomes known, so that diagnostics keep their order.
  * Also the one parser of a listen address (daemon.metrics_listen), which
  * the checker and the HTTP endpoint share.
  */
@@ -84,7 +86,7 @@ cfg_check_queue_region(struct pctx *x, const yaml_node_t *e, int ri, int nth,
 		    "the CPU reads each frame's headers from the first "
 		    "region; list a host region first (header-data "
 		    "split: [headers, %s])", name, name);
-	if (x->stream_known &&
+	if (!tx && x->stream_known &&
 	    x->c->stream_type == CFG_STREAM_SOCKET &&
 	    x->c->regions[ri].kind == DAQIRI_MEM_DEVICE)
 		err(x, e, "memory_regions: socket streams receive "
@@ -342,6 +344,241 @@ uint64_t
 cfg_reorder_slot_bytes(const struct cfg_reorder *r, uint64_t n)
 {
 	return geom_slot_bytes(r, n);
+}
+
+/* ---------------------------------------------------------------------
+ * TX: a tx queue's destination map, and what its engine needs to send.
+ * The daemon writes every header itself (DESIGN.md "TX"), so the map is
+ * all a consumer's payload can reach.
+ */
+static const struct keydef dest_keys[] = {
+	{ "eth_dst", KEY_OK, NULL },
+	{ "eth_src", KEY_OK, NULL },
+	{ "ipv4_src", KEY_OK, NULL },
+	{ "ipv4_dst", KEY_OK, NULL },
+	{ "udp_src", KEY_OK, NULL },
+	{ "udp_dst", KEY_OK, NULL },
+	{ "ttl", KEY_OK, NULL },
+	{ "dscp", KEY_OK, NULL },
+};
+
+#define TX_TTL_DEFAULT	64
+#define TX_DSCP_MAX	63
+#define TX_BUF_MIN	64	/* bytes of a tx queue's payload buffers */
+
+static bool
+mac_is_zero(const uint8_t m[6])
+{
+	static const uint8_t zero[6];
+
+	return memcmp(m, zero, sizeof(zero)) == 0;
+}
+
+/* A port 1..65535 into *out (and its mark). */
+static bool
+get_port(struct pctx *x, const char *key, const yaml_node_t *n,
+	 uint16_t *out)
+{
+	uint32_t u;
+
+	if (!cfg_get_u32(x, key, n, 1, UINT16_MAX, &u))
+		return false;
+	*out = (uint16_t)u;
+	cfg_mark(x, out, n);
+	return true;
+}
+
+static void
+dest_fields(struct pctx *x, const struct map *m, struct cfg_tx_dest *d)
+{
+	yaml_node_t *v;
+	uint32_t u;
+
+	if ((v = mval(m, "eth_dst")) != NULL &&
+	    cfg_get_mac(x, "eth_dst", v, d->eth_dst)) {
+		if (mac_is_zero(d->eth_dst))
+			err(x, v, "eth_dst: 00:00:00:00:00:00 is not a "
+			    "destination");
+		else
+			d->has_eth_dst = true;
+	}
+	if ((v = mval(m, "eth_src")) != NULL &&
+	    cfg_get_mac(x, "eth_src", v, d->eth_src)) {
+		if (mac_is_zero(d->eth_src) || (d->eth_src[0] & 1))
+			err(x, v, "eth_src: a source MAC address must be "
+			    "unicast and not all zeros");
+		else
+			d->has_eth_src = true;
+	}
+	if ((v = mval(m, "ipv4_src")) != NULL)
+		d->has_ipv4_src = cfg_get_ipv4(x, "ipv4_src", v, &d->ipv4_src);
+	if ((v = mval(m, "ipv4_dst")) != NULL &&
+	    cfg_get_ipv4(x, "ipv4_dst", v, &d->ipv4_dst)) {
+		if (d->ipv4_dst == 0)
+			err(x, v, "ipv4_dst: 0.0.0.0 is not a destination");
+		else
+			d->has_ipv4_dst = true;
+	}
+	if ((v = mval(m, "udp_src")) != NULL)
+		d->has_udp_src = get_port(x, "udp_src", v, &d->udp_src);
+	if ((v = mval(m, "udp_dst")) != NULL)
+		d->has_udp_dst = get_port(x, "udp_dst", v, &d->udp_dst);
+	if ((v = mval(m, "ttl")) != NULL &&
+	    cfg_get_u32(x, "ttl", v, 1, UINT8_MAX, &u)) {
+		d->ttl = (uint8_t)u;
+		d->has_ttl = true;
+		cfg_mark(x, &d->ttl, v);
+	}
+	if ((v = mval(m, "dscp")) != NULL &&
+	    cfg_get_u32(x, "dscp", v, 0, TX_DSCP_MAX, &u)) {
+		d->dscp = (uint8_t)u;
+		d->has_dscp = true;
+		cfg_mark(x, &d->dscp, v);
+	}
+}
+
+void
+cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
+		  const yaml_node_t *off)
+{
+	static const char *const eth_keys[] = { "eth_dst", "eth_src" };
+	static const char *const need[] = {
+		"eth_dst", "ipv4_src", "ipv4_dst", "udp_dst"
+	};
+	struct cfg_tx_dest *d = &q->dest;
+	bool raw = x->stream_known && x->c->stream_type == CFG_STREAM_RAW;
+	bool sock = x->stream_known && x->c->stream_type == CFG_STREAM_SOCKET;
+	struct map m;
+
+	d->ttl = TX_TTL_DEFAULT;
+	if (sock && off != NULL) {
+		warn(x, off, "offloads: has no effect with the socket engine "
+		     "(the kernel writes Ethernet headers)");
+		q->offload_tx_eth_src = false;	/* not printed again */
+	}
+	if (n == NULL) {
+		/* the socket engine may take it from socket_config */
+		if (raw)
+			err_at(x, q->pos, "tx queue '%s' has no destination: "
+			       "daqiri writes every header itself (frames "
+			       "built by the sender are not supported by "
+			       "daqiri); give destination with eth_dst, "
+			       "ipv4_src, ipv4_dst and udp_dst", q->name);
+		return;
+	}
+	d->pos = pos_of(n);
+	cfg_mark(x, d, n);
+	if (!cfg_map_open(x, &m, n, "destination", "tx destination",
+			  KEYS(dest_keys), false))
+		return;
+	dest_fields(x, &m, d);
+	if (raw) {
+		for (size_t i = 0; i < NELEM(need); i++)
+			require(x, &m, need[i]);
+		if (d->has_ipv4_src && d->ipv4_src == 0)
+			err(x, mget(&m, "ipv4_src"), "ipv4_src: 0.0.0.0 is not "
+			    "a source address");
+		if (d->has_eth_src && q->offload_tx_eth_src)
+			err(x, mkey(&m, "eth_src"), "eth_src: the queue's "
+			    "offloads: [tx_eth_src] leaves the source MAC to "
+			    "the NIC; give one or the other");
+		if (d->has_udp_dst && !d->has_udp_src) {
+			d->udp_src = d->udp_dst;
+			d->has_udp_src = true;
+		}
+	}
+	if (!sock)
+		return;
+	for (size_t i = 0; i < NELEM(eth_keys); i++)
+		if (mget(&m, eth_keys[i]) != NULL)
+			warn(x, mkey(&m, eth_keys[i]), "%s: has no effect with "
+			     "the socket engine (the kernel writes Ethernet "
+			     "headers)", eth_keys[i]);
+	d->has_eth_dst = d->has_eth_src = false;	/* not printed again */
+}
+
+/* A socket engine's tx queue: its destination defaults to remote_addr;
+ * it sends from local_addr's address. */
+static void
+check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
+		 struct cfg_queue *q)
+{
+	const struct cfg_socket *s = &ifc->socket;
+	struct cfg_tx_dest *d = &q->dest;
+	char a[16], b[16];
+
+	if (s->remote.set && !d->has_ipv4_dst) {
+		d->ipv4_dst = s->remote.addr;
+		d->has_ipv4_dst = true;
+	}
+	if (s->remote.set && s->remote.port != 0 && !d->has_udp_dst) {
+		d->udp_dst = s->remote.port;
+		d->has_udp_dst = true;
+	}
+	if (!d->has_ipv4_dst && !d->has_udp_dst && d->pos.line == 0)
+		err_at(x, q->pos, "tx queue '%s' has no destination: set "
+		       "socket_config.remote_addr or destination", q->name);
+	else if (!d->has_ipv4_dst || !d->has_udp_dst)
+		err_at(x, d->pos.line != 0 ? d->pos : q->pos, "tx queue '%s' "
+		       "has no %s: set socket_config.remote_addr or "
+		       "destination.%s", q->name, d->has_ipv4_dst ?
+		       "udp_dst" : "ipv4_dst", d->has_ipv4_dst ? "udp_dst" :
+		       "ipv4_dst");
+	if (d->has_ipv4_src && s->local.set && s->local.addr != 0 &&
+	    d->ipv4_src != s->local.addr) {
+		cfg_format_ipv4(d->ipv4_src, a, sizeof(a));
+		cfg_format_ipv4(s->local.addr, b, sizeof(b));
+		err_at(x, cfg_pos_of(x->c, &d->ipv4_src, d->pos), "ipv4_src: "
+		       "%s is not local_addr's address %s; the socket engine "
+		       "sends from local_addr", a, b);
+	}
+}
+
+/* A tx queue's first region gives its payload buffers' size (the
+ * largest payload) and how many a channel may have. */
+static void
+check_tx_region(struct pctx *x, const struct cfg_queue *q)
+{
+	const struct cfg_region *r;
+	struct cfg_pos at;
+
+	if (q->nregions < 1 || q->region_idx[0] < 0)
+		return;
+	r = &x->c->regions[q->region_idx[0]];
+	at = cfg_pos_of(x->c, q->region_names[0], q->pos);
+	if (r->kind == DAQIRI_MEM_DEVICE)
+		err_at(x, at, "memory_regions: '%s' is a device region; a tx "
+		       "queue's payloads are in host memory its consumer "
+		       "writes", r->name);
+	else if (r->buf_size < TX_BUF_MIN)
+		err_at(x, at, "memory_regions: buf_size %llu of '%s' is less "
+		       "than the %u bytes a tx queue's buffers need at least",
+		       (unsigned long long)r->buf_size, r->name, TX_BUF_MIN);
+}
+
+void
+cfg_check_tx(struct pctx *x, struct cfg_interface *ifc)
+{
+	const struct cfg_socket *s = &ifc->socket;
+	bool sock = x->stream_known && x->c->stream_type == CFG_STREAM_SOCKET;
+
+	for (int i = 0; i < ifc->tx.nqueues; i++)
+		check_tx_region(x, &ifc->tx.queues[i]);
+	/* no socket_config: reported already */
+	if (!sock || !s->present || ifc->tx.nqueues == 0)
+		return;
+	if ((s->local.set && s->local.transport != CFG_TRANSPORT_UDP) ||
+	    (s->remote.set && s->remote.transport != CFG_TRANSPORT_UDP)) {
+		err_at(x, cfg_pos_of(x->c, s->remote.set &&
+				     s->remote.transport != CFG_TRANSPORT_UDP ?
+				     &s->remote : &s->local,
+				     ifc->tx.queues[0].pos),
+		       "socket_config: TX sends UDP only, and interface '%s' "
+		       "has tx queues; use udp://", ifc->name);
+		return;
+	}
+	for (int i = 0; i < ifc->tx.nqueues; i++)
+		check_socket_txq(x, ifc, &ifc->tx.queues[i]);
 }
 
 /* ---------------------------------------------------------------------

@@ -212,7 +212,7 @@ queue_equal(const struct cfg_queue *a, const struct cfg_queue *b)
 	for (int i = 0; i < a->nregions; i++)
 		if (strcmp(a->region_names[i], b->region_names[i]) != 0)
 			return false;
-	return true;
+	return cfg_tx_dest_equal(&a->dest, &b->dest);
 }
 
 /* The first field of q that differs, for the message. */
@@ -223,9 +223,36 @@ queue_first_diff(const struct cfg_queue *a, const struct cfg_queue *b,
 #define QF(f) if (a->f != b->f) { *key = #f; return &b->f; }
 	QF(id) QF(cpu_core) QF(batch_size) QF(timeout_us) QF(nregions)
 	QF(poll_mode)
+	if (a->offload_tx_eth_src != b->offload_tx_eth_src) {
+		*key = "offloads";
+		return &b->offload_tx_eth_src;
+	}
+	for (int i = 0; i < a->nregions; i++) {
+		if (strcmp(a->region_names[i], b->region_names[i]) != 0) {
+			*key = "memory_regions";
+			return b->region_names[i];
+		}
+	}
+	/* the destination: the first field that differs, else the map */
+#define DF(f) if (a->dest.has_##f != b->dest.has_##f ||			\
+	    (b->dest.has_##f && memcmp(&a->dest.f, &b->dest.f,		\
+	    sizeof(b->dest.f)) != 0)) {					\
+		*key = "destination." #f; return &b->dest.f;		\
+	}
+	DF(eth_dst) DF(eth_src) DF(ipv4_src) DF(ipv4_dst) DF(udp_src)
+	DF(udp_dst)
+#undef DF
+	if (a->dest.ttl != b->dest.ttl) {
+		*key = "destination.ttl";
+		return &b->dest.ttl;
+	}
+	if (a->dest.dscp != b->dest.dscp) {
+		*key = "destination.dscp";
+		return &b->dest.dscp;
+	}
 #undef QF
-	*key = "memory_regions";
-	return b->region_names[0];
+	*key = "destination";
+	return &b->dest;
 }
 
 static void
@@ -501,7 +528,6 @@ diff_interfaces(const struct cfg *a, const struct cfg *b,
 		    &a->interfaces[i] : NULL;
 		const struct cfg_interface *ib = i < b->ninterfaces ?
 		    &b->interfaces[i] : NULL;
-		bool tx_same;
 
 		if (ia == NULL || ib == NULL || strcmp(ia->name, ib->name) != 0) {
 			change(o, false, ib != NULL ? ib->pos : nowhere,
@@ -528,15 +554,16 @@ diff_interfaces(const struct cfg *a, const struct cfg *b,
 			    "changed: needs a restart", ib->name);
 		diff_flows(b, ia, ib, o);
 		diff_reorders(a, b, ia, ib, o);
-		tx_same = ia->has_tx == ib->has_tx &&
-		    ia->tx.nflows == ib->tx.nflows &&
-		    ia->tx.accurate_send == ib->tx.accurate_send &&
-		    ia->tx.pacing_mbps == ib->tx.pacing_mbps;
-		for (int f = 0; tx_same && f < ia->tx.nflows; f++)
-			tx_same = flow_equal(&ia->tx.flows[f], &ib->tx.flows[f]);
-		if (!tx_same)
+		/* TX is restart-only, pacing too: a worker takes its rate
+		 * (and its engine queue its headers) when it starts */
+		if (ia->has_tx != ib->has_tx)
 			change(o, false, ib->pos, "interface '%s': tx section "
-			    "changed: needs a restart", ib->name);
+			    "added or removed: needs a restart", ib->name);
+		if (ia->tx.pacing_mbps != ib->tx.pacing_mbps)
+			change(o, false, cfg_pos_of(b, &ib->tx.pacing_mbps,
+			    ib->pos), "interface '%s': tx pacing_mbps: %u -> "
+			    "%u: needs a restart", ib->name, ia->tx.pacing_mbps,
+			    ib->tx.pacing_mbps);
 		diff_queues(b, ib->name, "tx", ia->tx.queues, ia->tx.nqueues,
 		    ib->tx.queues, ib->tx.nqueues, ib->pos, o);
 	}

@@ -207,6 +207,9 @@ bool cfg_get_port_range(struct pctx *x, const char *key,
 			const yaml_node_t *n, uint16_t *lo, uint16_t *hi);
 bool cfg_get_ipv4(struct pctx *x, const char *key, const yaml_node_t *n,
 		  uint32_t *out);
+/* A MAC address: six hex pairs joined by ':' ("02:00:5e:10:00:01"). */
+bool cfg_get_mac(struct pctx *x, const char *key, const yaml_node_t *n,
+		 uint8_t out[6]);
 
 /* Text, not nodes: a dotted quad (host byte order), a decimal port. */
 bool cfg_parse_ipv4(const char *s, uint32_t *out);
@@ -384,6 +387,18 @@ void cfg_check_reorder_geometry(struct pctx *x,
 /* An interface address (node n) that the stream type can open. */
 void cfg_check_address(struct pctx *x, const yaml_node_t *n,
 		       const struct cfg_interface *ifc);
+/* TX (cfg_check.c). A tx queue's destination map (n, NULL when not
+ * given) read into q->dest with the defaults the stream type allows;
+ * off is the queue's offloads key (NULL when none). Then, after the tx
+ * queues of interface ifc: what each needs to send with its engine
+ * (the socket engine's defaults from socket_config, UDP only). */
+void cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
+		       const yaml_node_t *off);
+void cfg_check_tx(struct pctx *x, struct cfg_interface *ifc);
+/* Destinations equal in what is sent (cfg_print.c, for cfg_equal() and
+ * cfg_diff()). */
+int cfg_tx_dest_equal(const struct cfg_tx_dest *a,
+		      const struct cfg_tx_dest *b);
 /* After the walk: regions nothing refers to. */
 void cfg_check_regions_used(struct pctx *x);
 

@@ -266,6 +266,7 @@ static const struct keydef tx_queue_keys[] = {
 	{ "poll_mode", KEY_OK, NULL },
 	{ "offloads", KEY_OK, NULL },
 	{ "pacing_mbps", KEY_OK, NULL },
+	{ "destination", KEY_OK, NULL },	/* daqiri */
 };
 
 static void
@@ -300,7 +301,10 @@ parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		if (ri >= 0)
 			cfg_check_queue_region(x, e, ri, i, tx, name);
 	}
-	if (q->nregions == 2 && x->stream_known &&
+	if (q->nregions == 2 && tx)
+		err(x, n, "memory_regions: a tx queue takes one region (its "
+		    "payload buffers; daqiri writes the headers)");
+	else if (q->nregions == 2 && x->stream_known &&
 	    x->c->stream_type == CFG_STREAM_SOCKET)
 		err(x, n, "memory_regions: header-data split (two regions) "
 		    "needs stream_type raw");
@@ -367,6 +371,9 @@ parse_queue(struct pctx *x, yaml_node_t *n, struct cfg_queue *q, bool tx,
 				q->offload_tx_eth_src = true;
 		}
 	}
+	if (tx)
+		cfg_parse_tx_dest(x, mval(&m, "destination"), q,
+				  mkey(&m, "offloads"));
 	*pacing = mval(&m, "pacing_mbps");
 	return id_ok;
 }
@@ -411,6 +418,7 @@ parse_queues(struct pctx *x, yaml_node_t *n, struct cfg_queue *qs, int *nq,
 			    pacing_line, *pacing);
 		} else {
 			*pacing = rate;
+			cfg_mark(x, pacing, pv);
 			pacing_line = pos_of(pv).line;
 		}
 	}
@@ -1109,8 +1117,10 @@ static const struct keydef rx_keys[] = {
 
 static const struct keydef tx_keys[] = {
 	{ "queues", KEY_OK, NULL },
-	{ "flows", KEY_OK, NULL },
-	{ "accurate_send", KEY_OK, NULL },
+	{ "flows", KEY_UNSUPPORTED, "tx flows are not supported by daqiri: a "
+	  "tx queue sends to its destination map" },
+	{ "accurate_send", KEY_NO_EFFECT,
+	  "has no effect in daqiri (no timestamped send)" },
 };
 
 static void
@@ -1205,7 +1215,6 @@ static void
 parse_tx(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc)
 {
 	struct cfg_tx *tx = &ifc->tx;
-	struct queue_set set;
 	struct map m;
 	yaml_node_t *v;
 
@@ -1216,13 +1225,7 @@ parse_tx(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc)
 	if ((v = mval(&m, "queues")) != NULL)
 		parse_queues(x, v, tx->queues, &tx->nqueues, true,
 			     &tx->pacing_mbps);
-	set.dir = "tx";
-	set.qs = tx->queues;
-	set.nq = tx->nqueues;
-	if ((v = mval(&m, "flows")) != NULL)
-		parse_flows(x, v, tx->flows, &tx->nflows, &set);
-	if ((v = mval(&m, "accurate_send")) != NULL)
-		cfg_get_bool(x, "accurate_send", v, &tx->accurate_send);
+	cfg_check_tx(x, ifc);
 }
 
 static void

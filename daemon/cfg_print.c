@@ -53,6 +53,37 @@ print_endpoint(FILE *fp, int ind, const char *key,
 }
 
 static void
+print_dest(FILE *fp, const struct cfg_tx_dest *d)
+{
+	const uint8_t *m;
+	char ip[16];
+
+	fprintf(fp, "          destination:\n");
+	for (int i = 0; i < 2; i++) {
+		if (!(i == 0 ? d->has_eth_dst : d->has_eth_src))
+			continue;
+		m = i == 0 ? d->eth_dst : d->eth_src;
+		fprintf(fp, "            %s: \"%02x:%02x:%02x:%02x:%02x:"
+			"%02x\"\n", i == 0 ? "eth_dst" : "eth_src", m[0], m[1],
+			m[2], m[3], m[4], m[5]);
+	}
+	if (d->has_ipv4_src) {
+		cfg_format_ipv4(d->ipv4_src, ip, sizeof(ip));
+		fprintf(fp, "            ipv4_src: \"%s\"\n", ip);
+	}
+	if (d->has_ipv4_dst) {
+		cfg_format_ipv4(d->ipv4_dst, ip, sizeof(ip));
+		fprintf(fp, "            ipv4_dst: \"%s\"\n", ip);
+	}
+	if (d->has_udp_src)
+		fprintf(fp, "            udp_src: %u\n", d->udp_src);
+	if (d->has_udp_dst)
+		fprintf(fp, "            udp_dst: %u\n", d->udp_dst);
+	fprintf(fp, "            ttl: %u\n            dscp: %u\n", d->ttl,
+		d->dscp);
+}
+
+static void
 print_queue(FILE *fp, const struct cfg_queue *q, bool tx, uint32_t pacing)
 {
 	fprintf(fp, "        - name: ");
@@ -75,6 +106,8 @@ print_queue(FILE *fp, const struct cfg_queue *q, bool tx, uint32_t pacing)
 		fprintf(fp, "          offloads: [tx_eth_src]\n");
 	if (tx && pacing != 0)
 		fprintf(fp, "          pacing_mbps: %u\n", pacing);
+	if (tx)
+		print_dest(fp, &q->dest);
 }
 
 static void
@@ -208,15 +241,9 @@ print_interface(FILE *fp, const struct cfg_interface *ifc)
 		const struct cfg_tx *tx = &ifc->tx;
 
 		fprintf(fp, "      tx:\n");
-		fprintf(fp, "        accurate_send: %s\n",
-			tx->accurate_send ? "true" : "false");
 		fprintf(fp, "        queues:\n");
 		for (int i = 0; i < tx->nqueues; i++)
 			print_queue(fp, &tx->queues[i], true, tx->pacing_mbps);
-		if (tx->nflows > 0)
-			fprintf(fp, "        flows:\n");
-		for (int i = 0; i < tx->nflows; i++)
-			print_flow(fp, &tx->flows[i]);
 	}
 }
 
@@ -309,6 +336,34 @@ endpoint_equal(const struct cfg_endpoint *a, const struct cfg_endpoint *b)
 	return 1;
 }
 
+/* Every field a tx queue sends with; has_ttl and has_dscp say only
+ * where the value came from (the printout always writes both). */
+int
+cfg_tx_dest_equal(const struct cfg_tx_dest *a, const struct cfg_tx_dest *b)
+{
+	EQ(has_eth_src);
+	EQ(has_eth_dst);
+	EQ(has_ipv4_src);
+	EQ(has_ipv4_dst);
+	EQ(has_udp_src);
+	EQ(has_udp_dst);
+	if (a->has_eth_src && memcmp(a->eth_src, b->eth_src, 6) != 0)
+		return 0;
+	if (a->has_eth_dst && memcmp(a->eth_dst, b->eth_dst, 6) != 0)
+		return 0;
+	if (a->has_ipv4_src)
+		EQ(ipv4_src);
+	if (a->has_ipv4_dst)
+		EQ(ipv4_dst);
+	if (a->has_udp_src)
+		EQ(udp_src);
+	if (a->has_udp_dst)
+		EQ(udp_dst);
+	EQ(ttl);
+	EQ(dscp);
+	return 1;
+}
+
 static int
 queue_equal(const struct cfg_queue *a, const struct cfg_queue *b)
 {
@@ -324,7 +379,7 @@ queue_equal(const struct cfg_queue *a, const struct cfg_queue *b)
 	}
 	EQ(poll_mode);
 	EQ(offload_tx_eth_src);
-	return 1;
+	return cfg_tx_dest_equal(&a->dest, &b->dest);
 }
 
 static int
@@ -422,14 +477,9 @@ interface_equal(const struct cfg_interface *a, const struct cfg_interface *b)
 		if (!reorder_equal(&a->rx.reorders[i], &b->rx.reorders[i]))
 			return 0;
 	EQ(tx.nqueues);
-	EQ(tx.nflows);
-	EQ(tx.accurate_send);
 	EQ(tx.pacing_mbps);
 	for (int i = 0; i < a->tx.nqueues; i++)
 		if (!queue_equal(&a->tx.queues[i], &b->tx.queues[i]))
-			return 0;
-	for (int i = 0; i < a->tx.nflows; i++)
-		if (!flow_equal(&a->tx.flows[i], &b->tx.flows[i]))
 			return 0;
 	return 1;
 }

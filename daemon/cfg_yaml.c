@@ -847,3 +847,41 @@ cfg_get_ipv4(struct pctx *x, const char *key, const yaml_node_t *n,
 	}
 	return true;
 }
+
+/* A hex digit's value, or -1. */
+static int
+hex_digit(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+bool
+cfg_get_mac(struct pctx *x, const char *key, const yaml_node_t *n,
+	    uint8_t out[6])
+{
+	char buf[CFG_NAME_MAX], qb[QBUF];
+	bool ok;
+
+	cfg_mark(x, out, n);
+	if (!cfg_get_str(x, key, n, buf, sizeof(buf)))
+		return false;
+	ok = strlen(buf) == 17;
+	for (int i = 0; ok && i < 6; i++) {
+		int hi = hex_digit(buf[3 * i]), lo = hex_digit(buf[3 * i + 1]);
+
+		ok = hi >= 0 && lo >= 0 && (i == 5 || buf[3 * i + 2] == ':');
+		if (ok)
+			out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (!ok)
+		err(x, n, "%s: '%s' is not a MAC address (six hex pairs "
+		    "joined by ':', as 02:00:5e:10:00:01)", key,
+		    cfg_quote(buf, strlen(buf), qb));
+	return ok;
+}

@@ -100,10 +100,20 @@ struct cfg_socket {
 /*
  * Where a tx queue sends: the headers the daemon writes (daqiri's
  * `destination:` map of a tx queue, daqirid.yaml(5) "tx"). Addresses and
- * ports in host byte order. The socket engine sends from local_addr's
- * address (and udp_src when given) to ipv4_dst:udp_dst, which default to
- * socket_config.remote_addr; the DPDK engine writes Ethernet, IPv4 and
- * UDP headers from these fields (eth_src defaults to the port's MAC).
+ * ports in host byte order. The loader fills in every default it can
+ * know, so a has_ flag says whether the field holds a value to use:
+ *  - ttl (default 64) and dscp (default 0) always do; has_ttl and
+ *    has_dscp only say they were written in the file;
+ *  - DPDK engine: eth_dst, ipv4_src, ipv4_dst and udp_dst are required;
+ *    udp_src defaults to udp_dst; !has_eth_src means the port's MAC,
+ *    or the NIC's when the queue has offload_tx_eth_src (the two never
+ *    come together);
+ *  - socket engine: ipv4_dst and udp_dst default to (and are then set
+ *    from) socket_config.remote_addr; !has_ipv4_src means local_addr's
+ *    address (or the kernel's choice), !has_udp_src a port the kernel
+ *    chooses; the eth_ fields are never set (the kernel writes the
+ *    Ethernet header; the loader warns).
+ * pos: the map's place in the file, 0:0 when there is none.
  */
 struct cfg_tx_dest {
 	bool has_eth_src, has_eth_dst;
@@ -113,8 +123,8 @@ struct cfg_tx_dest {
 	uint8_t eth_src[6], eth_dst[6];
 	uint32_t ipv4_src, ipv4_dst;
 	uint16_t udp_src, udp_dst;
-	uint8_t ttl;			/* default 64 */
-	uint8_t dscp;			/* default 0 */
+	uint8_t ttl;			/* 1..255, default 64 */
+	uint8_t dscp;			/* 0..63, default 0 */
 	struct cfg_pos pos;
 };
 
@@ -203,12 +213,14 @@ struct cfg_rx {
 	struct cfg_reorder reorders[CFG_MAX_REORDERS];
 };
 
+/* tx: daqiri refuses tx flows (a queue sends to its destination) and
+ * accepts accurate_send with a warning (no timestamped send), so
+ * neither is kept. */
 struct cfg_tx {
 	int nqueues;
 	struct cfg_queue queues[CFG_MAX_QUEUES];
-	int nflows;
-	struct cfg_flow flows[CFG_MAX_FLOWS];
-	bool accurate_send;
+	/* every tx queue of the interface, each on its own, in software:
+	 * Mb/s of wire bytes (payload + 42 header bytes a packet) */
 	uint32_t pacing_mbps;		/* 0 = not paced */
 };
 

@@ -38,6 +38,15 @@ static const char base[] =
 "      socket_config:\n"
 "        mode: server\n"
 "        local_addr: udp://127.0.0.1:5005\n"
+"      tx:\n"
+"        queues:\n"
+"        - name: t0\n"
+"          id: 0\n"
+"          batch_size: 16\n"
+"          memory_regions: [frames]\n"
+"          destination:\n"
+"            ipv4_dst: 127.0.0.1\n"
+"            udp_dst: 5010\n"
 "      rx:\n"
 "        flow_isolation: false\n"
 "        queues:\n"
@@ -301,7 +310,76 @@ START_TEST(test_restart_queue)
 	edit("batch_size: 64", "batch_size: 32");
 	parse_both();
 	expect_one(false, "rx queue 'q0': batch_size changed",
+	    after("q0\n          id: 0\n          batch_size: "));
+}
+END_TEST
+
+/* TX is restart-only, all of it: a worker and its engine queue take
+ * their headers and rate when they start. */
+START_TEST(test_restart_tx_destination)
+{
+	edit("udp_dst: 5010", "udp_dst: 5011");
+	parse_both();
+	expect_one(false, "tx queue 't0': destination.udp_dst changed: needs "
+	    "a restart", after("udp_dst: "));
+	edit("            udp_dst: 5010\n", "            udp_dst: 5010\n"
+	    "            ttl: 9\n");
+	parse_both();
+	expect_one(false, "tx queue 't0': destination.ttl changed",
+	    after("ttl: "));
+	/* the default written out is no change */
+	edit("            udp_dst: 5010\n", "            udp_dst: 5010\n"
+	    "            ttl: 64\n            dscp: 0\n");
+	parse_both();
+	ck_assert_int_eq(cfg_diff(&old_cfg, &new_cfg, &ch), 0);
+	ck_assert_int_eq(ch.n, 0);
+	edit("ipv4_dst: 127.0.0.1", "ipv4_dst: 127.0.0.2");
+	parse_both();
+	expect_one(false, "destination.ipv4_dst changed", after("ipv4_dst: "));
+}
+END_TEST
+
+START_TEST(test_restart_tx_pacing)
+{
+	edit("          batch_size: 16\n", "          batch_size: 16\n"
+	    "          pacing_mbps: 100\n");
+	parse_both();
+	expect_one(false, "interface 'sensor0': tx pacing_mbps: 0 -> 100: "
+	    "needs a restart", after("pacing_mbps: "));
+}
+END_TEST
+
+START_TEST(test_restart_tx_queues)
+{
+	edit("          destination:\n", "          pacing_mbps: 0\n"
+	    "          destination:\n");
+	parse_both();
+	ck_assert_int_eq(cfg_diff(&old_cfg, &new_cfg, &ch), 0);
+	edit("batch_size: 16", "batch_size: 8");
+	parse_both();
+	expect_one(false, "tx queue 't0': batch_size changed",
 	    after("batch_size: "));
+	edit("      rx:\n", "        - {name: t1, id: 1, batch_size: 1, "
+	    "memory_regions: [frames],\n           destination: {ipv4_dst: "
+	    "127.0.0.1, udp_dst: 5012}}\n      rx:\n");
+	parse_both();
+	expect_one(false, "tx queue 1: '(none)' -> 't1' (queues added, removed "
+	    "or reordered): needs a restart",
+	    after("udp_dst: 5010\n        - "));
+	/* the whole tx section removed: refused, the section and its queue */
+	snprintf(text, sizeof(text), "%s", base);
+	{
+		char *a = strstr(text, "      tx:\n");
+		char *b = strstr(text, "      rx:\n");
+
+		memmove(a, b, strlen(b) + 1);
+	}
+	parse_both();
+	ck_assert_int_eq(cfg_diff(&old_cfg, &new_cfg, &ch), 2);
+	ck_assert_int_eq(ch.nlive, 0);
+	ck_assert_ptr_nonnull(strstr(ch.ch[0].msg, "interface 'sensor0': tx "
+	    "section added or removed: needs a restart"));
+	ck_assert_ptr_nonnull(strstr(ch.ch[1].msg, "'t0' -> '(none)'"));
 }
 END_TEST
 
@@ -465,6 +543,9 @@ diff_suite(void)
 	tcase_add_test(tc, test_restart_region_size);
 	tcase_add_test(tc, test_restart_queue);
 	tcase_add_test(tc, test_restart_interface);
+	tcase_add_test(tc, test_restart_tx_destination);
+	tcase_add_test(tc, test_restart_tx_pacing);
+	tcase_add_test(tc, test_restart_tx_queues);
 	tcase_add_test(tc, test_restart_engine_core);
 	tcase_add_test(tc, test_restart_reorder_fixed);
 	tcase_add_test(tc, test_live_stream_added_removed);

@@ -129,7 +129,16 @@ static const char base_raw[] =
 "          id: 0\n"
 "          batch_size: 64\n"
 "          memory_regions: [txbuf]\n"
-"          offloads: [tx_eth_src]\n";
+"          offloads: [tx_eth_src]\n"
+"          destination:\n"
+"            eth_dst: \"02:00:00:00:00:02\"\n"
+"            ipv4_src: 10.0.0.1\n"
+"            ipv4_dst: 10.0.0.2\n"
+"            udp_dst: 4096\n";
+
+/* A DPDK tx queue's destination, for a second queue (see base_raw). */
+#define TXDEST "          destination: {eth_dst: \"02:00:00:00:00:03\", " \
+	"ipv4_src: 10.0.0.1, ipv4_dst: 10.0.0.3, udp_dst: 4097}\n"
 
 #define SOCK base_sock
 #define RAW base_raw
@@ -291,7 +300,8 @@ static const struct rule_case rules[] = {
 	  "    interfaces:\n",
 	  "    interfaces:\n    - name: sensor0\n      address: 127.0.0.2\n"
 	  "      socket_config: {mode: server, local_addr: "
-	  "\"udp://127.0.0.2:1\"}\n      tx: {queues: [{name: a, id: 0, "
+	  "\"udp://127.0.0.2:1\", remote_addr: \"udp://127.0.0.3:2\"}\n"
+	  "      tx: {queues: [{name: a, id: 0, "
 	  "batch_size: 1, memory_regions: [frames]}]}\n", E,
 	  "@", NULL, NULL },
 	{ "socket address not IPv4", SOCK, "address: 127.0.0.1",
@@ -360,8 +370,12 @@ static const struct rule_case rules[] = {
 	/* rx queues */
 	{ "tx without queues", RAW, "      tx:\n        queues:\n"
 	  "        - name: t0\n          id: 0\n          batch_size: 64\n"
-	  "          memory_regions: [txbuf]\n          offloads: [tx_eth_src]\n",
-	  "      tx:\n        @accurate_send: true\n", E,
+	  "          memory_regions: [txbuf]\n          offloads: [tx_eth_src]\n"
+	  "          destination:\n"
+	  "            eth_dst: \"02:00:00:00:00:02\"\n"
+	  "            ipv4_src: 10.0.0.1\n            ipv4_dst: 10.0.0.2\n"
+	  "            udp_dst: 4096\n",
+	  "      tx: @{}\n", E,
 	  "missing required key 'queues' in tx",
 	  "    - name: txbuf\n      kind: huge\n      num_bufs: 64\n"
 	  "      buf_size: 2048\n", "" },
@@ -416,15 +430,143 @@ static const struct rule_case rules[] = {
 	  "(valid: tx_eth_src)", NULL, NULL },
 	{ "tx pacing rates", RAW, "          offloads: [tx_eth_src]\n",
 	  "          offloads: [tx_eth_src]\n          pacing_mbps: 100\n"
-	  "        - name: t1\n          id: 1\n          batch_size: 64\n"
+	  TXDEST "        - name: t1\n          id: 1\n          batch_size: 64\n"
 	  "          memory_regions: [txbuf]\n          pacing_mbps: @200\n",
 	  E, "pacing_mbps: daqiri paces all tx queues of an interface at one "
 	  "rate; line 66 gives 100", NULL, NULL },
-	{ "tx flow vlan_push", RAW, "          offloads: [tx_eth_src]\n",
-	  "          offloads: [tx_eth_src]\n        flows:\n"
+	/* a tx queue sends to its destination map: no tx flows, of any
+	 * action (vlan_push included) */
+	{ "tx flows", RAW, "            udp_dst: 4096\n",
+	  "            udp_dst: 4096\n        @flows:\n"
 	  "        - name: v\n          id: 1\n          actions:\n"
-	  "          - type: @vlan_push\n            vlan_id: 100\n", E,
-	  "type: the vlan_push action is not supported by daqiri", NULL, NULL },
+	  "          - type: vlan_push\n            vlan_id: 100\n"
+	  "          - {type: queue, id: 0}\n", E,
+	  "flows: tx flows are not supported by daqiri: a tx queue sends to "
+	  "its destination map", NULL, NULL },
+
+	/* tx destination, DPDK: every header comes from it */
+	{ "tx dest no eth_dst", RAW, "          destination:\n"
+	  "            eth_dst: \"02:00:00:00:00:02\"\n"
+	  "            ipv4_src: 10.0.0.1\n",
+	  "          destination:\n            @ipv4_src: 10.0.0.1\n", E,
+	  "missing required key 'eth_dst' in tx destination", NULL, NULL },
+	/* (a missing key is reported at the map, its first key) */
+	{ "tx dest no ipv4_src", RAW, "            eth_dst:",
+	  "            @eth_dst:", E,
+	  "missing required key 'ipv4_src' in tx destination",
+	  "            ipv4_src: 10.0.0.1\n", "" },
+	{ "tx dest no ipv4_dst", RAW, "            eth_dst:",
+	  "            @eth_dst:", E,
+	  "missing required key 'ipv4_dst' in tx destination",
+	  "            ipv4_dst: 10.0.0.2\n", "" },
+	{ "tx dest no udp_dst", RAW, "            eth_dst:",
+	  "            @eth_dst:", E,
+	  "missing required key 'udp_dst' in tx destination",
+	  "            udp_dst: 4096\n", "            udp_src: 4096\n" },
+	{ "tx no destination", RAW, "        - name: t0\n",
+	  "        - @name: t0\n", E, "tx queue 't0' has no destination: "
+	  "daqiri writes every header itself (frames built by the sender are "
+	  "not supported by daqiri); give destination with eth_dst, ipv4_src, "
+	  "ipv4_dst and udp_dst", "          destination:\n"
+	  "            eth_dst: \"02:00:00:00:00:02\"\n"
+	  "            ipv4_src: 10.0.0.1\n            ipv4_dst: 10.0.0.2\n"
+	  "            udp_dst: 4096\n", "" },
+	{ "tx dest bad MAC", RAW, "eth_dst: \"02:00:00:00:00:02\"",
+	  "eth_dst: @\"02:00:00:00:00:0g\"", E, "eth_dst: '02:00:00:00:00:0g' "
+	  "is not a MAC address (six hex pairs joined by ':', as "
+	  "02:00:5e:10:00:01)", NULL, NULL },
+	{ "tx dest MAC too long", RAW, "eth_dst: \"02:00:00:00:00:02\"",
+	  "eth_dst: @02:00:00:00:00:02:03", E, "eth_dst: '02:00:00:00:00:02:03' "
+	  "is not a MAC address (six hex pairs joined by ':', as "
+	  "02:00:5e:10:00:01)", NULL, NULL },
+	{ "tx dest multicast source", RAW, "            udp_dst: 4096\n",
+	  "            udp_dst: 4096\n            eth_src: @03:00:00:00:00:01\n",
+	  E, "eth_src: a source MAC address must be unicast and not all zeros",
+	  "          offloads: [tx_eth_src]\n", "" },
+	{ "tx dest eth_src and offload", RAW, "            udp_dst: 4096\n",
+	  "            udp_dst: 4096\n            @eth_src: 02:00:00:00:00:01\n",
+	  E, "eth_src: the queue's offloads: [tx_eth_src] leaves the source MAC "
+	  "to the NIC; give one or the other", NULL, NULL },
+	{ "tx dest port 0", RAW, "udp_dst: 4096", "udp_dst: @0", E,
+	  "udp_dst: must be between 1 and 65535, got 0", NULL, NULL },
+	{ "tx dest port too big", RAW, "            udp_dst: 4096\n",
+	  "            udp_dst: 4096\n            udp_src: @65536\n", E,
+	  "udp_src: must be between 1 and 65535, got 65536", NULL, NULL },
+	{ "tx dest unknown key", RAW, "            udp_dst: 4096\n",
+	  "            udp_dst: 4096\n            @dscpp: 3\n", E,
+	  "unknown key 'dscpp' in tx destination; did you mean 'dscp'?",
+	  NULL, NULL },
+	{ "tx dest ttl 0", RAW, "            udp_dst: 4096\n",
+	  "            udp_dst: 4096\n            ttl: @0\n", E,
+	  "ttl: must be between 1 and 255, got 0", NULL, NULL },
+	{ "tx dest dscp 64", RAW, "            udp_dst: 4096\n",
+	  "            udp_dst: 4096\n            dscp: @64\n", E,
+	  "dscp: must be between 0 and 63, got 64", NULL, NULL },
+	{ "tx dest to 0.0.0.0", RAW, "ipv4_dst: 10.0.0.2",
+	  "ipv4_dst: @0.0.0.0", E, "ipv4_dst: 0.0.0.0 is not a destination",
+	  NULL, NULL },
+	{ "tx dest not a map", RAW, "          destination:\n"
+	  "            eth_dst: \"02:00:00:00:00:02\"\n"
+	  "            ipv4_src: 10.0.0.1\n            ipv4_dst: 10.0.0.2\n"
+	  "            udp_dst: 4096\n", "          destination: @10.0.0.2\n",
+	  E, "destination: expected a map, got '10.0.0.2'", NULL, NULL },
+	{ "tx accurate_send", RAW, "      tx:\n        queues:\n",
+	  "      tx:\n        @accurate_send: true\n        queues:\n", W,
+	  "accurate_send: has no effect in daqiri (no timestamped send)",
+	  NULL, NULL },
+	{ "tx two regions", RAW, "memory_regions: [txbuf]",
+	  "memory_regions: @[txbuf, hdr]", E, "memory_regions: a tx queue "
+	  "takes one region (its payload buffers; daqiri writes the headers)",
+	  NULL, NULL },
+	{ "tx device region", RAW, "memory_regions: [txbuf]",
+	  "memory_regions: [@out]", E, "memory_regions: 'out' is a device "
+	  "region; a tx queue's payloads are in host memory its consumer "
+	  "writes", "    - name: txbuf\n      kind: huge\n      num_bufs: 64\n"
+	  "      buf_size: 2048\n", "" },
+	{ "tx buffers too small", RAW, "memory_regions: [txbuf]",
+	  "memory_regions: [@txbuf]", E, "memory_regions: buf_size 63 of "
+	  "'txbuf' is less than the 64 bytes a tx queue's buffers need at "
+	  "least", "      num_bufs: 64\n      buf_size: 2048\n",
+	  "      num_bufs: 64\n      buf_size: 63\n" },
+
+	/* tx destination, socket engine: socket_config gives it */
+	{ "socket tx without destination", SOCK, "      rx:\n",
+	  "      tx:\n        queues:\n        - @{name: t0, id: 0, "
+	  "batch_size: 8, memory_regions: [frames]}\n      rx:\n", E,
+	  "tx queue 't0' has no destination: set socket_config.remote_addr or "
+	  "destination", NULL, NULL },
+	{ "socket tx without udp_dst", SOCK, "      rx:\n",
+	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
+	  "batch_size: 8, memory_regions: [frames],\n           destination: "
+	  "@{ipv4_dst: 127.0.0.1}}\n      rx:\n", E,
+	  "tx queue 't0' has no udp_dst: set socket_config.remote_addr or "
+	  "destination.udp_dst", NULL, NULL },
+	{ "socket tx over tcp", SOCK, "local_addr: udp://127.0.0.1:5005",
+	  "local_addr: @tcp://127.0.0.1:5005", E,
+	  "socket_config: TX sends UDP only, and interface 'sensor0' has tx "
+	  "queues; use udp://", "      rx:\n",
+	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
+	  "batch_size: 8, memory_regions: [frames],\n           destination: "
+	  "{ipv4_dst: 127.0.0.1, udp_dst: 5010}}\n      rx:\n" },
+	{ "socket tx eth_dst", SOCK, "      rx:\n",
+	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
+	  "batch_size: 8, memory_regions: [frames],\n           destination: "
+	  "{@eth_dst: \"02:00:00:00:00:01\", ipv4_dst: 127.0.0.1, "
+	  "udp_dst: 5010}}\n      rx:\n", W,
+	  "eth_dst: has no effect with the socket engine (the kernel writes "
+	  "Ethernet headers)", NULL, NULL },
+	{ "socket tx offloads", SOCK, "      rx:\n",
+	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
+	  "batch_size: 8, memory_regions: [frames], @offloads: [tx_eth_src],\n"
+	  "           destination: {ipv4_dst: 127.0.0.1, udp_dst: 5010}}\n"
+	  "      rx:\n", W, "offloads: has no effect with the socket engine "
+	  "(the kernel writes Ethernet headers)", NULL, NULL },
+	{ "socket tx from another address", SOCK, "      rx:\n",
+	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
+	  "batch_size: 8, memory_regions: [frames],\n           destination: "
+	  "{ipv4_src: @127.0.0.2, ipv4_dst: 127.0.0.1, udp_dst: 5010}}\n"
+	  "      rx:\n", E, "ipv4_src: 127.0.0.2 is not local_addr's address "
+	  "127.0.0.1; the socket engine sends from local_addr", NULL, NULL },
 
 	/* flows */
 	{ "action and actions", SOCK,
@@ -1470,8 +1612,87 @@ START_TEST(test_equal)
 	memcpy(b, a, sizeof(*a));
 	strcpy(b->dpdk_args[1], "--no-hugf");
 	ck_assert(!cfg_equal(a, b));
+	/* a tx destination: what is sent, not where it was written */
+	memcpy(b, a, sizeof(*a));
+	b->interfaces[0].tx.queues[0].dest.has_ttl = true;
+	b->interfaces[0].tx.queues[0].dest.pos.line = 1;
+	ck_assert(cfg_equal(a, b));
+	b->interfaces[0].tx.queues[0].dest.eth_dst[5] = 9;
+	ck_assert(!cfg_equal(a, b));
+	memcpy(b, a, sizeof(*a));
+	b->interfaces[0].tx.queues[0].dest.udp_src = 1;
+	ck_assert(!cfg_equal(a, b));
+	memcpy(b, a, sizeof(*a));
+	b->interfaces[0].tx.queues[0].dest.dscp = 1;
+	ck_assert(!cfg_equal(a, b));
 	free(a);
 	free(b);
+	free(d);
+}
+END_TEST
+
+/* A tx queue's destination with its defaults: the DPDK engine's udp_src
+ * from udp_dst, ttl 64, dscp 0, eth_src left to the port (or NIC); the
+ * socket engine's ipv4_dst and udp_dst from remote_addr, field by field. */
+static void round_trip(const char *text, size_t len, const char *name);
+
+START_TEST(test_tx_destination_defaults)
+{
+	static const uint8_t mac[6] = { 2, 0, 0, 0, 0, 2 };
+	struct cfg *c = new_cfg();
+	struct cfg_diags *d = new_diags();
+	const struct cfg_tx_dest *t;
+	long m;
+	char *t1, *t2;
+
+	ck_assert_int_eq(cfg_parse(base_raw, strlen(base_raw), "t", c, d), 0);
+	t = &c->interfaces[0].tx.queues[0].dest;
+	ck_assert(t->has_eth_dst);
+	ck_assert_mem_eq(t->eth_dst, mac, 6);
+	ck_assert(!t->has_eth_src);
+	ck_assert(c->interfaces[0].tx.queues[0].offload_tx_eth_src);
+	ck_assert(t->has_ipv4_src && t->ipv4_src == 0x0a000001u);
+	ck_assert(t->has_ipv4_dst && t->ipv4_dst == 0x0a000002u);
+	ck_assert(t->has_udp_dst && t->udp_dst == 4096);
+	ck_assert(t->has_udp_src && t->udp_src == 4096);
+	ck_assert_uint_eq(t->ttl, 64);
+	ck_assert_uint_eq(t->dscp, 0);
+	ck_assert(!t->has_ttl && !t->has_dscp);
+	ck_assert_int_gt(t->pos.line, 0);
+	ck_assert_uint_eq(c->interfaces[0].tx.pacing_mbps, 0);
+
+	t1 = build(base_sock, "        local_addr: udp://127.0.0.1:5005\n",
+	    "        local_addr: udp://127.0.0.1:5005\n"
+	    "        remote_addr: udp://127.0.0.1:5010\n", &m);
+	t2 = build(t1, "      rx:\n", "      tx:\n        queues:\n"
+	    "        - {name: t0, id: 0, batch_size: 8, memory_regions: "
+	    "[frames], pacing_mbps: 50}\n"
+	    "        - {name: t1, id: 1, batch_size: 8, memory_regions: "
+	    "[frames],\n           destination: {udp_dst: 6000, ttl: 3, "
+	    "dscp: 46, udp_src: 6001, ipv4_src: 127.0.0.1}}\n      rx:\n", &m);
+	if (cfg_parse(t2, strlen(t2), "t", c, d) != 0 || d->ndiags != 0)
+		dump_diags(d);
+	ck_assert_int_eq(d->ndiags, 0);
+	t = &c->interfaces[0].tx.queues[0].dest;
+	ck_assert(t->has_ipv4_dst && t->ipv4_dst == 0x7f000001u);
+	ck_assert(t->has_udp_dst && t->udp_dst == 5010);
+	ck_assert(!t->has_udp_src && !t->has_ipv4_src);
+	ck_assert(!t->has_eth_dst && !t->has_eth_src);
+	ck_assert_int_eq(t->pos.line, 0);
+	ck_assert_uint_eq(t->ttl, 64);
+	t = &c->interfaces[0].tx.queues[1].dest;
+	ck_assert(t->has_ipv4_dst && t->ipv4_dst == 0x7f000001u);
+	ck_assert_uint_eq(t->udp_dst, 6000);
+	ck_assert(t->has_udp_src && t->udp_src == 6001);
+	ck_assert(t->has_ipv4_src && t->ipv4_src == 0x7f000001u);
+	ck_assert(t->has_ttl && t->ttl == 3);
+	ck_assert_uint_eq(t->dscp, 46);
+	/* one rate for every tx queue of the interface */
+	ck_assert_uint_eq(c->interfaces[0].tx.pacing_mbps, 50);
+	round_trip(t2, strlen(t2), "socket tx");
+	free(t1);
+	free(t2);
+	free(c);
 	free(d);
 }
 END_TEST
@@ -1531,6 +1752,7 @@ config_suite(void)
 	tcase_add_test(tc, test_payload_frame_ceiling);
 	tcase_add_test(tc, test_dtype_and_slot);
 	tcase_add_test(tc, test_equal);
+	tcase_add_test(tc, test_tx_destination_defaults);
 	tcase_add_test(tc, test_limits_at_maximum);
 	tcase_add_test(tc, test_builtin_default);
 	tcase_add_test(tc, test_round_trip_shipped);
