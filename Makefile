@@ -107,7 +107,7 @@ DAEMON_MAIN := daemon/daqirid.c
 DAEMON_SRC := $(filter-out $(DAEMON_MAIN),$(wildcard daemon/*.c))
 DAEMON_CU := $(if $(filter 1,$(HAVE_CUDA)),$(wildcard daemon/*.cu))
 CLIENT_LIB_SRC := client/client_conn.c client/client_sub.c \
-	client/client_reconnect.c
+	client/client_reconnect.c client/client_tx.c
 CLIENT_TOOLS := daqirictl daqiri-consume
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -198,7 +198,9 @@ $(BUILD)/daqirid: $(call obj,$(DAEMON_MAIN)) $(LIBCORE)
 
 $(addprefix $(BUILD)/,$(CLIENT_TOOLS)): $(BUILD)/%: $(BUILD)/obj/client/%.o $(LIBCLIENT_A)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CLIENT_LIBS) -lm
+# daqirictl's send command is a file of its own.
+$(BUILD)/daqirictl: $(BUILD)/obj/client/daqirictl_send.o
 
 # The simulator reads the same YAML as the daemon.
 $(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)

@@ -2,8 +2,9 @@
 /*
  * libdaqiri-client (daqiri_client.h), the control connection: connect and
  * hello, one request and its reply (reassembled when it comes in parts),
- * the events the daemon sends unasked, the raw request of daqirictl, and
- * what a failed connect means for the person who asked.
+ * the fd series after a subscribe or tx_open reply, the events the daemon
+ * sends unasked, the raw request of daqirictl, and what a failed connect
+ * means for the person who asked.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,13 +59,22 @@ void
 client_handle_unsolicited(struct daqiri *d, const struct daqiri_msg *m)
 {
 	struct daqiri_sub *s;
+	struct daqiri_tx *t;
 
-	if (m->type == DAQIRI_MSG_EVENT &&
-	    m->u.event.kind == DAQIRI_EV_SUB_CLOSED) {
+	if (m->type != DAQIRI_MSG_EVENT)
+		return;
+	if (m->u.event.kind == DAQIRI_EV_SUB_CLOSED) {
 		s = sub_find(d, m->u.event.sub_id);
 		if (s != NULL)
 			s->closed = true;
 		snprintf(d->err, sizeof(d->err), "subscription %u ended: %s",
+		    m->u.event.sub_id, m->u.event.message);
+		d->have_reason = true;
+	} else if (m->u.event.kind == DAQIRI_EV_TX_CLOSED) {
+		for (t = d->txs; t != NULL; t = t->next)
+			if (t->info.tx_id == m->u.event.sub_id)
+				t->closed = true;
+		snprintf(d->err, sizeof(d->err), "TX channel %u ended: %s",
 		    m->u.event.sub_id, m->u.event.message);
 		d->have_reason = true;
 	}
@@ -114,6 +124,51 @@ client_recv_one(struct daqiri *d, struct daqiri_msg *m, int *fd,
 		return -EPROTO;
 	}
 	return 1;
+}
+
+int
+client_recv_fds(struct daqiri *d, uint32_t id, uint32_t n,
+		const enum daqiri_fd_kind *kinds, int *fds)
+{
+	struct daqiri_msg m;
+	uint32_t i = 0, j;
+	int fd, r;
+
+	while (i < n) {
+		fd = -1;
+		r = client_recv_one(d, &m, &fd, CLIENT_REPLY_TIMEOUT_MS);
+		if (r == 0)
+			r = -ETIMEDOUT;
+		if (r < 0)
+			goto fail;
+		if (m.type == DAQIRI_MSG_EVENT) {
+			client_handle_unsolicited(d, &m);
+			daqiri_msg_free(&m);
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		if (m.type != DAQIRI_MSG_SUB_FD || fd < 0 ||
+		    m.u.sub_fd.sub_id != id || m.u.sub_fd.index != i ||
+		    m.u.sub_fd.count != n || m.u.sub_fd.kind != kinds[i]) {
+			daqiri_msg_free(&m);
+			if (fd >= 0)
+				close(fd);
+			client_set_err(d,
+			    "unexpected message in the fd series");
+			r = -EPROTO;
+			goto fail;
+		}
+		daqiri_msg_free(&m);
+		fds[i++] = fd;
+	}
+	return 0;
+fail:
+	for (j = 0; j < i; j++) {
+		close(fds[j]);
+		fds[j] = -1;
+	}
+	return r;
 }
 
 /* Read whatever the daemon sent unasked (events, hang-up); never waits. */
@@ -531,7 +586,8 @@ daqiri_request(struct daqiri *d, const char *json, char **reply)
 		t = cJSON_GetObjectItemCaseSensitive(req, "type");
 		if (cJSON_IsString(t) && t->valuestring != NULL &&
 		    (strcmp(t->valuestring, "hello") == 0 ||
-		    strcmp(t->valuestring, "subscribe") == 0)) {
+		    strcmp(t->valuestring, "subscribe") == 0 ||
+		    strcmp(t->valuestring, "tx_open") == 0)) {
 			cJSON_Delete(req);
 			return -EINVAL;
 		}
@@ -583,6 +639,9 @@ daqiri_disconnect(struct daqiri *d)
 		return;
 	while (d->subs != NULL)
 		client_sub_free(d->subs);
+	/* Closing the socket ends the daemon's side of every channel. */
+	while (d->txs != NULL)
+		client_tx_free(d->txs);
 	if (d->fd >= 0)
 		close(d->fd);
 	free(d);

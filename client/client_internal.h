@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private to libdaqiri-client: the two handles and what the control
- * connection (client_conn.c) and the subscriptions (client_sub.c) call of
- * each other. Hidden from the library's dynamic symbol table.
+ * Private to libdaqiri-client: the three handles and what the control
+ * connection (client_conn.c), the subscriptions (client_sub.c) and the
+ * TX channels (client_tx.c) call of each other. Hidden from the
+ * library's dynamic symbol table.
  */
 #ifndef DAQIRI_CLIENT_INTERNAL_H
 #define DAQIRI_CLIENT_INTERNAL_H
@@ -13,6 +14,7 @@
 #include "daqiri_client.h"
 #include "proto.h"
 #include "ring.h"
+#include "txring.h"
 
 #define CLIENT_HIDDEN	__attribute__((visibility("hidden")))
 
@@ -86,8 +88,40 @@ struct daqiri_sub {
 	struct client_orphan *orphans;	/* earlier instances' mappings */
 };
 
-/* A control connection: the socket, its subscriptions, the last error,
- * and one message buffer each way. */
+/* Where one pool buffer of a TX channel is. */
+enum client_txbuf {
+	CLIENT_TXBUF_FREE,		/* on the free stack */
+	CLIENT_TXBUF_TAKEN,		/* the caller's (daqiri_tx_buf()) */
+	CLIENT_TXBUF_SUBMITTED,		/* the daemon's until it completes */
+	CLIENT_TXBUF_MAX
+};
+
+/* A TX channel: its metadata, ring handle, mappings and buffers. */
+struct daqiri_tx {
+	struct daqiri *d;
+	struct daqiri_tx *next;
+	struct daqiri_tx_info info;
+	struct daqiri_txring ring;
+	uint64_t conn_id;		/* the connection it was opened on: */
+	uint64_t instance;		/* a reconnected one does not have it */
+	bool closed;			/* the daemon ended it (event) */
+	int lost;			/* sticky -EPROTO: impossible ring */
+	int wake_fd;			/* our end of the doorbell socketpair */
+	void *ring_map;
+	size_t ring_len;
+	uint8_t *pool;			/* read-write, ours alone to write */
+	size_t pool_len;
+	uint8_t *state;			/* nbufs x enum client_txbuf */
+	uint32_t *free;			/* stack of free buffer indices */
+	uint32_t nfree;
+	uint32_t in_flight;		/* submitted, not completed */
+	uint64_t sent;
+	uint64_t failed[DAQIRI_TX_STATUS_MAX];	/* [DAQIRI_TX_SENT] unused */
+	uint64_t ring_full;
+};
+
+/* A control connection: the socket, its subscriptions and TX channels,
+ * the last error, and one message buffer each way. */
 struct daqiri {
 	int fd;
 	bool dead;
@@ -102,6 +136,7 @@ struct daqiri {
 	uint64_t hello_deadline_ns;
 	uint32_t backoff_ms;
 	struct daqiri_sub *subs;
+	struct daqiri_tx *txs;
 	char err[DAQIRI_ERR_MSG_MAX + 64];	/* room for a prefix */
 	int rlen;			/* length of the last message in rbuf */
 	char rbuf[DAQIRI_MSG_SIZE_MAX + 1];
@@ -121,8 +156,20 @@ CLIENT_HIDDEN void client_set_err(struct daqiri *d, const char *msg);
 CLIENT_HIDDEN int client_recv_one(struct daqiri *d, struct daqiri_msg *m,
 				  int *fd, int timeout_ms);
 
-/* A daemon message that is not the awaited reply (a sub_closed event
- * marks its subscription closed and keeps the reason). */
+/*
+ * Receive the fd series that follows a subscribe or tx_open reply: n
+ * sub_fd messages of id, numbered 0 .. n-1, message i of kind kinds[i]
+ * with one fd (events in between are handled). 0 with fds[0 .. n) the
+ * caller's, or a negative errno with none left open; after an fd the
+ * caller cannot use, the caller closes them all and the connection stays
+ * in step.
+ */
+CLIENT_HIDDEN int client_recv_fds(struct daqiri *d, uint32_t id, uint32_t n,
+				  const enum daqiri_fd_kind *kinds, int *fds);
+
+/* A daemon message that is not the awaited reply (a sub_closed or
+ * tx_closed event marks its subscription or channel closed and keeps
+ * the reason). */
 CLIENT_HIDDEN void client_handle_unsolicited(struct daqiri *d,
 					     const struct daqiri_msg *m);
 
@@ -193,5 +240,11 @@ CLIENT_HIDDEN int client_sub_open(struct daqiri_sub *s);
  * mappings orphaned while tensors of them are held), -ESTALE (the
  * geometry changed: s->lost_msg names what), or the subscribe's errno. */
 CLIENT_HIDDEN int client_sub_reopen(struct daqiri_sub *s);
+
+/* ---- client_tx.c */
+
+/* Unlink t from its connection and free it with its mappings and
+ * doorbell socket; NULL-safe, works on a half-built one. */
+CLIENT_HIDDEN void client_tx_free(struct daqiri_tx *t);
 
 #endif

@@ -159,47 +159,27 @@ static int
 sub_receive_fds(struct daqiri *d, struct daqiri_sub *s)
 {
 	const struct daqiri_sub_info *in = &s->info;
-	struct daqiri_msg m;
-	uint32_t i = 0;
-	int fd, r = 0;
+	int fds[DAQIRI_SUB_MAX_FDS];
+	uint32_t i;
+	int r;
 	void *p;
 
-	while (i < in->nfds) {
-		fd = -1;
-		r = client_recv_one(d, &m, &fd, CLIENT_REPLY_TIMEOUT_MS);
-		if (r == 0)
-			r = -ETIMEDOUT;
-		if (r < 0)
-			return r;
-		if (m.type == DAQIRI_MSG_EVENT) {
-			client_handle_unsolicited(d, &m);
-			daqiri_msg_free(&m);
-			if (fd >= 0)
-				close(fd);
-			continue;
-		}
-		if (m.type != DAQIRI_MSG_SUB_FD || fd < 0 ||
-		    m.u.sub_fd.sub_id != in->sub_id ||
-		    m.u.sub_fd.index != i || m.u.sub_fd.count != in->nfds ||
-		    m.u.sub_fd.kind != in->fds[i]) {
-			daqiri_msg_free(&m);
-			if (fd >= 0)
-				close(fd);
-			client_set_err(d,
-			    "unexpected message in the fd series");
-			return -EPROTO;
-		}
-		daqiri_msg_free(&m);
+	/* The whole series first: the connection stays in step whatever
+	 * we make of the fds. */
+	r = client_recv_fds(d, in->sub_id, in->nfds, in->fds, fds);
+	if (r < 0)
+		return r;
+	for (i = 0; i < in->nfds && r == 0; i++) {
 		switch (in->fds[i]) {
 		case DAQIRI_FD_TENSOR:
 			s->tensor_len = in->map_bytes;
-			r = map_fd(fd, s->tensor_len, PROT_READ, &p);
+			r = map_fd(fds[i], s->tensor_len, PROT_READ, &p);
 			if (r == 0)
 				s->tensor_map = p;
 			break;
 		case DAQIRI_FD_IPC:
 #ifdef DAQIRI_HAVE_CUDA
-			r = open_device(s, fd);
+			r = open_device(s, fds[i]);
 #else
 			client_set_err(d, "device stream: this "
 			    "libdaqiri-client was built without CUDA");
@@ -208,13 +188,14 @@ sub_receive_fds(struct daqiri *d, struct daqiri_sub *s)
 			break;
 		case DAQIRI_FD_BITMAP:
 			s->bitmap_len = (size_t)in->nbufs * in->bitmap_bytes;
-			r = map_fd(fd, s->bitmap_len, PROT_READ, &p);
+			r = map_fd(fds[i], s->bitmap_len, PROT_READ, &p);
 			if (r == 0)
 				s->bitmap_map = p;
 			break;
 		case DAQIRI_FD_RING:
 			s->ring_len = in->ring_bytes;
-			r = map_fd(fd, s->ring_len, PROT_READ | PROT_WRITE, &p);
+			r = map_fd(fds[i], s->ring_len, PROT_READ | PROT_WRITE,
+			    &p);
 			if (r == 0) {
 				s->ring_map = p;
 				r = daqiri_ring_attach(&s->ring, p, s->ring_len);
@@ -231,34 +212,18 @@ sub_receive_fds(struct daqiri *d, struct daqiri_sub *s)
 			/* Our own socket: whatever the caller does to it
 			 * cannot reach the daemon's end. Reads use
 			 * MSG_DONTWAIT, so its file flags do not matter. */
-			s->wake_fd = fd;
-			fd = -1;
+			s->wake_fd = fds[i];
+			fds[i] = -1;
 			break;
 		default:
 			r = -EPROTO;
 			break;
 		}
-		if (fd >= 0)
-			close(fd);
-		i++;
-		if (r < 0) {
-			/* The rest of the series still arrives: take it
-			 * off the socket so the connection stays usable. */
-			while (i < in->nfds && client_recv_one(d, &m, &fd,
-			    CLIENT_REPLY_TIMEOUT_MS) == 1) {
-				if (fd >= 0)
-					close(fd);
-				fd = -1;
-				if (m.type == DAQIRI_MSG_SUB_FD)
-					i++;
-				else
-					client_handle_unsolicited(d, &m);
-				daqiri_msg_free(&m);
-			}
-			return r;
-		}
 	}
-	return 0;
+	for (i = 0; i < in->nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return r;
 }
 
 static int

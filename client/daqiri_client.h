@@ -158,7 +158,8 @@ int daqiri_fd(const struct daqiri *d);
  * status otherwise (the reply is still returned), or a negative errno
  * with *reply NULL when no reply came (-ENOTCONN: daemon gone, -EMSGSIZE,
  * -EPROTO: a malformed reply or series of parts, after which the
- * connection is closed). The request must not be "hello" or "subscribe".
+ * connection is closed). The request must not be "hello", "subscribe" or
+ * "tx_open" (their replies are followed by fds: -EINVAL).
  */
 int daqiri_request(struct daqiri *d, const char *json, char **reply);
 
@@ -274,39 +275,74 @@ struct daqiri_tx_stats {
 	uint64_t sent;			/* completions: sent */
 	uint64_t failed;		/* completions: too big or engine
 					 * error or queue stopped */
-	uint64_t ring_full;		/* daqiri_tx_buf() / _send() that
-					 * returned -EAGAIN */
+	uint64_t ring_full;		/* daqiri_tx_buf() that returned
+					 * -EAGAIN (and _send() that found
+					 * the ring full) */
+	/* Appended: a caller whose size ends before them gets none. */
+	uint32_t in_flight;		/* submitted, not completed yet */
+	uint64_t too_big;		/* failed: over the queue's largest
+					 * payload (the daemon's check) */
+	uint64_t engine_error;		/* failed: the engine refused it */
+	uint64_t stopped;		/* failed: the channel or queue
+					 * stopped before it went */
 };
 
-/* Open a TX channel on queue ("<interface>/<tx queue>"). opts NULL =
- * defaults. 0 and *out, or -ENOENT (no such tx queue), -EPERM (not root
- * or admin), -EINVAL, -ENOMEM, ... with daqiri_last_error(). */
+/*
+ * Open a TX channel on queue ("<interface>/<tx queue>"). opts NULL =
+ * defaults. Maps the channel's ring read-write and its pool read-write
+ * after checking both against the reply (sealed memfds of the sizes it
+ * names, a ring laid out as txring.h says, nothing in flight). 0 and
+ * *out, or -ENOENT (no such tx queue), -ENODEV (no such interface),
+ * -EACCES (not root or the admin group), -EINVAL or -ERANGE (bad options, or nbufs over what the queue
+ * allows), -ENOMEM (out of resources, or the queue has all the channels
+ * it takes), -EPROTO (the daemon's answer was inconsistent), -ENOTCONN;
+ * the daemon's reason in daqiri_last_error().
+ */
 int daqiri_tx_open(struct daqiri *d, const char *queue,
 		   const struct daqiri_tx_opts *opts, struct daqiri_tx **out);
-/* Take a free buffer (collecting completions first). 0, or -EAGAIN
- * when every buffer is submitted and none has completed yet. */
+/*
+ * Take a free buffer (collecting completions first): 0 with *buf set
+ * (len 0), or -EAGAIN when every buffer is submitted or taken and none
+ * has completed yet (counted as ring_full; wait with daqiri_tx_wait()),
+ * -ENOTCONN (only when no buffer is free: the daemon ended the channel
+ * or the connection), -EPROTO (corrupted completion ring; sticky).
+ * Never blocks.
+ */
 int daqiri_tx_buf(struct daqiri_tx *tx, struct daqiri_tx_buf *buf);
-/* Submit n buffers (each from daqiri_tx_buf(), len set), in order.
- * Returns how many were submitted (n, or fewer when the ring is full:
- * the rest stay the caller's), or -EINVAL (a buffer not taken from this
- * channel, or len over cap: nothing was submitted), -ENOTCONN (the
- * daemon closed the channel or the connection). */
+/* Submit n buffers (each from daqiri_tx_buf(), len set), in order, and
+ * ring the doorbell once if the daemon's worker sleeps. Returns how many
+ * were submitted (n, or fewer when the ring is full: the rest stay the
+ * caller's), or -EINVAL (a buffer not taken from this channel, taken
+ * twice, or len over cap: nothing was submitted), -ENOTCONN (the daemon
+ * closed the channel or the connection, as far as already seen),
+ * -EPROTO. Never blocks, makes at most one system call. */
 int daqiri_tx_send(struct daqiri_tx *tx, struct daqiri_tx_buf *bufs,
 		   unsigned n);
 /* Give back a buffer without sending it. 0 or -EINVAL. */
 int daqiri_tx_discard(struct daqiri_tx *tx, struct daqiri_tx_buf *buf);
 /* Wait until every submitted buffer completed or timeout_ms passed
- * (-1 = forever). 0, -ETIMEDOUT, -ENOTCONN, -EINTR. */
+ * (-1 = forever, 0 = do not wait). 0, -ETIMEDOUT, -ENOTCONN (the daemon
+ * or the channel ended with buffers still out), -EINTR, -EPROTO. */
 int daqiri_tx_flush(struct daqiri_tx *tx, int timeout_ms);
 /* Wait until a buffer is free (as daqiri_tx_flush() for one). */
 int daqiri_tx_wait(struct daqiri_tx *tx, int timeout_ms);
+/* Counters and geometry (completions collected first). out->size must
+ * be set. 0 or -EINVAL. */
 int daqiri_tx_stats(struct daqiri_tx *tx, struct daqiri_tx_stats *out);
-/* The fd that becomes readable when completions arrive after
- * daqiri_tx_arm() returned 0 (for the caller's own poll loop). */
+/*
+ * The doorbell socket, for the caller's own poll loop: it becomes
+ * readable when completions arrive after daqiri_tx_arm() returned 0.
+ * Do not read it yourself (arming drains it).
+ */
 int daqiri_tx_fd(const struct daqiri_tx *tx);
+/* Ask for a wake-up at the next completion: 0 (armed: wait now), 1
+ * (completions arrived meanwhile: call daqiri_tx_buf() or
+ * daqiri_tx_stats()), -ENOTCONN, -EPROTO, -EINVAL. */
 int daqiri_tx_arm(struct daqiri_tx *tx);
 /* Close the channel (tx_close; buffers not yet completed are the
- * daemon's to finish or drop) and free it. NULL-safe. */
+ * daemon's to finish or drop) and free it. NULL-safe. 0, or the
+ * daemon's negative errno; a daemon that is gone or ended the channel
+ * itself is no error. daqiri_disconnect() frees open channels too. */
 int daqiri_tx_close(struct daqiri_tx *tx);
 
 #ifdef __cplusplus

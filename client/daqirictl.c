@@ -81,6 +81,7 @@ static int cmd_top(struct ctl *c, int argc, char **argv);
 static int cmd_metrics(struct ctl *c, int argc, char **argv);
 static int cmd_reload(struct ctl *c, int argc, char **argv);
 static int cmd_config(struct ctl *c, int argc, char **argv);
+static int cmd_send(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
@@ -109,6 +110,11 @@ static const struct command commands[] = {
 	{ "config", 0, 0, cmd_config, "",
 	    "the running configuration, normalised (as daqirid -n -v)", NULL,
 	    NULL },
+	{ "send", 2, 5, cmd_send, "[--hex | --raw] [--count] IFACE/TXQ FILE|-",
+	    "send payloads out of a tx queue: one per line of FILE (- = "
+	    "stdin), --hex lines of hex digits, --raw the whole input as one; "
+	    "waits until all went, exits 1 if any failed (root or admin "
+	    "group)", NULL, NULL },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -853,6 +859,17 @@ cmd_config(struct ctl *c, int argc, char **argv)
 	return fflush(stdout) != 0 ? 1 : 0;
 }
 
+/* ---- send (daqirictl_send.c) */
+
+int daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
+		   char **argv);
+
+static int
+cmd_send(struct ctl *c, int argc, char **argv)
+{
+	return daqirictl_send(c->sock, c->json, &c->d, argc, argv);
+}
+
 /* ---- metrics: the Prometheus text, rendered as the daemon's /metrics
  * renders it (proto/metrics.h), from the stats and consumers replies */
 
@@ -952,6 +969,53 @@ subscribers_of(const cJSON *streams, const char *name)
 	return -1;
 }
 
+/* A line per tx queue (interfaces' "tx" objects), when there is one:
+ * payloads and payload megabits per second, drops by reason. */
+static void
+top_draw_tx(const cJSON *st, const struct top_row *rows, int nrows,
+	    struct top_row *cur, int *n, int w, double dt)
+{
+	const cJSON *e, *q, *nm;
+	const struct top_row *pr;
+	bool hdr = false;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(st,
+	    "interfaces"))
+		cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(e, "tx"), "queues")) {
+			char key[CTL_NAME_MAX + 4];
+			double pk = num_at(q, "packets"), by = num_at(q, "bytes");
+
+			if (!hdr) {
+				printf("\n%-*s %10s %9s %14s %8s %10s %12s %8s "
+				    "%8s\n", w, "TX QUEUE", "PKTS/s", "Mb/s",
+				    "PACKETS", "TOO_BIG", "BAD_BUFFER",
+				    "ENGINE_ERROR", "CLOSED", "CHANNELS");
+				hdr = true;
+			}
+			nm = cJSON_GetObjectItemCaseSensitive(q, "queue");
+			snprintf(key, sizeof(key), "tx:%s", cJSON_IsString(nm) ?
+			    nm->valuestring : "?");
+			pr = prev_of(rows, nrows, key);
+			printf("%-*.*s %10.0f %9.1f %14.0f %8.0f %10.0f %12.0f "
+			    "%8.0f %8.0f\n", w, w, key + 3,
+			    rate(pk, pr, offsetof(struct top_row, in), dt),
+			    rate(by, pr, offsetof(struct top_row, bytes), dt) *
+			    8 / 1e6, pk, num_at(q, "drops.too_big"),
+			    num_at(q, "drops.bad_buffer"),
+			    num_at(q, "drops.engine_error"),
+			    num_at(q, "drops.closed"),
+			    num_at(q, "channels_open"));
+			if (*n < CTL_TOP_MAX_ROWS) {
+				snprintf(cur[*n].name, sizeof(cur[*n].name), "%s",
+				    key);
+				cur[*n].in = pk;
+				cur[*n].bytes = by;
+				cur[(*n)++].pub = 0;
+			}
+		}
+}
+
 static void
 top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 	 int *nrows, double dt, bool tty)
@@ -1008,6 +1072,7 @@ top_draw(const cJSON *st, const cJSON *streams, struct top_row *rows,
 			cur[n++].pub = 0;
 		}
 	}
+	top_draw_tx(st, rows, *nrows, cur, &n, w, dt);
 	printf("\n%-*s %10s %9s %9s %9s %8s %8s %9s %5s %9s %9s %9s\n", w,
 	    "STREAM", "PKTS/s", "TENSORS/s", "CONSUMERS", "COMPLETE", "TIMEOUT",
 	    "EVICTED", "DUPLICATE", "LATE", "MALFORMED", "NO_BUFFER",

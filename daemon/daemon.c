@@ -60,6 +60,11 @@
  *   worker.c         the worker's loop (receive, route by flow, feed the
  *                    streams, service them, publish counters); main
  *                    creates, starts, stops it and posts flow changes
+ *   tx.c             the TX worker of one tx queue (channels' rings,
+ *                    checks, pacing, the engine's tx_burst, completions);
+ *                    main opens and closes channels through its commands
+ *   engine_socket_tx.c  the socket engine's transmit half: a connected
+ *                    UDP socket per tx queue, sendmmsg with UDP_SEGMENT
  *   stream_main.c    main: streams made and freed, subscriptions admitted,
  *                    made, ended and reaped, counter snapshots and JSON
  *   stream_worker.c  worker: a stream's buffer pool, publishing into the
@@ -234,6 +239,7 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 	const struct cfg *c = d->cfg;
 	struct engine_opts opts = { .rx_mode = ENGINE_RX_BLOCKING };
 	char err[ERRLEN] = "";
+	bool has_tx;
 	int rc;
 
 	di->ifc = ifc;
@@ -244,13 +250,24 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 		    c->engine == CFG_ENGINE_DPDK ? "dpdk" : "?");
 		return -1;
 	}
+	has_tx = ifc->has_tx && ifc->tx.nqueues > 0;
 	if (!ifc->has_rx || ifc->rx.nqueues == 0) {
-		log_info("interface '%s': no rx queues; nothing to receive",
+		if (!has_tx) {
+			log_info("interface '%s': no rx or tx queues; nothing "
+			    "to do", ifc->name);
+			return 0;
+		}
+		log_info("interface '%s': no rx queues; transmit only",
 		    ifc->name);
-		return 0;
 	}
-	di->flows = flow_table_create(ifc);
-	if (di->flows == NULL) {
+	if (has_tx && di->ops->tx == NULL) {
+		log_warnx("interface '%s': the %s engine does not transmit "
+		    "yet (remove its tx section, or use stream_type socket)",
+		    ifc->name, di->ops->name);
+		return -1;
+	}
+	if (ifc->rx.nqueues > 0 &&
+	    (di->flows = flow_table_create(ifc)) == NULL) {
 		log_warn("interface '%s': flow table", ifc->name);
 		return -1;
 	}
@@ -288,12 +305,23 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 		}
 		di->nworkers++;
 	}
+	for (int q = 0; has_tx && q < ifc->tx.nqueues; q++) {
+		rc = tx_worker_create(&di->txw[q], ifc, q, di->eng, err,
+		    sizeof(err));
+		if (rc != 0) {
+			log_warnx("%s", err);
+			return -1;
+		}
+		di->ntx++;
+	}
 	return 0;
 }
 
 static void
 interface_down(struct daemon_iface *di)
 {
+	for (int q = 0; q < di->ntx; q++)
+		tx_worker_destroy(di->txw[q]);
 	for (int q = 0; q < di->nworkers; q++)
 		worker_destroy(di->workers[q]);
 	for (int j = 0; j < di->nstreams; j++)
@@ -522,7 +550,7 @@ notify_status(struct daemon *d)
 }
 
 /*
- * True while every RX worker's heartbeat advanced within stale_ns (half
+ * True while every RX and TX worker's heartbeat advanced within stale_ns (half
  * the watchdog interval, the feeding period; a worker beats at least four
  * times in it). Otherwise the watchdog goes unfed and systemd restarts
  * the daemon: a wedged worker stops its streams for good while the main
@@ -547,8 +575,25 @@ workers_alive(struct daemon *d, uint64_t now)
 			d->wd_stuck = true;
 			return false;
 		}
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].ntx; q++) {
+			struct tx_worker *w = d->ifs[i].txw[q];
+			uint64_t age = tx_heartbeat_age(w, now);
+
+			if (age <= d->stale_ns)
+				continue;
+			if (!d->wd_stuck)
+				log_warnx("tx queue '%s': its TX worker's "
+				    "heartbeat has not advanced for %llu ms; no "
+				    "longer feeding the systemd watchdog, so "
+				    "systemd restarts daqirid",
+				    tx_worker_name(w),
+				    (unsigned long long)(age / 1000000));
+			d->wd_stuck = true;
+			return false;
+		}
 	if (d->wd_stuck)
-		log_warnx("every RX worker's heartbeat advances again; feeding "
+		log_warnx("every worker's heartbeat advances again; feeding "
 		    "the systemd watchdog");
 	d->wd_stuck = false;
 	return true;
@@ -566,6 +611,9 @@ on_tick(struct daemon *d)
 	for (int i = 0; i < d->nifs; i++)
 		for (int q = 0; q < d->ifs[i].nworkers; q++)
 			worker_reap(d->ifs[i].workers[q]);
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].ntx; q++)
+			tx_worker_reap(d->ifs[i].txw[q], daemon_tx_broken, d);
 	daemon_reload_reap(d);
 	if (d->wd_usec != 0 && now - d->last_wd_ns >= d->wd_usec * 1000 / 2 &&
 	    workers_alive(d, now)) {
@@ -638,6 +686,11 @@ teardown(struct daemon *d)
 	for (int i = 0; i < d->nifs; i++)
 		for (int q = 0; q < d->ifs[i].nworkers; q++)
 			worker_stop(d->ifs[i].workers[q]);
+	/* TX workers: what they hold completes closed where rings have
+	 * room; the connections' ends then close channels on main */
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].ntx; q++)
+			tx_worker_stop(d->ifs[i].txw[q]);
 	control_fini(d->ctl);
 	d->ctl = NULL;
 	for (int i = d->nifs; i-- > 0;)
@@ -699,8 +752,11 @@ log_started(struct daemon *d)
 			    "tcp" : "udp", ip, e->port);
 		} else if (di->ifc->address[0] != '\0')
 			ADD(" %s", di->ifc->address);
-		ADD(" (%d queue%s, %d stream%s)", di->nworkers,
+		ADD(" (%d queue%s, %d stream%s", di->nworkers,
 		    di->nworkers == 1 ? "" : "s", ns, ns == 1 ? "" : "s");
+		if (di->ntx > 0)
+			ADD(", %d tx queue%s", di->ntx, di->ntx == 1 ? "" : "s");
+		ADD(")");
 	}
 	ADD("; control %s", d->socket_path);
 #undef ADD
@@ -772,6 +828,14 @@ daemon_run(struct cfg *c, const char *socket_path, const char *config_file,
 				    worker_queue_name(di->workers[q]));
 				goto out;
 			}
+		for (int q = 0; q < di->ntx; q++) {
+			tx_worker_set_idle(di->txw[q], d->stale_ns / 4);
+			if (tx_worker_start(di->txw[q]) != 0) {
+				log_warnx("tx queue '%s': cannot start its "
+				    "worker", tx_worker_name(di->txw[q]));
+				goto out;
+			}
+		}
 	}
 	log_started(d);
 	sd_notifyf(0, "READY=1\nSTATUS=receiving; control socket %s\nMAINPID=%d",

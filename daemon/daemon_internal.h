@@ -18,10 +18,11 @@
 #include "http.h"
 #include "mem.h"
 #include "stream.h"
+#include "tx.h"
 #include "worker.h"
 
 /* One configured interface as it runs: its engine, its flow table, its
- * streams and one RX worker per rx queue. */
+ * streams, one RX worker per rx queue and one TX worker per tx queue. */
 struct daemon_iface {
 	const struct cfg_interface *ifc;
 	const struct engine_ops *ops;
@@ -33,6 +34,8 @@ struct daemon_iface {
 	int nworkers;
 	struct worker *workers[CFG_MAX_QUEUES];
 	struct stream *raws[CFG_MAX_QUEUES];	/* per rx queue */
+	int ntx;
+	struct tx_worker *txw[CFG_MAX_QUEUES];	/* per tx queue */
 };
 
 /*
@@ -99,6 +102,14 @@ heartbeat_age(const struct worker *w, uint64_t now)
 	return now > b ? now - b : 0;
 }
 
+static inline uint64_t
+tx_heartbeat_age(const struct tx_worker *w, uint64_t now)
+{
+	uint64_t b = tx_worker_heartbeat_ns(w);
+
+	return now > b ? now - b : 0;
+}
+
 /*
  * daemon_ops.c: the Prometheus text of the stats and consumers views
  * (proto/metrics.h), for http_serve() on the main thread (ctx is the
@@ -152,5 +163,9 @@ extern const struct control_ops daemon_control_ops;
  */
 void daemon_sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id,
 		       const char *why);
+/* tx_worker_reap()'s callback: the worker cut TX channel (conn_id,
+ * tx_id) off; tell the consumer (tx_closed) and close that channel. */
+void daemon_tx_broken(void *ctx, uint64_t conn_id, uint32_t tx_id,
+		      const char *why);
 
 #endif

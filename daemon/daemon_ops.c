@@ -20,6 +20,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "stream.h"
+#include "tx.h"
+#include "txring.h"
 #include "worker.h"
 
 /* --- views: streams, status, stats, consumers ---------------------------- */
@@ -94,6 +96,24 @@ workers_json(struct daemon *d, cJSON *reply)
 				age > d->stale_ns) == NULL)
 				return -ENOMEM;
 		}
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].ntx; q++) {
+			struct tx_worker *w = d->ifs[i].txw[q];
+			uint64_t age = tx_heartbeat_age(w, now);
+			cJSON *o = cJSON_CreateObject();
+
+			if (o == NULL || !cJSON_AddItemToArray(a, o) ||
+			    cJSON_AddStringToObject(o, "queue",
+				tx_worker_name(w)) == NULL ||
+			    cJSON_AddNumberToObject(o, "core",
+				tx_worker_core(w)) == NULL ||
+			    cJSON_AddStringToObject(o, "kind", "tx") == NULL ||
+			    cJSON_AddNumberToObject(o, "heartbeat_age_ms",
+				(double)(age / 1000000)) == NULL ||
+			    cJSON_AddBoolToObject(o, "stale",
+				age > d->stale_ns) == NULL)
+				return -ENOMEM;
+		}
 	return 0;
 }
 
@@ -102,13 +122,18 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
 	int nstreams = 0, nqueues = 0;	/* as `streams` lists them, rx queues */
+	int ntx = 0, nchan = 0;
 	struct stream *s;
 	cJSON *ctl;
 
 	FOR_EACH_STREAM(d, s)
 		nstreams++;
-	for (int i = 0; i < d->nifs; i++)
+	for (int i = 0; i < d->nifs; i++) {
 		nqueues += d->ifs[i].nworkers;
+		ntx += d->ifs[i].ntx;
+		for (int q = 0; q < d->ifs[i].ntx; q++)
+			nchan += tx_worker_nchannels(d->ifs[i].txw[q]);
+	}
 	if (cJSON_AddStringToObject(reply, "daemon_version", DAQIRI_VERSION) == NULL ||
 	    cJSON_AddStringToObject(reply, "state",
 		d->stop ? "stopping" : "running") == NULL ||
@@ -123,6 +148,8 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 		d->nifs > 0 ? d->ifs[0].ops->name : "none") == NULL ||
 	    cJSON_AddNumberToObject(reply, "interfaces", d->nifs) == NULL ||
 	    cJSON_AddNumberToObject(reply, "rx_queues", nqueues) == NULL ||
+	    cJSON_AddNumberToObject(reply, "tx_queues", ntx) == NULL ||
+	    cJSON_AddNumberToObject(reply, "tx_channels", nchan) == NULL ||
 	    cJSON_AddNumberToObject(reply, "streams", nstreams) == NULL ||
 	    cJSON_AddNumberToObject(reply, "subscriptions", count_subs(d)) == NULL ||
 	    cJSON_AddNumberToObject(reply, "watchdog_ms",
@@ -173,6 +200,20 @@ interface_stats_json(struct daemon_iface *di, cJSON *o)
 	    cJSON_AddNumberToObject(o, "kernel", (double)drops) == NULL ||
 	    cJSON_AddNumberToObject(o, "truncated", (double)truncated) == NULL)
 		return -ENOMEM;
+	if (di->ntx > 0) {
+		cJSON *tx = cJSON_AddObjectToObject(o, "tx"), *tq;
+
+		if (tx == NULL || (tq = cJSON_AddArrayToObject(tx,
+		    "queues")) == NULL)
+			return -ENOMEM;
+		for (int q = 0; q < di->ntx; q++) {
+			cJSON *qo = cJSON_CreateObject();
+
+			if (qo == NULL || !cJSON_AddItemToArray(tq, qo) ||
+			    tx_worker_stats_json(di->txw[q], qo) != 0)
+				return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
@@ -351,6 +392,128 @@ op_conn_closed(void *ctx, const struct control_peer *peer)
 	if (n > 0 && !d->stop)
 		log_info("consumer pid %d gone: %d subscription(s) ended, their "
 		    "buffers returned", (int)peer->pid, n);
+	n = 0;
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].ntx; q++)
+			n += tx_channel_close(d->ifs[i].txw[q], peer->conn_id,
+			    0);
+	if (n > 0 && !d->stop)
+		log_info("consumer pid %d gone: %d TX channel(s) closed",
+		    (int)peer->pid, n);
+}
+
+/* --- TX channels ------------------------------------------------------------ */
+
+/* The TX worker of "<interface>/<tx queue>"; *iface_found says whether
+ * the interface exists. */
+static struct tx_worker *
+find_txq(struct daemon *d, const char *name, bool *iface_found)
+{
+	const char *slash = strchr(name, '/');
+	size_t il = slash != NULL ? (size_t)(slash - name) : strlen(name);
+
+	*iface_found = false;
+	for (int i = 0; i < d->nifs; i++) {
+		struct daemon_iface *di = &d->ifs[i];
+
+		if (di->ifc == NULL || strlen(di->ifc->name) != il ||
+		    strncmp(di->ifc->name, name, il) != 0)
+			continue;
+		*iface_found = true;
+		for (int q = 0; slash != NULL && q < di->ntx; q++)
+			if (strcmp(tx_worker_name(di->txw[q]), name) == 0)
+				return di->txw[q];
+	}
+	return NULL;
+}
+
+/* The buffers one channel of this queue may have: the queue's first
+ * memory region's num_bufs (the configured size of its pool), at most
+ * DAQIRI_TX_NBUFS_MAX. */
+static uint32_t
+txq_nbufs_limit(struct daemon *d, const char *name)
+{
+	for (int i = 0; i < d->nifs; i++) {
+		const struct cfg_interface *ifc = d->ifs[i].ifc;
+
+		for (int q = 0; ifc != NULL && q < d->ifs[i].ntx; q++) {
+			const struct cfg_queue *cq = &ifc->tx.queues[q];
+			uint32_t n = DAQIRI_TX_NBUFS_MAX;
+
+			if (strcmp(tx_worker_name(d->ifs[i].txw[q]), name) != 0)
+				continue;
+			if (cq->nregions > 0 && cq->region_idx[0] >= 0 &&
+			    cq->region_idx[0] < d->cfg->nregions &&
+			    d->cfg->regions[cq->region_idx[0]].num_bufs < n)
+				n = d->cfg->regions[cq->region_idx[0]].num_bufs;
+			return n > 0 ? n : 1;
+		}
+	}
+	return DAQIRI_TX_NBUFS_MAX;
+}
+
+static int
+op_tx_open(void *ctx, const struct daqiri_tx_req *req,
+	   const struct control_peer *peer, struct daqiri_tx_info *info,
+	   struct control_sub_fds *fds, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	bool iface;
+	struct tx_worker *w = find_txq(d, req->queue, &iface);
+	uint32_t limit, nbufs = req->nbufs;
+	char msg[256] = "";
+	int rc;
+
+	if (!iface)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
+		    "no interface for tx queue '%s' (\"<interface>/<tx "
+		    "queue>\")", req->queue), DAQIRI_ST_NO_SUCH_INTERFACE;
+	if (w == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
+		    "no such tx queue '%s'", req->queue),
+		    DAQIRI_ST_NO_SUCH_STREAM;
+	limit = txq_nbufs_limit(d, req->queue);
+	if (nbufs == 0)
+		nbufs = DAQIRI_TX_NBUFS_DEFAULT < limit ?
+		    DAQIRI_TX_NBUFS_DEFAULT : limit;
+	if (nbufs > limit)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "nbufs %u: tx queue '%s' allows at most %u (its memory "
+		    "region's num_bufs)", nbufs, req->queue, limit),
+		    DAQIRI_ST_OUT_OF_RANGE;
+	if (++d->next_sub_id == 0)
+		d->next_sub_id = 1;
+	rc = tx_channel_open(w, peer->conn_id, d->next_sub_id, peer->pid,
+	    nbufs, info, fds->fd, msg, sizeof(msg));
+	if (rc != 0) {
+		enum daqiri_status st = rc == -ENOSPC ?
+		    DAQIRI_ST_NO_RESOURCES : rc == -EINVAL ?
+		    DAQIRI_ST_OUT_OF_RANGE : daqiri_status_from_errno(rc);
+
+		return daqiri_err_set(err, st, "%s", msg[0] != '\0' ? msg :
+		    strerror(-rc)), (int)st;
+	}
+	fds->n = 3;
+	log_info("consumer pid %d (uid %u) opened TX channel %u on '%s' "
+	    "(%u buffers of %u bytes)", (int)peer->pid, (unsigned)peer->uid,
+	    info->tx_id, req->queue, info->nbufs, info->buf_size);
+	return 0;
+}
+
+static int
+op_tx_close(void *ctx, const struct control_peer *peer, uint32_t tx_id,
+	    struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	int n = 0;
+
+	if (tx_id == 0)
+		return DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].ntx; q++)
+			n += tx_channel_close(d->ifs[i].txw[q], peer->conn_id,
+			    tx_id);
+	return n > 0 ? 0 : DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
 }
 
 /* --- flows ------------------------------------------------------------------ */
@@ -406,7 +569,9 @@ op_flow_list(void *ctx, const char *iface, cJSON *reply, struct daqiri_err *err)
 		const struct flow_table *t = d->ifs[i].flows;
 		cJSON *o, *fl;
 
-		if (iface[0] != '\0' && strcmp(iface, d->ifs[i].ifc->name) != 0)
+		/* a transmit-only interface has no rx flows */
+		if (t == NULL || (iface[0] != '\0' &&
+		    strcmp(iface, d->ifs[i].ifc->name) != 0))
 			continue;
 		found = true;
 		if ((o = cJSON_CreateObject()) == NULL)
@@ -734,6 +899,8 @@ const struct control_ops daemon_control_ops = {
 	.flow_del = op_flow_del,
 	.reload = op_reload,
 	.config = op_config,
+	.tx_open = op_tx_open,
+	.tx_close = op_tx_close,
 };
 
 /* A worker cut a subscription off (a corrupt ring, a buffer held too
@@ -759,4 +926,22 @@ daemon_sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id,
 	/* A full command queue: the connection's end frees it instead */
 	if (n == 0)
 		control_close_conn(d->ctl, conn_id);
+}
+
+/* A TX worker cut a channel off (its ring positions were impossible):
+ * tell the consumer and close that channel; the connection and its
+ * other channels and subscriptions go on. */
+void
+daemon_tx_broken(void *ctx, uint64_t conn_id, uint32_t tx_id,
+		 const char *why)
+{
+	struct daemon *d = ctx;
+	const struct control_peer *p = control_peer_find(d->ctl, conn_id);
+
+	log_warnx("consumer pid %d, TX channel %u: %s; closing that channel",
+	    p != NULL ? (int)p->pid : -1, tx_id, why);
+	control_tx_closed(d->ctl, conn_id, tx_id, DAQIRI_ST_BAD_REQUEST, why);
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].ntx; q++)
+			(void)tx_channel_close(d->ifs[i].txw[q], conn_id, tx_id);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "engine_socket_internal.h"
 #include "log.h"
 
 #ifndef SOL_UDP
@@ -99,15 +100,6 @@ struct sock_rxq {
 	uint32_t ovfl_last;		/* last SO_RXQ_OVFL / SK_MEMINFO value */
 	struct engine_stats st;
 } __attribute__((aligned(ENGINE_CACHE_LINE)));
-
-struct sock_engine {
-	struct engine base;
-	char name[CFG_NAME_MAX];
-	uint32_t addr;
-	uint16_t port;
-	int nq;
-	struct sock_rxq *q[CFG_MAX_QUEUES];
-};
 
 static void sock_fini(struct engine *e);
 
@@ -767,8 +759,9 @@ sock_init(struct engine **out, const struct cfg *c,
 		    "receives udp:// only", ifc->name);
 		return -ENOTSUP;
 	}
-	if (ifc->rx.nqueues <= 0 || ifc->rx.nqueues > CFG_MAX_QUEUES) {
-		log_seterr(err, errlen, "interface '%s': no rx queue",
+	if (ifc->rx.nqueues < 0 || ifc->rx.nqueues > CFG_MAX_QUEUES ||
+	    (ifc->rx.nqueues == 0 && (!ifc->has_tx || ifc->tx.nqueues <= 0))) {
+		log_seterr(err, errlen, "interface '%s': no rx or tx queue",
 		    ifc->name);
 		return -EINVAL;
 	}
@@ -794,6 +787,10 @@ sock_init(struct engine **out, const struct cfg *c,
 			sock_fini(&se->base);
 			return rc;
 		}
+	}
+	if (ifc->has_tx && (rc = sock_tx_init(se, c, ifc, err, errlen)) < 0) {
+		sock_fini(&se->base);
+		return rc;
 	}
 	*out = &se->base;
 	return 0;
@@ -825,6 +822,7 @@ sock_fini(struct engine *e)
 		free(q->cmsg);
 		free(q);
 	}
+	sock_tx_fini(se);
 	free(se);
 }
 
@@ -851,5 +849,6 @@ const struct engine_ops engine_socket_ops = {
 	.flow_del = sock_flow_del,
 	.stats = sock_stats,
 	.set_wake_fd = sock_set_wake_fd,
+	.tx = &engine_socket_tx_ops,
 	.fini = sock_fini,
 };

@@ -53,6 +53,7 @@ struct tx_counters {
 	uint64_t drops[TX_DROP_MAX];
 	uint64_t ring_full;
 	uint64_t paced_ns;		/* time the worker waited for pacing */
+	uint64_t broken;		/* channels cut off (a channel: 0 or 1) */
 };
 
 struct tx_worker;
@@ -73,6 +74,14 @@ void tx_worker_destroy(struct tx_worker *w);
 const char *tx_worker_name(const struct tx_worker *w);
 uint32_t tx_worker_max_payload(const struct tx_worker *w);
 uint64_t tx_worker_heartbeat_ns(const struct tx_worker *w);
+/* Bound the idle interval (a heartbeat at least this often; at most the
+ * default 50 ms). Before tx_worker_start(). */
+void tx_worker_set_idle(struct tx_worker *w, uint64_t idle_ns);
+/* Channels open (main thread; those closed but not yet freed not
+ * counted). */
+int tx_worker_nchannels(const struct tx_worker *w);
+/* The core it is pinned to, or -1. */
+int tx_worker_core(const struct tx_worker *w);
 
 /*
  * Main thread: open a channel for connection conn_id (tx id tx_id) with

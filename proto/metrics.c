@@ -255,7 +255,8 @@ stream_counters(const cJSON *s)
 
 /* --- table-driven families ----------------------------------------------- */
 
-enum fam_scope { AT_QUEUE, AT_STREAM, AT_CONTROL, AT_HTTP, AT_DAEMON };
+enum fam_scope { AT_QUEUE, AT_TXQUEUE, AT_STREAM, AT_CONTROL, AT_HTTP,
+	AT_DAEMON };
 
 /* One series of a family: member key of the scope's object (sub, when
  * set, names a sub-object first), with an extra label. */
@@ -298,6 +299,36 @@ static const struct family families[] = {
 	{ "daqiri_queue_streams_packets_in_total", true, AT_QUEUE,
 	  "Frames the queue's streams took in",
 	  { { NULL, "streams_packets_in", NULL, NULL } } },
+	/* tx queues (an interface's "tx": {"queues": [...]}) */
+	{ "daqiri_tx_submitted_total", true, AT_TXQUEUE,
+	  "Submissions the queue's TX worker took off its channels' rings",
+	  { { NULL, "submitted", NULL, NULL } } },
+	{ "daqiri_tx_packets_total", true, AT_TXQUEUE,
+	  "Payloads the TX worker handed to the engine (sent)",
+	  { { NULL, "packets", NULL, NULL } } },
+	{ "daqiri_tx_bytes_total", true, AT_TXQUEUE,
+	  "Payload bytes of those (headers not counted)",
+	  { { NULL, "bytes", NULL, NULL } } },
+	{ "daqiri_tx_ring_full_total", true, AT_TXQUEUE,
+	  "Submissions consumers had refused for a full ring or no free "
+	  "buffer (their own count)", { { NULL, "ring_full", NULL, NULL } } },
+	{ "daqiri_tx_paced_seconds_total", true, AT_TXQUEUE,
+	  "Time the TX worker waited for the pacing rate",
+	  { { NULL, "paced_s", NULL, NULL } } },
+	{ "daqiri_tx_channels", false, AT_TXQUEUE,
+	  "TX channels open on the queue now",
+	  { { NULL, "channels_open", NULL, NULL } } },
+	{ "daqiri_tx_channels_broken_total", true, AT_TXQUEUE,
+	  "TX channels the daemon cut off for an impossible ring position",
+	  { { NULL, "broken", NULL, NULL } } },
+	{ "daqiri_tx_engine_calls_total", true, AT_TXQUEUE,
+	  "Engine send calls (sendmmsg, rte_eth_tx_burst), and those that "
+	  "found the queue full",
+	  { { "engine", "calls", "result", "all" },
+	    { "engine", "full", "result", "full" } } },
+	{ "daqiri_tx_gso_sends_total", true, AT_TXQUEUE,
+	  "Messages the socket engine sent with UDP_SEGMENT (several payloads)",
+	  { { "engine", "gso_sends", NULL, NULL } } },
 	/* streams */
 	{ "daqiri_stream_packets_in_total", true, AT_STREAM,
 	  "Packets the stream took in (placed + dropped)",
@@ -455,6 +486,16 @@ for_each(struct mbuf *b, const cJSON *stats, enum fam_scope scope,
 				cb(b, f, q, &l, hdr);
 			}
 		break;
+	case AT_TXQUEUE:
+		cJSON_ArrayForEach(e, member(stats, "interfaces"))
+			cJSON_ArrayForEach(q, member(member(e, "tx"), "queues")) {
+				memset(&l, 0, sizeof(l));
+				lab_add(&l, "interface", str(e, "name"));
+				lab_add(&l, "queue", split_name(str(q, "queue"),
+				    iface, sizeof(iface)));
+				cb(b, f, q, &l, hdr);
+			}
+		break;
 	case AT_STREAM:
 		cJSON_ArrayForEach(e, member(stats, "streams")) {
 			const char *n = str(e, "name");
@@ -529,6 +570,38 @@ emit_drops(struct mbuf *b, const cJSON *stats)
 				lab_add(&l, "reason", drops[r].name);
 				mb_sample(b, "daqiri_packets_dropped_total", &l,
 				    v);
+			}
+}
+
+/* TX drops: every member of each tx queue's "drops" object is a reason
+ * (the daemon's bounded set, daqirid(8) TX). */
+static void
+emit_tx_drops(struct mbuf *b, const cJSON *stats)
+{
+	const cJSON *e, *q, *r;
+	char iface[128];
+	struct labels l;
+	bool hdr = false;
+
+	cJSON_ArrayForEach(e, member(stats, "interfaces"))
+		cJSON_ArrayForEach(q, member(member(e, "tx"), "queues"))
+			cJSON_ArrayForEach(r, member(q, "drops")) {
+				if (!cJSON_IsNumber(r) || r->string == NULL)
+					continue;
+				if (!hdr) {
+					mb_header(b, "daqiri_tx_drops_total",
+					    "counter", "Submissions that did "
+					    "not go out, by reason (daqirid(8) "
+					    "TX)");
+					hdr = true;
+				}
+				memset(&l, 0, sizeof(l));
+				lab_add(&l, "interface", str(e, "name"));
+				lab_add(&l, "queue", split_name(str(q, "queue"),
+				    iface, sizeof(iface)));
+				lab_add(&l, "reason", r->string);
+				mb_sample(b, "daqiri_tx_drops_total", &l,
+				    r->valuedouble);
 			}
 }
 
@@ -900,6 +973,7 @@ daqiri_metrics_render(const cJSON *stats, const cJSON *consumers,
 		    emit_sources, &hdr);
 	}
 	emit_drops(&b, stats);
+	emit_tx_drops(&b, stats);
 	emit_stream_hists(&b, stats);
 	if (consumers != NULL && emit_consumers(&b, consumers) != 0)
 		b.oom = true;

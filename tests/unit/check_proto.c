@@ -26,6 +26,7 @@
 #include "control.h"
 #include "proto.h"
 #include "ring.h"
+#include "txring.h"
 
 static struct daqiri_msg M;
 static struct daqiri_err E;
@@ -600,6 +601,172 @@ START_TEST(test_sub_info_check)
 	ck_assert_int_eq(daqiri_sub_info_decode(o, &s, &E), -1);
 	cJSON_Delete(o);
 	ck_assert_int_eq(daqiri_sub_info_decode(NULL, &s, &E), -1);
+}
+END_TEST
+
+/* ---- TX channels: tx_open, tx_close, the reply's metadata, tx_closed */
+
+static struct daqiri_tx_info
+good_tx(void)
+{
+	struct daqiri_tx_info t;
+
+	memset(&t, 0, sizeof(t));
+	t.tx_id = 7;
+	snprintf(t.queue, sizeof(t.queue), "eth0/tx0");
+	t.nbufs = 64;
+	t.buf_size = 1472;
+	ck_assert(daqiri_tx_pool_geometry(64, 1472, &t.buf_stride,
+	    &t.pool_bytes));
+	t.ring_depth = daqiri_txring_depth(64);
+	t.ring_bytes = daqiri_txring_size(t.ring_depth);
+	t.nfds = 3;
+	t.fds[0] = DAQIRI_FD_TX_RING;
+	t.fds[1] = DAQIRI_FD_TX_POOL;
+	t.fds[2] = DAQIRI_FD_WAKE;
+	return t;
+}
+
+START_TEST(test_tx_codec)
+{
+	struct daqiri_tx_req rq = { .queue = "eth0/tx0", .nbufs = 32 };
+	struct daqiri_tx_info t = good_tx(), u;
+	cJSON *o;
+
+	ck_assert_str_eq(daqiri_msg_type_name(DAQIRI_MSG_TX_OPEN), "tx_open");
+	ck_assert_str_eq(daqiri_msg_type_name(DAQIRI_MSG_TX_CLOSE),
+	    "tx_close");
+	ck_assert_str_eq(daqiri_fd_kind_name(DAQIRI_FD_TX_RING), "tx_ring");
+	ck_assert_str_eq(daqiri_fd_kind_name(DAQIRI_FD_TX_POOL), "tx_pool");
+	/* opening a channel is for root and the admin group; closing one's
+	 * own is not */
+	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_TX_OPEN));
+	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_TX_CLOSE));
+
+	/* requests */
+	ACCEPT("{\"type\":\"tx_open\",\"queue\":\"eth0/tx0\"}");
+	ck_assert_int_eq(M.type, DAQIRI_MSG_TX_OPEN);
+	ck_assert_str_eq(M.u.tx.queue, "eth0/tx0");
+	ck_assert_uint_eq(M.u.tx.nbufs, 0);
+	ACCEPT("{\"type\":\"tx_open\",\"queue\":\"eth0/tx0\",\"nbufs\":4096,"
+	    "\"id\":3}");
+	ck_assert_uint_eq(M.u.tx.nbufs, DAQIRI_TX_NBUFS_MAX);
+	ck_assert_uint_eq(M.id, 3);
+	REJECT("{\"type\":\"tx_open\"}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tx_open\",\"queue\":7}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tx_open\",\"queue\":\"\"}",
+	    DAQIRI_ST_OUT_OF_RANGE);
+	REJECT("{\"type\":\"tx_open\",\"queue\":\"a b\"}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tx_open\",\"queue\":\"eth0/tx0\",\"nbufs\":4097}",
+	    DAQIRI_ST_OUT_OF_RANGE);
+	REJECT("{\"type\":\"tx_open\",\"queue\":\"eth0/tx0\",\"nbufs\":-1}",
+	    DAQIRI_ST_OUT_OF_RANGE);
+	REJECT("{\"type\":\"tx_open\",\"queue\":\"eth0/tx0\",\"nbufs\":1.5}",
+	    DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tx_open\",\"queue\":\"eth0/tx0\",\"depth\":8}",
+	    DAQIRI_ST_BAD_FIELD);
+	ACCEPT("{\"type\":\"tx_close\",\"tx\":9}");
+	ck_assert_int_eq(M.type, DAQIRI_MSG_TX_CLOSE);
+	ck_assert_uint_eq(M.u.tx_close.tx_id, 9);
+	REJECT("{\"type\":\"tx_close\"}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tx_close\",\"tx\":0}", DAQIRI_ST_OUT_OF_RANGE);
+	REJECT("{\"type\":\"tx_close\",\"tx\":\"1\"}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tx_close\",\"tx\":1,\"sub\":1}",
+	    DAQIRI_ST_BAD_FIELD);
+
+	/* request encoding round trip; the default nbufs is not sent */
+	o = daqiri_msg_new(DAQIRI_MSG_TX_OPEN);
+	ck_assert_int_eq(daqiri_tx_req_encode(&rq, o), 0);
+	ck_assert_int_eq(print_decode(o), 0);
+	ck_assert_mem_eq(&M.u.tx, &rq, sizeof(rq));
+	rq.nbufs = 0;
+	o = daqiri_msg_new(DAQIRI_MSG_TX_OPEN);
+	ck_assert_int_eq(daqiri_tx_req_encode(&rq, o), 0);
+	ck_assert_int_eq(print_decode(o), 0);
+	ck_assert_ptr_null(cJSON_GetObjectItem(M.json, "nbufs"));
+	rq.nbufs = DAQIRI_TX_NBUFS_MAX + 1;
+	o = cJSON_CreateObject();
+	ck_assert_int_eq(daqiri_tx_req_encode(&rq, o), -EINVAL);
+	rq.nbufs = 1;
+	rq.queue[0] = '\0';
+	ck_assert_int_eq(daqiri_tx_req_encode(&rq, o), -EINVAL);
+	cJSON_Delete(o);
+
+	/* the reply's metadata: round trip, then each wrong field */
+	o = daqiri_reply_new(DAQIRI_MSG_TX_OPEN, 4, DAQIRI_ST_OK, NULL);
+	ck_assert_int_eq(daqiri_tx_info_encode(&t, o), 0);
+	ck_assert_int_eq(print_decode(o), 0);
+	ck_assert_int_eq(M.u.reply.re, DAQIRI_MSG_TX_OPEN);
+	ck_assert_int_eq(daqiri_tx_info_decode(M.json, &u, &E), 0);
+	ck_assert_mem_eq(&t, &u, sizeof(t));
+	ck_assert_int_eq(daqiri_tx_info_check(&t, &E), 0);
+#define BAD(field, val) do {						\
+	t = good_tx();							\
+	t.field = (val);						\
+	ck_assert_msg(daqiri_tx_info_check(&t, &E) == -1,		\
+	    #field " = " #val " accepted");				\
+	o = cJSON_CreateObject();					\
+	ck_assert_int_eq(daqiri_tx_info_encode(&t, o), -EINVAL);	\
+	cJSON_Delete(o);						\
+} while (0)
+	BAD(tx_id, 0);
+	BAD(queue[0], '\0');
+	BAD(nbufs, 0);
+	BAD(nbufs, DAQIRI_TX_NBUFS_MAX + 1);
+	BAD(nbufs, 65);			/* pool and depth no longer fit */
+	BAD(buf_size, 0);
+	BAD(buf_stride, 1472 + 64);
+	BAD(pool_bytes, 94208 + 4096);
+	BAD(ring_depth, 128);
+	BAD(ring_bytes, 8192);
+	BAD(nfds, 2);
+	BAD(nfds, 4);
+	BAD(fds[0], DAQIRI_FD_RING);
+	BAD(fds[1], DAQIRI_FD_TENSOR);	/* a read-only region is no pool */
+	BAD(fds[2], DAQIRI_FD_TX_POOL);
+#undef BAD
+	/* decode: missing, mistyped and inconsistent fields */
+	t = good_tx();
+	o = daqiri_reply_new(DAQIRI_MSG_TX_OPEN, -1, DAQIRI_ST_OK, NULL);
+	ck_assert_int_eq(daqiri_tx_info_encode(&t, o), 0);
+	cJSON_DeleteItemFromObject(o, "pool_bytes");
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_AddNumberToObject(o, "pool_bytes", 4096);
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_ReplaceItemInObject(o, "pool_bytes",
+	    cJSON_CreateNumber((double)t.pool_bytes));
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), 0);
+	cJSON_ReplaceItemInObject(o, "fds", cJSON_CreateString("tx_ring"));
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_ReplaceItemInObject(o, "fds",
+	    cJSON_Parse("[\"tx_ring\",\"tx_pool\",\"nope\"]"));
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_ReplaceItemInObject(o, "fds", cJSON_Parse("[\"tx_ring\","
+	    "\"tx_pool\",\"wake\",\"wake\",\"wake\"]"));
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_ReplaceItemInObject(o, "fds",
+	    cJSON_Parse("[\"tx_ring\",\"tx_pool\",\"wake\"]"));
+	cJSON_ReplaceItemInObject(o, "tx", cJSON_CreateNumber(-2));
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_Delete(o);
+	ck_assert_int_eq(daqiri_tx_info_decode(NULL, &u, &E), -1);
+
+	/* the numbered fds and the tx_closed event */
+	o = daqiri_sub_fd_new(7, 1, 3, DAQIRI_FD_TX_POOL);
+	ck_assert_int_eq(print_decode(o), 0);
+	ck_assert_uint_eq(M.u.sub_fd.sub_id, 7);
+	ck_assert_int_eq(M.u.sub_fd.kind, DAQIRI_FD_TX_POOL);
+	o = daqiri_event_new(DAQIRI_EV_TX_CLOSED, 7, DAQIRI_ST_BAD_REQUEST,
+	    "ring positions impossible");
+	ck_assert_int_eq(print_decode(o), 0);
+	ck_assert_int_eq(M.type, DAQIRI_MSG_EVENT);
+	ck_assert_int_eq(M.u.event.kind, DAQIRI_EV_TX_CLOSED);
+	ck_assert_uint_eq(M.u.event.sub_id, 7);
+	ck_assert_str_eq(M.u.event.message, "ring positions impossible");
+	ACCEPT("{\"type\":\"event\",\"event\":\"tx_closed\",\"sub\":2,"
+	    "\"status\":\"internal\",\"message\":\"queue stopped\"}");
+	ck_assert_int_eq(M.u.event.kind, DAQIRI_EV_TX_CLOSED);
+	daqiri_msg_free(&M);
 }
 END_TEST
 
@@ -1932,6 +2099,7 @@ proto_suite(void)
 	tcase_add_test(tc, test_decode_malformed);
 	tcase_add_test(tc, test_encode_roundtrip);
 	tcase_add_test(tc, test_sub_info_check);
+	tcase_add_test(tc, test_tx_codec);
 	tcase_add_test(tc, test_fd_passing);
 	tcase_add_test(tc, test_reply_parts);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tx-client: a TX channel through libdaqiri-client, as an application
+ * would use it (37-tx-client.sh). Opens IFACE/TXQ with NBUFS buffers,
+ * sends COUNT payloads with daqiri_tx_buf() / daqiri_tx_send() in
+ * batches, waits with daqiri_tx_wait() whenever no buffer is free
+ * (-EAGAIN), then daqiri_tx_flush(). Payload seq is tx-recv.py's: bytes
+ * 0..7 the number (little endian), byte k >= 8 is (seq + k) & 0xff, LEN
+ * - seq % 3 bytes long. Before that it takes every buffer unsent, so
+ * the next daqiri_tx_buf() must say -EAGAIN, and tries a payload over
+ * the channel's cap (-EINVAL, nothing sent). Checks the channel's
+ * counters at the end; prints "ok sent=N eagain=E ring_full=R" or why
+ * not, exit 0 or 1.
+ *
+ * usage: tx-client SOCKET IFACE/TXQ COUNT LEN [NBUFS]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daqiri_client.h"
+
+#define BATCH		16
+#define WAIT_MS		30000
+
+static int
+die(const char *what, int r, struct daqiri *d)
+{
+	printf("FAIL %s: %s (%s)\n", what, strerror(r < 0 ? -r : r),
+	    d != NULL ? daqiri_last_error(d) : "");
+	return 1;
+}
+
+static uint32_t
+fill(struct daqiri_tx_buf *b, uint64_t seq, uint32_t len)
+{
+	uint8_t *p = b->data;
+	uint32_t n = len - (uint32_t)(seq % 3), k;
+
+	for (k = 0; k < n; k++)
+		p[k] = k < 8 ? (uint8_t)(seq >> (8 * k)) : (uint8_t)(seq + k);
+	b->len = n;
+	return n;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct daqiri_tx_opts o = { .size = sizeof(o) };
+	struct daqiri_tx_stats st = { .size = sizeof(st) };
+	struct daqiri_tx_buf *b;
+	struct daqiri_tx *tx;
+	struct daqiri *d;
+	uint64_t count, seq = 0, eagain = 0;
+	uint32_t len, i, n;
+	int r;
+
+	if (argc < 5 || argc > 6) {
+		fprintf(stderr, "usage: tx-client SOCKET IFACE/TXQ COUNT LEN "
+		    "[NBUFS]\n");
+		return 2;
+	}
+	count = strtoull(argv[3], NULL, 10);
+	len = (uint32_t)strtoul(argv[4], NULL, 10);
+	o.nbufs = argc == 6 ? (uint32_t)strtoul(argv[5], NULL, 10) : 0;
+	if (len < 3)
+		return fprintf(stderr, "tx-client: LEN of 3 or more\n"), 2;
+	if ((r = daqiri_connect(argv[1], &d)) < 0)
+		return die("connect", r, NULL);
+	if ((r = daqiri_tx_open(d, argv[2], &o, &tx)) < 0)
+		return die("tx_open", r, d);
+	daqiri_tx_stats(tx, &st);
+	if (len > st.buf_size)
+		return printf("FAIL LEN %u over the channel's %u\n", len,
+		    st.buf_size), 1;
+	b = calloc(st.nbufs > BATCH ? st.nbufs : BATCH, sizeof(*b));
+	if (b == NULL)
+		return die("calloc", -ENOMEM, NULL);
+
+	/* Every buffer taken and none sent: the next take must fail. */
+	for (n = 0; n < st.nbufs; n++)
+		if ((r = daqiri_tx_buf(tx, &b[n])) < 0)
+			return die("daqiri_tx_buf of a free buffer", r, d);
+	if ((r = daqiri_tx_buf(tx, &b[n])) != -EAGAIN)
+		return printf("FAIL daqiri_tx_buf with every buffer taken: %d, "
+		    "not -EAGAIN\n", r), 1;
+	eagain++;
+	b[0].len = b[0].cap + 1;
+	if ((r = daqiri_tx_send(tx, b, 1)) != -EINVAL)
+		return printf("FAIL a payload over cap: %d, not -EINVAL\n",
+		    r), 1;
+	for (i = 0; i < n && seq < count; i++)
+		fill(&b[i], seq++, len);
+	for (; i < n; i++)		/* COUNT below NBUFS: give the rest back */
+		if ((r = daqiri_tx_discard(tx, &b[i])) < 0)
+			return die("daqiri_tx_discard", r, d);
+	n = (uint32_t)(seq < n ? seq : n);
+	if ((r = daqiri_tx_send(tx, b, n)) != (int)n)
+		return die("daqiri_tx_send of the first buffers", r, d);
+
+	while (seq < count) {
+		n = 0;
+		while (n < BATCH && seq + n < count) {
+			r = daqiri_tx_buf(tx, &b[n]);
+			if (r == -EAGAIN) {
+				eagain++;
+				if (n > 0)
+					break;	/* send what we have */
+				if ((r = daqiri_tx_wait(tx, WAIT_MS)) < 0)
+					return die("daqiri_tx_wait", r, d);
+				continue;
+			}
+			if (r < 0)
+				return die("daqiri_tx_buf", r, d);
+			fill(&b[n], seq + n, len);
+			n++;
+		}
+		if ((r = daqiri_tx_send(tx, b, n)) != (int)n)
+			return die("daqiri_tx_send", r, d);
+		seq += n;
+	}
+	if ((r = daqiri_tx_flush(tx, WAIT_MS)) < 0)
+		return die("daqiri_tx_flush", r, d);
+	daqiri_tx_stats(tx, &st);
+	if (st.sent != count || st.failed != 0 || st.in_flight != 0 ||
+	    st.free != st.nbufs || st.ring_full != eagain)
+		return printf("FAIL counters: sent %llu of %llu, failed %llu, "
+		    "in flight %u, free %u of %u, ring_full %llu for %llu "
+		    "-EAGAIN\n", (unsigned long long)st.sent,
+		    (unsigned long long)count, (unsigned long long)st.failed,
+		    st.in_flight, st.free, st.nbufs,
+		    (unsigned long long)st.ring_full,
+		    (unsigned long long)eagain), 1;
+	if ((r = daqiri_tx_close(tx)) < 0)
+		return die("daqiri_tx_close", r, d);
+	daqiri_disconnect(d);
+	free(b);
+	printf("ok sent=%llu eagain=%llu ring_full=%llu nbufs=%u\n",
+	    (unsigned long long)st.sent, (unsigned long long)eagain,
+	    (unsigned long long)st.ring_full, st.nbufs);
+	return 0;
+}
