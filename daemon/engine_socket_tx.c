@@ -7,7 +7,7 @@
  * so the kernel writes every header and a payload can go nowhere else.
  * tx_burst() is one sendmmsg(); a run of payloads of one length goes as
  * one message with UDP_SEGMENT (GSO: the kernel cuts it into datagrams),
- * unless DAQIRID_TX_NO_GSO is set. sendmmsg copies, so every accepted
+ * unless DAQIRID_TX_NO_GSO is set (to anything but "" or "0"). sendmmsg copies, so every accepted
  * payload's tag is done at once.
  */
 #include <arpa/inet.h>
@@ -81,6 +81,7 @@ sock_txq_init(struct sock_engine *se, const struct cfg *c,
 	uint16_t dport;
 	socklen_t len;
 	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	const char *nogso;
 	int v, rc;
 
 	if ((q = calloc(1, sizeof(*q))) == NULL)
@@ -158,7 +159,8 @@ sock_txq_init(struct sock_engine *se, const struct cfg *c,
 	if (getsockopt(q->fd, IPPROTO_IP, IP_MTU, &mtu, &len) < 0 || mtu < 29)
 		mtu = 1500;
 	q->mtu_payload = mtu - 28;
-	q->gso = getenv(SOCK_TX_NO_GSO_ENV) == NULL;
+	nogso = getenv(SOCK_TX_NO_GSO_ENV);
+	q->gso = nogso == NULL || nogso[0] == '\0' || strcmp(nogso, "0") == 0;
 	if (q->gso) {
 		/* probe: an old kernel refuses the option */
 		v = 0;

@@ -750,8 +750,8 @@ tx_main(void *arg)
 			/* more may be waiting: look at events without
 			 * sleeping unless pacing or the engine asks */
 			if (wait_ns > 0)
-				sleep_ns(wait_ns < TX_IDLE_NS ? wait_ns :
-				    TX_IDLE_NS);
+				sleep_ns(wait_ns < w->idle_ns ? wait_ns :
+				    w->idle_ns);
 			wait_events(w, 0);
 		} else if (comps_waiting(w)) {
 			/* a consumer's completion ring is full: it frees

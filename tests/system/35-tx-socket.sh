@@ -102,7 +102,7 @@ sed 's/^/   | /' "$T/tx2.out"
 wait_gone "$RECV" 70
 sed 's/^/   | /' "$T/recv2.out"
 expect_eq "receiver" "$GONE_RC" 0
-[ -z "$RAW" ] || grep -q "^ok .* raw=$NV\$" "$T/recv2.out" ||
+[ -z "$RAW" ] || grep -q "^ok .* raw=$NV " "$T/recv2.out" ||
 	fail "raw socket saw too few: $(cat "$T/recv2.out")"
 vbytes=0
 i=0

@@ -5,9 +5,11 @@
  *
  *   tx-raw SOCK QUEUE open                 tx_open only: "open: ok" or
  *                                          "open: refused STATUS" (exit 3)
- *   tx-raw SOCK QUEUE send N LEN [vary] [NBUFS]
- *                                          N payloads (see payload())
- *                                          and every completion sent
+ *   tx-raw SOCK QUEUE send N LEN [vary|nofill] [NBUFS]
+ *                                          N payloads (see below) and
+ *                                          every completion sent;
+ *                                          nofill: each buffer written
+ *                                          once only (a benchmark)
  *   tx-raw SOCK QUEUE too-big|bad-index|resubmit|garbage-head|
  *                     after-close|flood    one hostile mode each
  *
@@ -283,7 +285,7 @@ print_comps(const struct chan *c)
 /* Send n payloads through the pool, every buffer reused as it comes
  * back. True when all n completed sent. */
 static bool
-do_send(struct chan *c, uint64_t n, uint32_t len, bool vary)
+do_send(struct chan *c, uint64_t n, uint32_t len, bool vary, bool nofill)
 {
 	uint32_t *freeb = calloc(c->info.nbufs, sizeof(uint32_t));
 	uint32_t nfree = c->info.nbufs;
@@ -299,7 +301,8 @@ do_send(struct chan *c, uint64_t n, uint32_t len, bool vary)
 			uint32_t b = freeb[--nfree];
 			uint32_t l = vary ? len - (uint32_t)(seq % 3) : len;
 
-			fill(c, b, seq, l);
+			if (!nofill || seq < c->info.nbufs)
+				fill(c, b, seq, l);
 			if (daqiri_tx_sub_push(&c->r, b, l) != 0)
 				die("submission ring refused with a free buffer");
 			seq++;
@@ -369,7 +372,8 @@ main(int argc, char **argv)
 			die("send N LEN [vary] [NBUFS]");
 		ok = do_send(&c, strtoull(argv[4], NULL, 0),
 		    (uint32_t)strtoul(argv[5], NULL, 0),
-		    argc > 6 && strcmp(argv[6], "vary") == 0);
+		    argc > 6 && strcmp(argv[6], "vary") == 0,
+		    argc > 6 && strcmp(argv[6], "nofill") == 0);
 	} else if (strcmp(mode, "too-big") == 0) {
 		/* one over buf_size: completed too_big, never sent */
 		fill(&c, 0, 0, 8);

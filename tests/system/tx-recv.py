@@ -7,7 +7,8 @@ only, nothing of the project) and checks that exactly COUNT datagrams
 arrive, in order, each the payload tx-raw(1) made for its sequence
 number (bytes 0..7 the number, little endian; byte k >= 8 is
 (seq + k) & 0xff; length LEN, or LEN - seq % 3 with --vary), all from
-one source address (and --src-port when given). With --raw (root only)
+one source address (and --src-port when given); with --only-len,
+datagrams of another length (other channels of the queue) are skipped. With --raw (root only)
 a raw IPv4 socket also sees every datagram to the port and checks its
 IPv4 header checksum, total length and UDP length. Prints "ready" once
 bound, then one "ok ..." or "FAIL ..." line; exits 0 or 1.
@@ -31,9 +32,14 @@ def big_rcvbuf(s):
             pass
 
 
+# byte i of PATTERN is i & 0xff: the tail of any payload is one slice
+PATTERN = bytes(range(256)) * (70000 // 256 + 2)
+
+
 def expected(seq, length):
     head = seq.to_bytes(8, "little")[:length]
-    return head + bytes((seq + k) & 0xFF for k in range(8, length))
+    off = (seq + 8) & 0xFF
+    return head + PATTERN[off:off + max(length - 8, 0)]
 
 
 def ip_checksum_ok(hdr):
@@ -59,6 +65,9 @@ def main():
     ap.add_argument("--src-port", type=int, default=0)
     ap.add_argument("--raw", action="store_true")
     ap.add_argument("--timeout", type=float, default=60.0)
+    # other channels of the queue share its destination: with this,
+    # datagrams of another length are theirs, counted and not checked
+    ap.add_argument("--only-len", action="store_true")
     a = ap.parse_args()
 
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -76,6 +85,9 @@ def main():
 
     got = 0
     raw_got = 0
+    nbytes = 0
+    others = 0
+    t_first = t_last = 0.0
     src = None
     end = time.monotonic() + a.timeout
     socks = [s] + ([raw] if raw is not None else [])
@@ -95,6 +107,13 @@ def main():
             if a.src_port and peer[1] != a.src_port:
                 fail("source port %d, configured udp_src %d" %
                      (peer[1], a.src_port))
+            if a.only_len and len(d) != a.len:
+                others += 1
+                continue
+            if got == 0:
+                t_first = time.monotonic()
+            t_last = time.monotonic()
+            nbytes += len(d)
             if got >= a.count:
                 fail("more than %d datagrams" % a.count)
             want = expected(got, length_of(got))
@@ -127,9 +146,11 @@ def main():
             raw_got += 1
     # nothing more may follow: a short look at the socket
     r, _, _ = select.select([s], [], [], 0.2)
-    if r:
+    if r and not a.only_len:
         fail("a datagram past the %d expected" % a.count)
-    print("ok count=%d src=%s:%d raw=%d" % (got, src[0], src[1], raw_got),
+    # first to last datagram: the rate the sender kept
+    print("ok count=%d src=%s:%d raw=%d bytes=%d secs=%.6f others=%d" %
+          (got, src[0], src[1], raw_got, nbytes, t_last - t_first, others),
           flush=True)
 
 
