@@ -13,12 +13,13 @@
  * full (-EAGAIN) and checks that no tag comes back while the port holds
  * the frames, then receives them on rx queue 0 (each one's payload must
  * be the pool's buffer itself: zero copy) and takes the tags. Destination
- * fields given here override the config's. Prints one "txtool ..." line.
+ * fields given here override the config's; --no-eth-dst takes eth_dst
+ * out (the engine must refuse the queue). Prints one "txtool ..." line.
  *
  *   dpdk-tx-tool -c CONFIG [-i IFACE] [-q QUEUE] -n COUNT [--min L]
  *     [--max L] [--burst B] [--gap-us U] [--fill] [--copy] [--loop]
  *     [--eth-dst MAC] [--eth-src MAC] [--ip-src A] [--ip-dst A]
- *     [--udp-src P] [--udp-dst P] [--ttl N] [--dscp N]
+ *     [--udp-src P] [--udp-dst P] [--ttl N] [--dscp N] [--no-eth-dst]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -95,7 +96,8 @@ usage(void)
 	fprintf(stderr, "usage: dpdk-tx-tool -c CONFIG [-i IFACE] [-q QUEUE] "
 	    "-n COUNT [--min L] [--max L] [--burst B] [--gap-us U] [--fill] "
 	    "[--copy] [--eth-dst MAC] [--eth-src MAC] [--ip-src A] "
-	    "[--ip-dst A] [--udp-src P] [--udp-dst P] [--ttl N] [--dscp N]\n");
+	    "[--ip-dst A] [--udp-src P] [--udp-dst P] [--ttl N] [--dscp N] "
+	    "[--no-eth-dst]\n");
 	exit(2);
 }
 
@@ -265,6 +267,7 @@ main(int argc, char **argv)
 		{ "udp-dst", required_argument, NULL, 6 },
 		{ "ttl", required_argument, NULL, 7 },
 		{ "dscp", required_argument, NULL, 8 },
+		{ "no-eth-dst", no_argument, NULL, 9 },
 		{ NULL, 0, NULL, 0 }
 	};
 	static struct cfg c;
@@ -279,7 +282,7 @@ main(int argc, char **argv)
 	char err[ENGINE_ERR_MAX];
 	int iface = 0, qi = 0, opt, rc = 1;
 	unsigned burst = 32, gap_us = 0;
-	bool fill = false, loop = false;
+	bool fill = false, loop = false, no_eth_dst = false;
 	uint64_t next = 0, fill_got = 0, held = 0, early = 0, t0, t1;
 	/* destination overrides, applied after the config is loaded */
 	struct cfg_tx_dest ov;
@@ -334,6 +337,9 @@ main(int argc, char **argv)
 			ov.dscp = (uint8_t)atoi(optarg);
 			ov.has_dscp = true;
 			break;
+		case 9:
+			no_eth_dst = true;
+			break;
 		default:
 			usage();
 		}
@@ -370,6 +376,8 @@ main(int argc, char **argv)
 	OV(ttl, has_ttl);
 	OV(dscp, has_dscp);
 #undef OV
+	if (no_eth_dst)
+		dst->has_eth_dst = false;
 	if (mem_regions_create(&c, regions, err, sizeof(err)) != 0) {
 		fprintf(stderr, "dpdk-tx-tool: %s\n", err);
 		return 1;
