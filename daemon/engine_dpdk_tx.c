@@ -83,6 +83,7 @@ struct dpdk_tx_slot {
 	uint32_t idx;
 	uint32_t next;			/* done list */
 	bool report;
+	bool direct;			/* no payload mbuf: copied, or empty */
 };
 
 struct dpdk_txq {
@@ -264,11 +265,16 @@ dpdk_tx_build(struct dpdk_txq *q, const struct engine_tx_pkt *p, unsigned i,
 		return false;
 	s->tag = p->tag;
 	s->report = true;
-	if (q->copy) {
+	/* an empty payload is no segment (not every PMD takes one of 0
+	 * bytes) */
+	s->direct = q->copy || p->len == 0;
+	if (s->direct) {
 		b = (uint8_t *)rte_pktmbuf_append(h,
 		    (uint16_t)(ENGINE_SYNTH_HDR_LEN + p->len));
-		memcpy(b + ENGINE_SYNTH_HDR_LEN, p->data, p->len);
-		q->st.copied++;
+		if (p->len > 0) {
+			memcpy(b + ENGINE_SYNTH_HDR_LEN, p->data, p->len);
+			q->st.copied++;
+		}
 	} else {
 		if ((x = rte_pktmbuf_alloc(q->ext_pool)) == NULL) {
 			rte_pktmbuf_free(h);
@@ -303,7 +309,7 @@ dpdk_tx_unbuild(struct dpdk_txq *q, unsigned from, unsigned to)
 
 		q->slots[idx].report = false;
 		rte_pktmbuf_free(q->burst[i]);
-		if (q->copy)
+		if (q->slots[idx].direct)
 			slot_free(q, idx);
 	}
 }
@@ -370,7 +376,7 @@ dpdk_tx_step(struct dpdk_txq *q, const struct engine_tx_pkt *p, unsigned n,
 	for (unsigned i = 0; i < sent; i++) {
 		q->st.tx_bytes += p[i].len;
 		/* a copied payload is no longer read: done at once */
-		if (q->copy)
+		if (q->slots[q->burst_slot[i]].direct)
 			slot_done(q, q->burst_slot[i]);
 	}
 	q->st.tx_packets += sent;

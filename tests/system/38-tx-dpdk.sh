@@ -162,9 +162,19 @@ for line in open(path):
     # 1 = good (0 bad, 2 unverified)
     if ics != "1" or ucs != "1":
         bad.append("frame %d: checksum status ip %s udp %s" % (n, ics, ucs))
+    i = int(iid, 16) if iid.startswith("0x") else int(iid)
+    if prev_id is not None and i != (prev_id + 1) & 0xffff:
+        bad.append("frame %d: ip.id %d after %d" % (n, i, prev_id))
+    prev_id = i
     b = bytes.fromhex(pay.replace(":", ""))
     if int(ul) != len(b) + 8:
         bad.append("frame %d: udp length %s for %d bytes" % (n, ul, len(b)))
+    if hi == 0:
+        # empty payloads: only their count says which came
+        if b:
+            bad.append("frame %d: %d bytes, want none" % (n, len(b)))
+        seen[n - 1] = 1
+        continue
     k = int.from_bytes(b[:4], "big")
     L = lo + (k * 37) % (hi - lo + 1)
     exp = bytearray((k + j) & 0xff for j in range(L))
@@ -173,10 +183,6 @@ for line in open(path):
         bad.append("frame %d: payload %d (%d bytes) is not its pattern"
                    % (n, k, len(b)))
     seen[k] = seen.get(k, 0) + 1
-    i = int(iid, 16) if iid.startswith("0x") else int(iid)
-    if prev_id is not None and i != (prev_id + 1) & 0xffff:
-        bad.append("frame %d: ip.id %d after %d" % (n, i, prev_id))
-    prev_id = i
 dups = [k for k, v in seen.items() if v > 1]
 missing = [k for k in range(count) if k not in seen]
 extra = [k for k in seen if k >= count]
@@ -222,6 +228,15 @@ note "$(grep '^txtool' "$T/cp.out")"
 grep -q "payloads copied behind the headers" "$T/cp.err" || fail "no copy line in the log"
 expect_eq "copy: copied" "$(kv "$T/cp.out" copied)" $N
 verify cp $N 4 1472
+
+# 2b. Empty payloads: a frame of headers alone (no payload segment).
+N=64
+capture_start empty
+tool -n $N --min 0 --max 0 > "$T/empty.out" 2> "$T/empty.err" ||
+	fail "dpdk-tx-tool (empty): $(tail -5 "$T/empty.err")"
+capture_stop empty
+note "$(grep '^txtool' "$T/empty.out")"
+verify empty $N 0 0
 
 # 3. A tx queue without eth_dst is refused by the engine too, by name
 # (the config check refuses it first; the tool takes it out after).
@@ -366,6 +381,7 @@ sed 's/^/   | /' "$T/full.out"
 verify_raw full $N 1472
 expect_eq "packets" "$(txq .packets)" $N
 expect_eq "engine tx_packets" "$(txq .engine.tx_packets)" $N
+expect_eq "engine copied (zero copy on af_packet)" "$(txq .engine.copied)" 0
 for r in too_big bad_buffer engine_error closed; do
 	expect_eq "drops $r" "$(txq .drops.$r)" 0
 done

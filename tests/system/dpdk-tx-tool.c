@@ -56,6 +56,8 @@ pay_fill(uint8_t *b, uint64_t k)
 
 	for (uint32_t j = 0; j < len; j++)
 		b[j] = (uint8_t)(k + j);
+	if (len < 4)
+		return;			/* --max 0: empty payloads */
 	b[0] = (uint8_t)(k >> 24);
 	b[1] = (uint8_t)(k >> 16);
 	b[2] = (uint8_t)(k >> 8);
@@ -344,7 +346,8 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (conf == NULL || t.count == 0 || min_len < 4 || max_len < min_len ||
+	if (conf == NULL || t.count == 0 || max_len < min_len ||
+	    (min_len < 4 && max_len != 0) ||
 	    burst == 0 || burst > MAX_BURST)
 		usage();
 	log_init(CFG_LOG_INFO, 0);
@@ -405,7 +408,7 @@ main(int argc, char **argv)
 		    "payload %u\n", max_len, t.q->max_payload);
 		goto out;
 	}
-	t.buf_size = (max_len + 63) & ~63u;
+	t.buf_size = (max_len + 64) & ~63u;
 	t.pool = aligned_alloc(4096, (size_t)POOL_BUFS * t.buf_size);
 	t.out = calloc(t.count, 1);
 	if (t.pool == NULL || t.out == NULL) {
