@@ -236,6 +236,7 @@ dpdk_tx_headers(struct dpdk_txq *q, struct rte_mbuf *m, uint8_t *h,
 	if (q->ip_hw || q->udp_hw) {
 		m->l2_len = RTE_ETHER_HDR_LEN;
 		m->l3_len = sizeof(*ip);
+		m->l4_len = sizeof(*u);	/* some PMDs read it for UDP too */
 		m->ol_flags |= RTE_MBUF_F_TX_IPV4;
 	}
 	if (q->ip_hw)

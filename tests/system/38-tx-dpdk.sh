@@ -97,7 +97,11 @@ tx_config "$T/tx.yaml"
 # tshark's live summary ($T/NAME.live) once the capture really runs
 # (tshark says "Capturing on" a little before: frames sent at once were
 # missed). capture_stop probes again so that every frame before it is in.
+# CAP_NS and CAP_IF say where (the peer's end of the veth pair unless a
+# phase says otherwise).
 PPORT=$(( PORT + 2 ))
+CAP_NS=$NSS
+CAP_IF=$VS
 nss ip neigh replace "$SRC" lladdr "$SMAC" dev "$VS" nud permanent
 probe_wait() {
 	n0=$(grep -c "$PPORT" "$T/$1.live" 2>/dev/null || true)
@@ -105,7 +109,7 @@ probe_wait() {
 	while [ "$(grep -c "$PPORT" "$T/$1.live" 2>/dev/null || true)" -le "$n0" ]; do
 		kill -0 "$CAP_PID" 2>/dev/null || fail "tshark ended: $(cat "$T/$1.cap.err")"
 		i=$((i + 1)); [ $i -lt 200 ] || fail "no probe in the capture within 10 s"
-		nss /usr/bin/python3 -c 'import socket, sys
+		ip netns exec "$CAP_NS" /usr/bin/python3 -c 'import socket, sys
 socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"probe",
     (sys.argv[1], int(sys.argv[2])))' "$SRC" "$PPORT"
 		sleep 0.05
@@ -113,7 +117,7 @@ socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"probe",
 }
 capture_start() {
 	rm -f "$T/$1.pcap" "$T/$1.cap.err" "$T/$1.live"
-	bg ip netns exec "$NSS" tshark -n -l -P -i "$VS" -B 64 -w "$T/$1.pcap" \
+	bg ip netns exec "$CAP_NS" tshark -n -l -P -i "$CAP_IF" -B 64 -w "$T/$1.pcap" \
 		-f "udp and (src host $SRC or dst port $PPORT)" > "$T/$1.live" 2> "$T/$1.cap.err"
 	CAP_PID=$LAST_PID
 	probe_wait "$1"
@@ -266,6 +270,46 @@ expect_eq "net_ring: tags back while the port held the frames" "$(kv "$T/ring.ou
 expect_eq "net_ring: looped frames" "$(kv "$T/ring.out" rx)" $N
 expect_eq "net_ring: looped payloads that are the pool's buffers" "$(kv "$T/ring.out" rx_zc)" $N
 expect_eq "net_ring: tags back" "$(kv "$T/ring.out" done)" $N
+
+# 4b. A port that does the checksums (net_tap: its PMD computes what the
+# flags ask for, as a NIC would): the IPv4 header checksum left to it and
+# the UDP checksum field holding the pseudo-header sum; the frames as they
+# reach the kernel's end of the tap, in the engine's namespace.
+TAP=dqtp$$
+sed -e "s/--vdev=net_af_packet0,iface=$VD,framecnt=2048/--vdev=net_tap0,iface=$TAP/" \
+	-e 's/address: net_af_packet0/address: net_tap0/' \
+	-e "s/destination: {eth_dst: \"$DMAC\",/destination: {eth_dst: \"$DMAC\", eth_src: \"$SMAC\",/" \
+	"$T/tx.yaml" > "$T/tap.yaml"
+grep -q "eth_src" "$T/tap.yaml" || fail "tap config"
+N=2000
+bg ip netns exec "$NSD" "$BUILD/tests/dpdk-tx-tool" -c "$T/tap.yaml" -n $N --min 16 --max 1472 \
+	--go "$T/tap.go" --end "$T/tap.end" > "$T/tap.out" 2> "$T/tap.err"
+TOOL_PID=$LAST_PID
+i=0
+until grep -q "port up, waiting" "$T/tap.err"; do
+	kill -0 "$TOOL_PID" 2>/dev/null || fail "dpdk-tx-tool (net_tap): $(tail -5 "$T/tap.err")"
+	i=$((i + 1)); [ $i -lt 600 ] || fail "net_tap port not up within 30 s"
+	sleep 0.05
+done
+grep -q "tx queue 't0'.*checksums ip:port udp:port" "$T/tap.err" ||
+	fail "net_tap: checksums not offloaded: $(grep "tx queue" "$T/tap.err")"
+nsd ip link set "$TAP" up
+nsd ip addr add "$DST/24" dev "$TAP"
+nsd ip neigh replace "$SRC" lladdr "$SMAC" dev "$TAP" nud permanent
+CAP_NS=$NSD
+CAP_IF=$TAP
+capture_start tap
+touch "$T/tap.go"
+wait_line "$T/tap.out" '^txtool'
+capture_stop tap
+touch "$T/tap.end"
+wait "$TOOL_PID" || fail "dpdk-tx-tool (net_tap): $(tail -5 "$T/tap.err")"
+PIDS=$(echo "$PIDS" | sed "s/\b$TOOL_PID\b//")
+CAP_NS=$NSS
+CAP_IF=$VS
+note "$(grep '^txtool' "$T/tap.out")"
+expect_eq "net_tap: copied" "$(kv "$T/tap.out" copied)" 0
+verify tap $N 16 1472
 
 # The full path: daqirid with the DPDK engine on net_af_packet in the
 # engine's namespace, a channel (tests/system/tx-raw, the protocol by

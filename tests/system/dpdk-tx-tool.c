@@ -14,12 +14,16 @@
  * the frames, then receives them on rx queue 0 (each one's payload must
  * be the pool's buffer itself: zero copy) and takes the tags. Destination
  * fields given here override the config's; --no-eth-dst takes eth_dst
- * out (the engine must refuse the queue). Prints one "txtool ..." line.
+ * out (the engine must refuse the queue). --go FILE: wait for FILE after
+ * the port is up (a capture on a port the tool makes, net_tap, can start),
+ * --end FILE: wait for FILE before closing it. Prints one "txtool ..."
+ * line (before waiting for --end).
  *
  *   dpdk-tx-tool -c CONFIG [-i IFACE] [-q QUEUE] -n COUNT [--min L]
  *     [--max L] [--burst B] [--gap-us U] [--fill] [--copy] [--loop]
  *     [--eth-dst MAC] [--eth-src MAC] [--ip-src A] [--ip-dst A]
  *     [--udp-src P] [--udp-dst P] [--ttl N] [--dscp N] [--no-eth-dst]
+ *     [--go FILE] [--end FILE]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -99,8 +103,21 @@ usage(void)
 	    "-n COUNT [--min L] [--max L] [--burst B] [--gap-us U] [--fill] "
 	    "[--copy] [--eth-dst MAC] [--eth-src MAC] [--ip-src A] "
 	    "[--ip-dst A] [--udp-src P] [--udp-dst P] [--ttl N] [--dscp N] "
-	    "[--no-eth-dst]\n");
+	    "[--no-eth-dst] [--go FILE] [--end FILE]\n");
 	exit(2);
+}
+
+/* Wait (60 s at most) until path exists. */
+static int
+wait_file(const char *path)
+{
+	for (int i = 0; i < 6000; i++) {
+		if (access(path, F_OK) == 0)
+			return 0;
+		usleep(10000);
+	}
+	fprintf(stderr, "dpdk-tx-tool: no %s within 60 s\n", path);
+	return -1;
 }
 
 static uint64_t
@@ -270,6 +287,8 @@ main(int argc, char **argv)
 		{ "ttl", required_argument, NULL, 7 },
 		{ "dscp", required_argument, NULL, 8 },
 		{ "no-eth-dst", no_argument, NULL, 9 },
+		{ "go", required_argument, NULL, 10 },
+		{ "end", required_argument, NULL, 11 },
 		{ NULL, 0, NULL, 0 }
 	};
 	static struct cfg c;
@@ -280,7 +299,7 @@ main(int argc, char **argv)
 	struct cfg_tx_dest *dst;
 	struct engine *e = NULL;
 	struct engine_tx_stats st;
-	const char *conf = NULL;
+	const char *conf = NULL, *go = NULL, *end = NULL;
 	char err[ENGINE_ERR_MAX];
 	int iface = 0, qi = 0, opt, rc = 1;
 	unsigned burst = 32, gap_us = 0;
@@ -341,6 +360,12 @@ main(int argc, char **argv)
 			break;
 		case 9:
 			no_eth_dst = true;
+			break;
+		case 10:
+			go = optarg;
+			break;
+		case 11:
+			end = optarg;
 			break;
 		default:
 			usage();
@@ -418,6 +443,11 @@ main(int argc, char **argv)
 	for (uint32_t b = 0; b < POOL_BUFS; b++)
 		t.free_stk[t.nfree++] = POOL_BUFS - 1 - b;
 
+	if (go != NULL) {
+		fprintf(stderr, "dpdk-tx-tool: port up, waiting for %s\n", go);
+		if (wait_file(go) != 0)
+			goto out;
+	}
 	t0 = now_ns();
 	if (fill) {
 		/* No completions taken: the engine must run out of slots and
@@ -490,10 +520,13 @@ main(int argc, char **argv)
 	    (unsigned long long)early, (unsigned long long)t.rx,
 	    (unsigned long long)t.rx_zc, t.q->max_payload,
 	    (double)(t1 - t0) / 1e6);
+	fflush(stdout);
 	rc = t.done == t.count && t.accepted == t.count ? 0 : 1;
 	if (rc != 0)
 		fprintf(stderr, "dpdk-tx-tool: %llu of %llu completed\n",
 		    (unsigned long long)t.done, (unsigned long long)t.count);
+	if (end != NULL && wait_file(end) != 0)
+		rc = 1;
 out:
 	if (e != NULL)
 		engine_dpdk_ops.fini(e);
