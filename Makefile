@@ -144,6 +144,7 @@ $(BUILD)/obj/%.o: %.c
 # Only the DPDK engine sees DPDK's headers, only the HTTP endpoint
 # libmicrohttpd's.
 $(BUILD)/obj/daemon/engine_dpdk.o: ALL_CFLAGS += $(DPDK_CFLAGS)
+$(BUILD)/obj/daemon/engine_dpdk_tx.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/http.o: ALL_CFLAGS += $(MHD_CFLAGS)
 
 $(BUILD)/obj/%.cu.o: %.cu
@@ -241,6 +242,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/system/%.o $(LIBCLIENT_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
+# The DPDK tx tool drives the engine alone: it links the daemon's core.
+$(BUILD)/tests/dpdk-tx-tool: $(BUILD)/obj/tests/system/dpdk-tx-tool.o $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 system: all $(SYS_TOOLS)
 	$(Q)BUILD=$(BUILD) sh tests/system/run.sh

@@ -53,6 +53,8 @@
  *   engine_socket.c  the socket engine: init/start/fini on main, receive,
  *                    release and counters on the queue's worker
  *   engine_dpdk.c    the DPDK engine, split the same way
+ *   engine_dpdk_tx.c the DPDK engine's tx queues: set up on main, frames
+ *                    built and sent on the queue's tx worker
  *   flow.c           flow tables: compiled on main, a copy per worker
  *                    classifies every frame on the worker
  *   worker.c         the worker's loop (receive, route by flow, feed the

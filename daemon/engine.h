@@ -193,6 +193,8 @@ struct engine_tx_stats {
 	uint64_t full;			/* calls that found the queue full */
 	uint64_t gso_sends;		/* socket: messages sent with
 					 * UDP_SEGMENT (several payloads) */
+	uint64_t copied;		/* DPDK: payloads copied behind the
+					 * headers, not sent zero copy */
 };
 
 struct engine_tx_ops {

@@ -61,6 +61,8 @@
 #include <rte_mempool.h>
 #include <rte_version.h>
 
+#include "engine_dpdk_internal.h"
+
 /* Most EAL arguments we pass (ours + cfg.dpdk_args). */
 #define DPDK_MAX_ARGS		(CFG_MAX_DPDK_ARGS + 2 * CFG_MAX_INTERFACES + 16)
 /* RX descriptors per queue, at most half the queue's buffers. */
@@ -131,6 +133,7 @@ struct dpdk_engine {
 	struct rte_device *dev;
 	int nq;
 	struct dpdk_rxq *q[CFG_MAX_QUEUES];
+	struct dpdk_tx *tx;		/* tx queues (engine_dpdk_tx.c) */
 	int nmaps;
 	struct dpdk_dma_map maps[CFG_MAX_REGIONS];
 };
@@ -939,8 +942,10 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	*out = NULL;
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
-	if (ifc->rx.nqueues <= 0 || ifc->rx.nqueues > CFG_MAX_QUEUES) {
-		log_seterr(err, errlen, "interface '%s': no rx queue",
+	if (ifc->rx.nqueues < 0 || ifc->rx.nqueues > CFG_MAX_QUEUES ||
+	    ifc->tx.nqueues < 0 || ifc->tx.nqueues > CFG_MAX_QUEUES ||
+	    ifc->rx.nqueues + ifc->tx.nqueues == 0) {
+		log_seterr(err, errlen, "interface '%s': no rx or tx queue",
 		    ifc->name);
 		return -EINVAL;
 	}
@@ -996,6 +1001,13 @@ dpdk_init(struct engine **out, const struct cfg *c,
 		rc = -EINVAL;
 		goto fail;
 	}
+	if (ifc->tx.nqueues > info.max_tx_queues) {
+		log_seterr(err, errlen, "interface '%s': port '%s' has %u tx "
+		    "queue(s), the config %d", ifc->name, ifc->address,
+		    info.max_tx_queues, ifc->tx.nqueues);
+		rc = -EINVAL;
+		goto fail;
+	}
 	if (ifc->rx.nqueues > 1)
 		log_warnx("interface '%s': %d queues and flows classified in "
 		    "software: the port picks the queue of a frame (RSS on a "
@@ -1013,13 +1025,14 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	 * (rx_burst hands out chains of two). */
 	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
-	rc = rte_eth_dev_configure(de->port, (uint16_t)ifc->rx.nqueues, 0,
-	    &conf);
+	dpdk_tx_conf(ifc, &info, &conf);
+	rc = rte_eth_dev_configure(de->port, (uint16_t)ifc->rx.nqueues,
+	    (uint16_t)ifc->tx.nqueues, &conf);
 	if (rc != 0) {
 		log_seterr(err, errlen, "interface '%s': port '%s': "
-		    "rte_eth_dev_configure (%d rx queues, mtu %u): %s",
-		    ifc->name, ifc->address, ifc->rx.nqueues, conf.rxmode.mtu,
-		    rte_strerror(-rc));
+		    "rte_eth_dev_configure (%d rx, %d tx queues, mtu %u): %s",
+		    ifc->name, ifc->address, ifc->rx.nqueues, ifc->tx.nqueues,
+		    conf.rxmode.mtu, rte_strerror(-rc));
 		goto fail;
 	}
 	de->have_port = true;
@@ -1029,10 +1042,13 @@ dpdk_init(struct engine **out, const struct cfg *c,
 		if (rc < 0)
 			goto fail;
 	}
-	log_info("interface '%s': DPDK port %u '%s' (%s), %d rx queue(s), mtu "
-	    "%u", ifc->name, de->port, ifc->address,
+	if ((rc = dpdk_tx_init(&de->tx, &de->base, de->port, c, ifc, regions,
+	    &info, err, errlen)) < 0)
+		goto fail;
+	log_info("interface '%s': DPDK port %u '%s' (%s), %d rx queue(s), %d "
+	    "tx queue(s), mtu %u", ifc->name, de->port, ifc->address,
 	    info.driver_name != NULL ? info.driver_name : "?",
-	    ifc->rx.nqueues, conf.rxmode.mtu);
+	    ifc->rx.nqueues, ifc->tx.nqueues, conf.rxmode.mtu);
 	*out = &de->base;
 	return 0;
 fail:
@@ -1076,6 +1092,12 @@ dpdk_rxq(struct engine *e, int qi)
 	if (de == NULL || qi < 0 || qi >= de->nq)
 		return NULL;
 	return &de->q[qi]->base;
+}
+
+struct dpdk_tx *
+dpdk_engine_tx(struct engine *e)
+{
+	return e != NULL ? ((struct dpdk_engine *)e)->tx : NULL;
 }
 
 /* ---- data path ------------------------------------------------------- */
@@ -1302,6 +1324,8 @@ dpdk_fini(struct engine *e)
 	/* The queues hold mbufs of the pools until the port is closed. */
 	if (de->have_port)
 		(void)rte_eth_dev_close(de->port);
+	/* after the close: the PMD may free sent frames until then */
+	dpdk_tx_fini(de->tx);
 	for (int i = 0; i < de->nq; i++) {
 		struct dpdk_rxq *q = de->q[i];
 
@@ -1409,5 +1433,6 @@ const struct engine_ops engine_dpdk_ops = {
 	.flow_del = dpdk_flow_del,
 	.stats = dpdk_stats,
 	.set_wake_fd = dpdk_set_wake_fd,
+	.tx = &engine_dpdk_tx_ops,
 	.fini = dpdk_fini,
 };

@@ -1152,6 +1152,7 @@ tx_worker_stats_json(struct tx_worker *w, cJSON *o)
 	    cJSON_AddNumberToObject(e, "calls", (double)s.e.calls) == NULL ||
 	    cJSON_AddNumberToObject(e, "full", (double)s.e.full) == NULL ||
 	    cJSON_AddNumberToObject(e, "gso_sends", (double)s.e.gso_sends) == NULL ||
+	    cJSON_AddNumberToObject(e, "copied", (double)s.e.copied) == NULL ||
 	    (chs = cJSON_AddArrayToObject(o, "channels")) == NULL)
 		return -ENOMEM;
 	for (int i = 0; i < TX_MAX_CHANNELS; i++) {

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the DPDK engine's two files share: engine_dpdk.c owns EAL, the
+ * port and the rx queues; engine_dpdk_tx.c (transmit) sets up the tx
+ * queues of the same port through these calls. Only files compiled with
+ * DPDK's headers include this.
+ */
+#ifndef DAQIRI_ENGINE_DPDK_INTERNAL_H
+#define DAQIRI_ENGINE_DPDK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_ethdev.h>
+
+#include "config.h"
+#include "engine.h"
+#include "mem.h"
+
+/* The tx queues of one port (engine_dpdk_tx.c). */
+struct dpdk_tx;
+
+/* Before rte_eth_dev_configure: the port-level tx offloads the tx
+ * queues use (multi-segment frames, checksums) into conf->txmode. */
+void dpdk_tx_conf(const struct cfg_interface *ifc,
+		  const struct rte_eth_dev_info *info, struct rte_eth_conf *conf);
+
+/*
+ * After rte_eth_dev_configure with ifc->tx.nqueues tx queues: check each
+ * tx queue's destination, make its mempools and set it up on port
+ * (rte_eth_tx_queue_setup). e is the engine the queues belong to. 0 with
+ * *out (NULL when ifc has no tx queue), or a negative errno with err.
+ * On failure *out may hold a half-built state for dpdk_tx_fini().
+ */
+int dpdk_tx_init(struct dpdk_tx **out, struct engine *e, uint16_t port,
+		 const struct cfg *c, const struct cfg_interface *ifc,
+		 const struct mem_region *regions,
+		 const struct rte_eth_dev_info *info, char *err, size_t errlen);
+
+/* Free the tx state; after rte_eth_dev_close (the PMD may still hold
+ * frames whose free callbacks write into it until then). NULL-safe. */
+void dpdk_tx_fini(struct dpdk_tx *t);
+
+/* The tx state of engine e (engine_dpdk.c), NULL when none. */
+struct dpdk_tx *dpdk_engine_tx(struct engine *e);
+
+/* Tests only: make dpdk_tx_init() choose the copying path (payload
+ * copied behind the headers in one segment) as it does for a port that
+ * cannot send multi-segment frames. */
+void dpdk_tx_force_copy(bool on);
+
+#endif
