@@ -329,6 +329,10 @@ static const struct family families[] = {
 	{ "daqiri_tx_gso_sends_total", true, AT_TXQUEUE,
 	  "Messages the socket engine sent with UDP_SEGMENT (several payloads)",
 	  { { "engine", "gso_sends", NULL, NULL } } },
+	{ "daqiri_tx_copied_total", true, AT_TXQUEUE,
+	  "Payloads the DPDK engine copied into its frame instead of sending "
+	  "from the pool (a port without multi-segment transmit, or a PCI "
+	  "port)", { { "engine", "copied", NULL, NULL } } },
 	/* streams */
 	{ "daqiri_stream_packets_in_total", true, AT_STREAM,
 	  "Packets the stream took in (placed + dropped)",

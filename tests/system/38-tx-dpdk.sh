@@ -432,25 +432,37 @@ done
 stop_daemon
 
 # 6. Paced at 20 Mb/s (wire bytes: payload + 42): the rate between the
-# first and last frame of a run of more than 2 s is within 5%.
+# first and last frame of a run of more than 2 s is within 5%. Faster is
+# a pacer bug and fails at once; slower means the TX worker was kept off
+# its core for longer than the pacer's credit (1 ms) on a loaded
+# machine, so that direction is measured up to three times.
 MBPS=20
 LEN=1400
 N=$(( MBPS * 1000000 / 8 * 5 / 2 / (LEN + 41) ))	# ~2.5 s of frames
 daemon_config "$T/daqirid.yaml" $MBPS
 start_daemon
-capture_start paced
-"$BUILD/tests/tx-raw" "$SOCK" veth/t0 send $N $LEN vary > "$T/paced.out" 2>&1 ||
-	fail "tx-raw: $(cat "$T/paced.out")"
-capture_stop paced
-sed 's/^/   | /' "$T/paced.out"
-verify_raw paced $N $LEN
-span=$(kv "$T/paced.verify" span_s)
-mbps=$(kv "$T/paced.verify" mbps)
-/usr/bin/python3 -c "import sys; sys.exit(0 if float('$span') >= 2.0 else 1)" ||
-	fail "paced run lasted $span s on the wire, want >= 2 s"
-/usr/bin/python3 -c "import sys; sys.exit(0 if abs(float('$mbps') / $MBPS - 1) <= 0.05 else 1)" ||
-	fail "paced at $mbps Mb/s over $span s, want $MBPS +- 5%"
-echo "   ok  paced: $mbps Mb/s over $span s (pacing_mbps $MBPS, +-5%)"
-expect_eq "paced: packets" "$(txq .packets)" $N
+try=1
+while :; do
+	capture_start paced
+	"$BUILD/tests/tx-raw" "$SOCK" veth/t0 send $N $LEN vary > "$T/paced.out" 2>&1 ||
+		fail "tx-raw: $(cat "$T/paced.out")"
+	capture_stop paced
+	sed 's/^/   | /' "$T/paced.out"
+	verify_raw paced $N $LEN
+	span=$(kv "$T/paced.verify" span_s)
+	mbps=$(kv "$T/paced.verify" mbps)
+	/usr/bin/python3 -c "import sys; sys.exit(0 if float('$span') >= 2.0 else 1)" ||
+		fail "paced run lasted $span s on the wire, want >= 2 s"
+	/usr/bin/python3 -c "import sys; sys.exit(0 if float('$mbps') <= $MBPS * 1.05 else 1)" ||
+		fail "paced at $mbps Mb/s over $span s: faster than $MBPS + 5%"
+	/usr/bin/python3 -c "import sys; sys.exit(0 if float('$mbps') >= $MBPS * 0.95 else 1)" &&
+		break
+	[ $try -lt 3 ] ||
+		fail "paced at $mbps Mb/s over $span s in $try runs, want $MBPS +- 5%"
+	note "paced at $mbps Mb/s over $span s: slower than $MBPS - 5% (a loaded machine?); measuring again"
+	try=$((try + 1))
+done
+echo "   ok  paced: $mbps Mb/s over $span s (pacing_mbps $MBPS, +-5%, run $try)"
+expect_eq "paced: packets" "$(txq .packets)" $((N * try))
 stop_daemon
 echo "ok"
