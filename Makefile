@@ -324,7 +324,7 @@ demo: deps
 	$(Q)BUILD=$(BUILD) sh scripts/demo.sh
 
 run: all
-	$(Q)BUILD=$(BUILD) sh scripts/run.sh
+	$(Q)BUILD=$(BUILD) $(if $(CONFIG),CONFIG=$(CONFIG)) sh scripts/run.sh
 
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/%,$(wildcard tests/bench/bench_*.c))
 bench: all $(BENCH_BIN) $(BUILD)/tests/closed-loop

@@ -55,7 +55,9 @@ export LD_LIBRARY_PATH="$T/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 note "the sh blocks of README.md, line by line; its C example"
 awk '/^```c$/ { c = 1; next } /^```$/ { c = 0 } c' "$README" > "$T/src/consumer.c"
 [ -s "$T/src/consumer.c" ] || fail "README.md has no \`\`\`c block"
-awk '/^```sh$/ { c = 1; next } /^```$/ { c = 0 } c' "$README" > "$T/lines"
+# (the closing-the-loop section needs a TX config: test 40 walks it)
+awk '/^## Closing the loop/ { s = 1 } /^## / && !/^## Closing the loop/ { s = 0 }
+     !s && /^```sh$/ { c = 1; next } /^```$/ { c = 0 } !s && c' "$README" > "$T/lines"
 [ -s "$T/lines" ] || fail "README.md has no \`\`\`sh block"
 
 BG=""
