@@ -314,6 +314,27 @@ client_reply_status(struct daqiri *d, const struct daqiri_msg *m)
 	return daqiri_status_to_errno(m->u.reply.status);
 }
 
+/* A request of type t with one id field: its reply's status. */
+int
+client_request_id(struct daqiri *d, enum daqiri_msg_type t, const char *key,
+		  uint32_t id)
+{
+	cJSON *req = daqiri_msg_new(t);
+	struct daqiri_msg m;
+	int r;
+
+	if (req != NULL && cJSON_AddNumberToObject(req, key, id) == NULL) {
+		cJSON_Delete(req);
+		req = NULL;
+	}
+	r = client_transact(d, req, &m);
+	if (r < 0)
+		return r;
+	r = client_reply_status(d, &m);
+	daqiri_msg_free(&m);
+	return r;
+}
+
 /* Send obj (consumed) and wait for its reply: 0 with *m, or errno. */
 int
 client_transact(struct daqiri *d, cJSON *obj, struct daqiri_msg *m)

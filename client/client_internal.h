@@ -182,6 +182,11 @@ CLIENT_HIDDEN int client_pump(struct daqiri *d);
 CLIENT_HIDDEN int client_transact(struct daqiri *d, cJSON *obj,
 				  struct daqiri_msg *m);
 
+/* Send request t carrying {key: id} (unsubscribe's "sub", tx_close's
+ * "tx") and wait: the reply's status as 0 or a negative errno. */
+CLIENT_HIDDEN int client_request_id(struct daqiri *d, enum daqiri_msg_type t,
+				    const char *key, uint32_t id);
+
 /* Status of a decoded reply -> 0 or negative errno; keeps the message. */
 CLIENT_HIDDEN int client_reply_status(struct daqiri *d,
 				      const struct daqiri_msg *m);

@@ -229,20 +229,7 @@ sub_receive_fds(struct daqiri *d, struct daqiri_sub *s)
 static int
 unsubscribe_id(struct daqiri *d, uint32_t id)
 {
-	cJSON *req = daqiri_msg_new(DAQIRI_MSG_UNSUBSCRIBE);
-	struct daqiri_msg m;
-	int r;
-
-	if (req != NULL && cJSON_AddNumberToObject(req, "sub", id) == NULL) {
-		cJSON_Delete(req);
-		req = NULL;
-	}
-	r = client_transact(d, req, &m);
-	if (r < 0)
-		return r;
-	r = client_reply_status(d, &m);
-	daqiri_msg_free(&m);
-	return r;
+	return client_request_id(d, DAQIRI_MSG_UNSUBSCRIBE, "sub", id);
 }
 
 int

@@ -135,20 +135,7 @@ tx_receive_fds(struct daqiri_tx *t)
 static int
 tx_close_id(struct daqiri *d, uint32_t id)
 {
-	cJSON *req = daqiri_msg_new(DAQIRI_MSG_TX_CLOSE);
-	struct daqiri_msg m;
-	int r;
-
-	if (req != NULL && cJSON_AddNumberToObject(req, "tx", id) == NULL) {
-		cJSON_Delete(req);
-		req = NULL;
-	}
-	r = client_transact(d, req, &m);
-	if (r < 0)
-		return r;
-	r = client_reply_status(d, &m);
-	daqiri_msg_free(&m);
-	return r;
+	return client_request_id(d, DAQIRI_MSG_TX_CLOSE, "tx", id);
 }
 
 /* The reply, the fd series, the mappings and the buffers of a new

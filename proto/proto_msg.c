@@ -1019,12 +1019,49 @@ daqiri_sub_info_check(const struct daqiri_sub_info *s, struct daqiri_err *err)
 	return 0;
 }
 
+/* The "fds" list of a reply: the kinds of the fds that follow it. */
+static int
+fds_encode(cJSON *o, const enum daqiri_fd_kind *fds, uint32_t n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, "fds");
+
+	if (a == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		if (!cJSON_AddItemToArray(a,
+		    cJSON_CreateString(daqiri_fd_kind_name(fds[i]))))
+			return -ENOMEM;
+	return 0;
+}
+
+static int
+fds_decode(const cJSON *o, enum daqiri_fd_kind *fds, uint32_t *n,
+	   struct daqiri_err *err)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "fds"), *e;
+	int k;
+
+	if (!cJSON_IsArray(a))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"fds\" must be a list");
+	cJSON_ArrayForEach(e, a) {
+		if (*n == DAQIRI_SUB_MAX_FDS || !cJSON_IsString(e))
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "field \"fds\": at most %d fd kind names",
+			    DAQIRI_SUB_MAX_FDS);
+		k = proto_fd_kind_parse(e->valuestring);
+		if (k < 0)
+			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+			    "field \"fds\": unknown kind");
+		fds[(*n)++] = (enum daqiri_fd_kind)k;
+	}
+	return 0;
+}
+
 int
 daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *o)
 {
 	struct daqiri_err err;
-	cJSON *a;
-	uint32_t i;
 
 	if (daqiri_sub_info_check(s, &err) < 0)
 		return -EINVAL;
@@ -1052,21 +1089,14 @@ daqiri_sub_info_encode(const struct daqiri_sub_info *s, cJSON *o)
 		return -ENOMEM;
 #undef NUM
 #undef STR
-	a = cJSON_AddArrayToObject(o, "fds");
-	if (a == NULL)
-		return -ENOMEM;
-	for (i = 0; i < s->nfds; i++)
-		if (!cJSON_AddItemToArray(a,
-		    cJSON_CreateString(daqiri_fd_kind_name(s->fds[i]))))
-			return -ENOMEM;
-	return 0;
+	return fds_encode(o, s->fds, s->nfds);
 }
 
 int
 daqiri_sub_info_decode(const cJSON *o, struct daqiri_sub_info *s,
 		       struct daqiri_err *err)
 {
-	const cJSON *a, *e;
+	const cJSON *e;
 	uint64_t v;
 	int k;
 
@@ -1123,21 +1153,8 @@ daqiri_sub_info_decode(const cJSON *o, struct daqiri_sub_info *s,
 	    err) < 0)
 		return -1;
 	s->ring_bytes = v;
-	a = cJSON_GetObjectItemCaseSensitive(o, "fds");
-	if (!cJSON_IsArray(a))
-		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "field \"fds\" must be a list");
-	cJSON_ArrayForEach(e, a) {
-		if (s->nfds == DAQIRI_SUB_MAX_FDS || !cJSON_IsString(e))
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "field \"fds\": at most %d fd kind names",
-			    DAQIRI_SUB_MAX_FDS);
-		k = proto_fd_kind_parse(e->valuestring);
-		if (k < 0)
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "field \"fds\": unknown kind");
-		s->fds[s->nfds++] = (enum daqiri_fd_kind)k;
-	}
+	if (fds_decode(o, s->fds, &s->nfds, err) < 0)
+		return -1;
 	return daqiri_sub_info_check(s, err);
 }
 
@@ -1211,8 +1228,6 @@ int
 daqiri_tx_info_encode(const struct daqiri_tx_info *t, cJSON *o)
 {
 	struct daqiri_err err;
-	cJSON *a;
-	uint32_t i;
 
 	if (daqiri_tx_info_check(t, &err) < 0)
 		return -EINVAL;
@@ -1226,22 +1241,13 @@ daqiri_tx_info_encode(const struct daqiri_tx_info *t, cJSON *o)
 	    NUM("ring_bytes", t->ring_bytes))
 		return -ENOMEM;
 #undef NUM
-	a = cJSON_AddArrayToObject(o, "fds");
-	if (a == NULL)
-		return -ENOMEM;
-	for (i = 0; i < t->nfds; i++)
-		if (!cJSON_AddItemToArray(a,
-		    cJSON_CreateString(daqiri_fd_kind_name(t->fds[i]))))
-			return -ENOMEM;
-	return 0;
+	return fds_encode(o, t->fds, t->nfds);
 }
 
 int
 daqiri_tx_info_decode(const cJSON *o, struct daqiri_tx_info *t,
 		      struct daqiri_err *err)
 {
-	const cJSON *a, *e;
-	int k;
 
 	memset(t, 0, sizeof(*t));
 	if (!cJSON_IsObject(o))
@@ -1260,21 +1266,8 @@ daqiri_tx_info_decode(const cJSON *o, struct daqiri_tx_info *t,
 	    &t->ring_depth, err) < 0 ||
 	    get_u64(o, "ring_bytes", &t->ring_bytes, err) < 0)
 		return -1;
-	a = cJSON_GetObjectItemCaseSensitive(o, "fds");
-	if (!cJSON_IsArray(a))
-		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "field \"fds\" must be a list");
-	cJSON_ArrayForEach(e, a) {
-		if (t->nfds == DAQIRI_SUB_MAX_FDS || !cJSON_IsString(e))
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "field \"fds\": at most %d fd kind names",
-			    DAQIRI_SUB_MAX_FDS);
-		k = proto_fd_kind_parse(e->valuestring);
-		if (k < 0)
-			return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-			    "field \"fds\": unknown kind");
-		t->fds[t->nfds++] = (enum daqiri_fd_kind)k;
-	}
+	if (fds_decode(o, t->fds, &t->nfds, err) < 0)
+		return -1;
 	return daqiri_tx_info_check(t, err);
 }
 
