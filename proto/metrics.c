@@ -609,6 +609,79 @@ emit_tx_drops(struct mbuf *b, const cJSON *stats)
 			}
 }
 
+/* Per TX channel (each tx queue's "channels"): its own counters, labelled
+ * by the consumer's pid and the channel's id (at most TX_MAX_CHANNELS
+ * per queue, so the series stay few). Family by family, as the text
+ * format wants them grouped. */
+static void
+emit_tx_channels(struct mbuf *b, const cJSON *stats)
+{
+	static const struct {
+		const char *name, *key, *help;
+	} cf[] = {
+		{ "daqiri_tx_channel_packets_total", "packets",
+		  "Payloads of this TX channel sent" },
+		{ "daqiri_tx_channel_bytes_total", "bytes",
+		  "Payload bytes of those" },
+		{ "daqiri_tx_channel_ring_full_total", "ring_full",
+		  "Submissions the consumer had refused for no free buffer "
+		  "or a full ring (its own count)" },
+		{ "daqiri_tx_channel_drops_total", NULL,
+		  "Submissions of this channel that did not go out, by "
+		  "reason" },
+	};
+	const cJSON *e, *q, *c, *r;
+	char iface[128], pid[24], id[24];
+	struct labels l;
+	bool ok;
+
+	for (size_t f = 0; f < sizeof(cf) / sizeof(cf[0]); f++) {
+		bool hdr = false;
+
+		cJSON_ArrayForEach(e, member(stats, "interfaces"))
+		    cJSON_ArrayForEach(q, member(member(e, "tx"), "queues"))
+			cJSON_ArrayForEach(c, member(q, "channels")) {
+				snprintf(pid, sizeof(pid), "%.0f",
+				    num(c, "pid", &ok));
+				snprintf(id, sizeof(id), "%.0f",
+				    num(c, "tx", &ok));
+				memset(&l, 0, sizeof(l));
+				lab_add(&l, "interface", str(e, "name"));
+				lab_add(&l, "queue", split_name(str(q, "queue"),
+				    iface, sizeof(iface)));
+				lab_add(&l, "consumer", pid);
+				lab_add(&l, "tx", id);
+				if (cf[f].key != NULL) {
+					double v = num(c, cf[f].key, &ok);
+
+					if (!ok)
+						continue;
+					if (!hdr) {
+						mb_header(b, cf[f].name,
+						    "counter", cf[f].help);
+						hdr = true;
+					}
+					mb_sample(b, cf[f].name, &l, v);
+					continue;
+				}
+				cJSON_ArrayForEach(r, member(c, "drops")) {
+					struct labels lr = l;
+
+					if (!cJSON_IsNumber(r) || r->string == NULL)
+						continue;
+					if (!hdr) {
+						mb_header(b, cf[f].name,
+						    "counter", cf[f].help);
+						hdr = true;
+					}
+					lab_add(&lr, "reason", r->string);
+					mb_sample(b, cf[f].name, &lr,
+					    r->valuedouble);
+				}
+			}
+	}
+}
+
 /* --- histograms ---------------------------------------------------------- */
 
 /* True when h has the histogram shape (metrics.h), bounds increasing. */
@@ -978,6 +1051,7 @@ daqiri_metrics_render(const cJSON *stats, const cJSON *consumers,
 	}
 	emit_drops(&b, stats);
 	emit_tx_drops(&b, stats);
+	emit_tx_channels(&b, stats);
 	emit_stream_hists(&b, stats);
 	if (consumers != NULL && emit_consumers(&b, consumers) != 0)
 		b.oom = true;
