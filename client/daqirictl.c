@@ -969,6 +969,45 @@ subscribers_of(const cJSON *streams, const char *name)
 	return -1;
 }
 
+/* Under a tx queue's line, one per channel: "  tx N pid P" and its own
+ * counters in the queue's columns (the last one is its buffers in
+ * flight). */
+static void
+top_draw_tx_channels(const cJSON *q, const char *qname,
+		     const struct top_row *rows, int nrows,
+		     struct top_row *cur, int *n, int w, double dt)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(q,
+	    "channels")) {
+		char key[sizeof(cur->name)], label[48];
+		double pk = num_at(c, "packets"), by = num_at(c, "bytes");
+		const struct top_row *pr;
+
+		snprintf(label, sizeof(label), "  tx %.0f pid %.0f",
+		    num_at(c, "tx"), num_at(c, "pid"));
+		snprintf(key, sizeof(key), "tc:%.*s/%.0f/%.0f",
+		    (int)sizeof(key) - 48, qname,
+		    num_at(c, "tx"), num_at(c, "pid"));
+		pr = prev_of(rows, nrows, key);
+		printf("%-*.*s %10.0f %9.1f %14.0f %8.0f %10.0f %12.0f "
+		    "%8.0f %8.0f\n", w, w, label,
+		    rate(pk, pr, offsetof(struct top_row, in), dt),
+		    rate(by, pr, offsetof(struct top_row, bytes), dt) * 8 / 1e6,
+		    pk, num_at(c, "drops.too_big"),
+		    num_at(c, "drops.bad_buffer"),
+		    num_at(c, "drops.engine_error"), num_at(c, "drops.closed"),
+		    num_at(c, "in_flight"));
+		if (*n < CTL_TOP_MAX_ROWS) {
+			snprintf(cur[*n].name, sizeof(cur[*n].name), "%s", key);
+			cur[*n].in = pk;
+			cur[*n].bytes = by;
+			cur[(*n)++].pub = 0;
+		}
+	}
+}
+
 /* A line per tx queue (interfaces' "tx" objects), when there is one:
  * payloads and payload megabits per second, drops by reason. */
 static void
@@ -1013,6 +1052,8 @@ top_draw_tx(const cJSON *st, const struct top_row *rows, int nrows,
 				cur[*n].bytes = by;
 				cur[(*n)++].pub = 0;
 			}
+			top_draw_tx_channels(q, key + 3, rows, nrows, cur, n,
+			    w, dt);
 		}
 }
 
