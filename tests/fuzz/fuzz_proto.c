@@ -2,9 +2,10 @@
 /*
  * libFuzzer target for what the daemon and the client read from the
  * other side: the message decoder and validator, the subscribe-reply
- * metadata, replies in parts (split and joined again; a hostile part
- * merged), and the ring operations on a hostile ring image. Built from
- * the proto sources alone (libc and cJSON).
+ * and tx_open-reply metadata, replies in parts (split and joined again;
+ * a hostile part merged), and the subscription and TX ring operations on
+ * hostile ring images. Built from the proto sources alone (libc and
+ * cJSON).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 
 #include "proto.h"
 #include "ring.h"
+#include "txring.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,6 +42,11 @@ roundtrip(const struct daqiri_msg *m)
 		    o) < 0)
 			abort();
 		break;
+	case DAQIRI_MSG_TX_OPEN:
+		o = daqiri_msg_new(m->type);
+		if (o != NULL && daqiri_tx_req_encode(&m->u.tx, o) < 0)
+			abort();
+		break;
 	case DAQIRI_MSG_REPLY:
 		o = daqiri_reply_new(m->u.reply.re, m->has_id ? m->id : -1,
 		    m->u.reply.status, m->u.reply.message);
@@ -61,9 +68,12 @@ roundtrip(const struct daqiri_msg *m)
 		if (m->type == DAQIRI_MSG_SUBSCRIBE &&
 		    memcmp(&m2.u.sub, &m->u.sub, sizeof(m->u.sub)) != 0)
 			abort();
+		if (m->type == DAQIRI_MSG_TX_OPEN &&
+		    memcmp(&m2.u.tx, &m->u.tx, sizeof(m->u.tx)) != 0)
+			abort();
 		if (m->type != DAQIRI_MSG_REPLY && m->type !=
-		    DAQIRI_MSG_SUBSCRIBE && memcmp(&m2.u.flow, &m->u.flow,
-		    sizeof(m->u.flow)) != 0)
+		    DAQIRI_MSG_SUBSCRIBE && m->type != DAQIRI_MSG_TX_OPEN &&
+		    memcmp(&m2.u.flow, &m->u.flow, sizeof(m->u.flow)) != 0)
 			abort();
 		daqiri_msg_free(&m2);
 	}
@@ -163,9 +173,48 @@ ring_ops(const uint8_t *data, size_t size)
 	}
 }
 
+/* The same for a TX ring: the daemon's handle made first, then the
+ * "consumer" wrote the image; each side's operations on it stay in
+ * bounds and report impossible positions. */
+static void
+txring_ops(const uint8_t *data, size_t size)
+{
+	static _Alignas(64) uint8_t mem[8192];
+	struct daqiri_txring d, c;
+	struct daqiri_tx_sub sub;
+	struct daqiri_tx_comp comp;
+	int k;
+
+	if (daqiri_txring_init(&d, mem, sizeof(mem), 8, 1500) != 0)
+		abort();
+	memcpy(mem, data, size < sizeof(mem) ? size : sizeof(mem));
+	for (k = 0; k < 20; k++) {
+		int r = daqiri_tx_sub_pop(&d, &sub);
+
+		if (r < -200 || daqiri_tx_comp_push(&d, (uint32_t)k,
+		    DAQIRI_TX_SENT) < -200)
+			abort();
+		if (daqiri_tx_sub_pending(&d) > d.depth)
+			abort();
+		(void)daqiri_txring_wake_wanted(&d);
+		if (daqiri_txring_arm_kick(&d) < -200)
+			abort();
+	}
+	if (daqiri_txring_attach(&c, mem, sizeof(mem)) == 0) {
+		if (c.depth > 512 || c.nbufs > c.depth)
+			abort();
+		for (k = 0; k < 20; k++) {
+			if (daqiri_tx_comp_pop(&c, &comp) < 0)
+				break;
+			(void)daqiri_tx_sub_push(&c, (uint32_t)k, 1);
+		}
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct daqiri_tx_info tinfo;
 	struct daqiri_sub_info info;
 	struct daqiri_msg m;
 	struct daqiri_err err;
@@ -181,6 +230,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			cJSON_Delete(o);
 		}
+		if (m.type == DAQIRI_MSG_REPLY &&
+		    daqiri_tx_info_decode(m.json, &tinfo, &err) == 0) {
+			cJSON *o = cJSON_CreateObject();
+
+			if (daqiri_tx_info_check(&tinfo, &err) != 0)
+				abort();
+			if (o != NULL && daqiri_tx_info_encode(&tinfo, o) == -EINVAL)
+				abort();
+			cJSON_Delete(o);
+		}
 		roundtrip(&m);
 		reply_parts(&m);
 		daqiri_msg_free(&m);
@@ -189,5 +248,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	ring_ops(data, size);
+	txring_ops(data, size);
 	return 0;
 }
