@@ -7,8 +7,8 @@
  * so the kernel writes every header and a payload can go nowhere else.
  * tx_burst() is one sendmmsg(); a run of payloads of one length goes as
  * one message with UDP_SEGMENT (GSO: the kernel cuts it into datagrams),
- * unless DAQIRID_TX_NO_GSO is set (to anything but "" or "0"). sendmmsg copies, so every accepted
- * payload's tag is done at once.
+ * unless DAQIRID_TX_NO_GSO is set (to anything but "" or "0").
+ * sendmmsg copies, so every accepted payload's tag is done at once.
  */
 #include <arpa/inet.h>
 #include <errno.h>
