@@ -745,38 +745,67 @@ send_reply_fds(struct control *c, struct conn *k, cJSON *reply,
 	close_fds(fds);
 }
 
+/* Fds a callback may hand over, none yet. */
+static void
+fds_init(struct control_sub_fds *f)
+{
+	f->n = 0;
+	for (int i = 0; i < DAQIRI_SUB_MAX_FDS; i++)
+		f->fd[i] = -1;
+}
+
+/*
+ * After a callback that hands over fds: clamp their count and, when it
+ * failed, close them and answer its error. 0 to go on, -1 answered.
+ */
+static int
+fds_taken(struct control *c, struct conn *k, const struct daqiri_msg *m,
+	  int r, struct control_sub_fds *f, struct daqiri_err *err)
+{
+	if (f->n < 0 || f->n > DAQIRI_SUB_MAX_FDS)
+		f->n = DAQIRI_SUB_MAX_FDS;
+	if (run_status(r, err) < 0) {
+		close_fds(f);
+		send_error(c, k, m->type, m, err->status, err->msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether f holds exactly n open fds. */
+static bool
+fds_complete(const struct control_sub_fds *f, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < (uint32_t)f->n; i++)
+		if (f->fd[i] < 0)
+			break;
+	return (uint32_t)f->n == n && i == n;
+}
+
 static void
 do_subscribe(struct control *c, struct conn *k, const struct daqiri_msg *m)
 {
 	struct daqiri_err err = { .status = DAQIRI_ST_OK };
-	struct control_sub_fds fds = { .n = 0 };
+	struct control_sub_fds fds;
 	struct daqiri_sub_info info;
 	struct daqiri_err ierr = { .status = DAQIRI_ST_OK };
 	uint64_t conn_id = k->peer.conn_id;
 	cJSON *reply;
-	uint32_t i;
 	int r;
 
 	memset(&info, 0, sizeof(info));
-	for (i = 0; i < DAQIRI_SUB_MAX_FDS; i++)
-		fds.fd[i] = -1;
+	fds_init(&fds);
 	if (c->ops->subscribe == NULL) {
 		send_error(c, k, m->type, m, DAQIRI_ST_NOT_SUPPORTED, NULL);
 		return;
 	}
 	r = c->ops->subscribe(c->ctx, &m->u.sub, &k->peer, &info, &fds, &err);
-	if (fds.n < 0 || fds.n > DAQIRI_SUB_MAX_FDS)
-		fds.n = DAQIRI_SUB_MAX_FDS;
-	if (run_status(r, &err) < 0) {
-		close_fds(&fds);
-		send_error(c, k, m->type, m, err.status, err.msg);
+	if (fds_taken(c, k, m, r, &fds, &err) < 0)
 		return;
-	}
-	for (i = 0; i < (uint32_t)fds.n; i++)
-		if (fds.fd[i] < 0)
-			break;
 	if (daqiri_sub_info_check(&info, &ierr) < 0 ||
-	    (uint32_t)fds.n != info.nfds || i != info.nfds) {
+	    !fds_complete(&fds, info.nfds)) {
 		log_warnx("control: subscription to \"%s\" has inconsistent "
 		    "metadata: %s", m->u.sub.stream,
 		    ierr.status != DAQIRI_ST_OK ? ierr.msg : "fd count");
@@ -802,34 +831,24 @@ static void
 do_tx_open(struct control *c, struct conn *k, const struct daqiri_msg *m)
 {
 	struct daqiri_err err = { .status = DAQIRI_ST_OK };
-	struct control_sub_fds fds = { .n = 0 };
+	struct control_sub_fds fds;
 	struct daqiri_tx_info info;
 	struct daqiri_err ierr = { .status = DAQIRI_ST_OK };
 	uint64_t conn_id = k->peer.conn_id;
 	cJSON *reply;
-	uint32_t i;
 	int r;
 
 	memset(&info, 0, sizeof(info));
-	for (i = 0; i < DAQIRI_SUB_MAX_FDS; i++)
-		fds.fd[i] = -1;
+	fds_init(&fds);
 	if (c->ops->tx_open == NULL) {
 		send_error(c, k, m->type, m, DAQIRI_ST_NOT_SUPPORTED, NULL);
 		return;
 	}
 	r = c->ops->tx_open(c->ctx, &m->u.tx, &k->peer, &info, &fds, &err);
-	if (fds.n < 0 || fds.n > DAQIRI_SUB_MAX_FDS)
-		fds.n = DAQIRI_SUB_MAX_FDS;
-	if (run_status(r, &err) < 0) {
-		close_fds(&fds);
-		send_error(c, k, m->type, m, err.status, err.msg);
+	if (fds_taken(c, k, m, r, &fds, &err) < 0)
 		return;
-	}
-	for (i = 0; i < (uint32_t)fds.n; i++)
-		if (fds.fd[i] < 0)
-			break;
 	if (daqiri_tx_info_check(&info, &ierr) < 0 ||
-	    (uint32_t)fds.n != info.nfds || i != info.nfds) {
+	    !fds_complete(&fds, info.nfds)) {
 		log_warnx("control: TX channel on \"%s\" has inconsistent "
 		    "metadata: %s", m->u.tx.queue,
 		    ierr.status != DAQIRI_ST_OK ? ierr.msg : "fd count");
