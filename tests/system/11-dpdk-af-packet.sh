@@ -16,33 +16,7 @@ VS=dqs$$			# the sender's end
 NET=10.201.$(( $$ % 200 + 20 ))	# a /24 of our own, inside the namespaces
 DST=$NET.1			# the address the sender sends to
 
-netns_cleanup() {
-	cleanup
-	ip netns del "$NSD" 2>/dev/null || true
-	ip netns del "$NSS" 2>/dev/null || true
-}
-trap netns_cleanup EXIT INT TERM
-
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
-command -v ip >/dev/null 2>&1 || skip "no ip(8)"
-ip netns add "$NSD" 2>/dev/null || skip "network namespaces not permitted here"
-ip netns exec "$NSD" true 2>/dev/null ||
-	skip "cannot enter network namespaces here (ip netns exec failed)"
-ip netns add "$NSS" || fail "second namespace"
-ip link add "$VD" netns "$NSD" type veth peer name "$VS" netns "$NSS" 2>/dev/null ||
-	skip "veth pairs not permitted here"
-nsd() { ip netns exec "$NSD" "$@"; }
-nss() { ip netns exec "$NSS" "$@"; }
-# No IPv6 chatter (router solicitations, DAD) on the wire we count.
-nsd sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
-nss sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
-nsd ip link set "$VD" up
-nss ip link set "$VS" up
+veth_pair
 nss ip addr add "$NET.2/24" dev "$VS"
 # The daemon's end has no address: the kernel there ignores the frames and
 # answers nothing; the sender reaches $DST through a fixed neighbour entry.

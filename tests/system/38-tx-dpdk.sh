@@ -23,35 +23,10 @@ SPORT=$(( PORT + 1 ))
 TTL=17
 DSCP=10
 
-netns_cleanup() {
-	cleanup
-	ip netns del "$NSD" 2>/dev/null || true
-	ip netns del "$NSS" 2>/dev/null || true
-}
-trap netns_cleanup EXIT INT TERM
-
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
-command -v ip >/dev/null 2>&1 || skip "no ip(8)"
 command -v tshark >/dev/null 2>&1 || skip "no tshark (apt-get install tshark)"
 [ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
 [ -x "$BUILD/tests/dpdk-tx-tool" ] || fail "no $BUILD/tests/dpdk-tx-tool (make system-tools)"
-ip netns add "$NSD" 2>/dev/null || skip "network namespaces not permitted here"
-ip netns exec "$NSD" true 2>/dev/null ||
-	skip "cannot enter network namespaces here (ip netns exec failed)"
-ip netns add "$NSS" || fail "second namespace"
-ip link add "$VD" netns "$NSD" type veth peer name "$VS" netns "$NSS" 2>/dev/null ||
-	skip "veth pairs not permitted here"
-nsd() { ip netns exec "$NSD" "$@"; }
-nss() { ip netns exec "$NSS" "$@"; }
-nsd sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
-nss sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
-nsd ip link set "$VD" up
-nss ip link set "$VS" up
+veth_pair
 nss ip addr add "$DST/24" dev "$VS"
 DMAC=$(nss cat "/sys/class/net/$VS/address")
 SMAC=$(nsd cat "/sys/class/net/$VD/address")

@@ -199,3 +199,36 @@ expect_eq() {
 	[ "$2" = "$3" ] || fail "$1: got $2, want $3"
 	echo "   ok  $1 = $3"
 }
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# veth_pair: two network namespaces $NSD and $NSS joined by a veth pair
+# ($VD in $NSD, $VS in $NSS), both ends up, no IPv6 chatter (router
+# solicitations, DAD) on the wire a test counts; nsd/nss run a command in
+# each. Skips (77) where namespaces or veth pairs are not permitted; the
+# namespaces go at exit with the test's other cleanup.
+veth_pair() {
+	[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
+	command -v ip >/dev/null 2>&1 || skip "no ip(8)"
+	trap netns_cleanup EXIT INT TERM
+	ip netns add "$NSD" 2>/dev/null || skip "network namespaces not permitted here"
+	ip netns exec "$NSD" true 2>/dev/null ||
+		skip "cannot enter network namespaces here (ip netns exec failed)"
+	ip netns add "$NSS" || fail "second namespace"
+	ip link add "$VD" netns "$NSD" type veth peer name "$VS" netns "$NSS" 2>/dev/null ||
+		skip "veth pairs not permitted here"
+	nsd sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
+	nss sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null || true
+	nsd ip link set "$VD" up
+	nss ip link set "$VS" up
+}
+nsd() { ip netns exec "$NSD" "$@"; }
+nss() { ip netns exec "$NSS" "$@"; }
+netns_cleanup() {
+	cleanup
+	ip netns del "$NSD" 2>/dev/null || true
+	ip netns del "$NSS" 2>/dev/null || true
+}
