@@ -71,8 +71,11 @@ client_handle_unsolicited(struct daqiri *d, const struct daqiri_msg *m)
 		    m->u.event.sub_id, m->u.event.message);
 		d->have_reason = true;
 	} else if (m->u.event.kind == DAQIRI_EV_TX_CLOSED) {
+		/* ids restart with a new daemon: only a channel of this
+		 * connection is the one the event names */
 		for (t = d->txs; t != NULL; t = t->next)
-			if (t->info.tx_id == m->u.event.sub_id)
+			if (t->info.tx_id == m->u.event.sub_id &&
+			    client_tx_current(t))
 				t->closed = true;
 		snprintf(d->err, sizeof(d->err), "TX channel %u ended: %s",
 		    m->u.event.sub_id, m->u.event.message);
@@ -312,6 +315,16 @@ client_reply_status(struct daqiri *d, const struct daqiri_msg *m)
 	}
 	client_set_err(d, m->u.reply.message);
 	return daqiri_status_to_errno(m->u.reply.status);
+}
+
+bool
+client_is_dgram(int fd)
+{
+	int ty = 0;
+	socklen_t l = sizeof(ty);
+
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &ty, &l) == 0 &&
+	    ty == SOCK_DGRAM;
 }
 
 /* A request of type t with one id field: its reply's status. */

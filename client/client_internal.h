@@ -182,6 +182,14 @@ CLIENT_HIDDEN int client_pump(struct daqiri *d);
 CLIENT_HIDDEN int client_transact(struct daqiri *d, cJSON *obj,
 				  struct daqiri_msg *m);
 
+/* Whether channel t was opened on d's connection as it is now (not on
+ * one a reconnection replaced). */
+CLIENT_HIDDEN bool client_tx_current(const struct daqiri_tx *t);
+
+/* Whether fd is a datagram socket: what every wake-up fd must be (a
+ * stream socket would read 0 forever once its peer is gone). */
+CLIENT_HIDDEN bool client_is_dgram(int fd);
+
 /* Send request t carrying {key: id} (unsubscribe's "sub", tx_close's
  * "tx") and wait: the reply's status as 0 or a negative errno. */
 CLIENT_HIDDEN int client_request_id(struct daqiri *d, enum daqiri_msg_type t,

@@ -211,7 +211,12 @@ sub_receive_fds(struct daqiri *d, struct daqiri_sub *s)
 		case DAQIRI_FD_WAKE:
 			/* Our own socket: whatever the caller does to it
 			 * cannot reach the daemon's end. Reads use
-			 * MSG_DONTWAIT, so its file flags do not matter. */
+			 * MSG_DONTWAIT, so its file flags do not matter;
+			 * its type does (client_is_dgram()). */
+			if (!client_is_dgram(fds[i])) {
+				r = -EPROTO;
+				break;
+			}
 			s->wake_fd = fds[i];
 			fds[i] = -1;
 			break;

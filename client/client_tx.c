@@ -95,7 +95,6 @@ tx_receive_fds(struct daqiri_tx *t)
 {
 	const struct daqiri_tx_info *in = &t->info;
 	int fds[DAQIRI_SUB_MAX_FDS], r;
-	struct stat st;
 	uint32_t i;
 	void *p;
 
@@ -117,7 +116,7 @@ tx_receive_fds(struct daqiri_tx *t)
 		if (r == 0)
 			t->pool = p;
 	}
-	if (r == 0 && (fstat(fds[2], &st) < 0 || !S_ISSOCK(st.st_mode)))
+	if (r == 0 && !client_is_dgram(fds[2]))
 		r = -EPROTO;
 	if (r == 0) {
 		t->wake_fd = fds[2];
@@ -186,7 +185,8 @@ tx_open(struct daqiri_tx *t, const struct daqiri_tx_req *req)
 		r = -EPROTO;
 	}
 	for (o = d->txs; r == 0 && o != NULL; o = o->next)
-		if (o != t && o->info.tx_id == t->info.tx_id) {
+		if (o != t && o->info.tx_id == t->info.tx_id &&
+		    client_tx_current(o)) {
 			client_set_err(d, "the daemon gave a channel id "
 			    "already in use");
 			r = -EPROTO;
@@ -257,6 +257,12 @@ daqiri_tx_open(struct daqiri *d, const char *queue,
 
 /* Whether the channel still reaches its daemon: 0, or the error every
  * call returns from now on. */
+bool
+client_tx_current(const struct daqiri_tx *t)
+{
+	return t->conn_id == t->d->conn_id && t->instance == t->d->instance;
+}
+
 static int
 tx_alive(struct daqiri_tx *t)
 {
@@ -265,7 +271,7 @@ tx_alive(struct daqiri_tx *t)
 	if (t->lost != 0)
 		return t->lost;
 	if (t->closed || d->dead || d->state != CLIENT_UP ||
-	    d->conn_id != t->conn_id || d->instance != t->instance)
+	    !client_tx_current(t))
 		return -ENOTCONN;
 	return 0;
 }
@@ -570,7 +576,7 @@ daqiri_tx_close(struct daqiri_tx *t)
 	/* A daemon that is gone, or that ended the channel itself, has
 	 * nothing left to close: not an error. */
 	if (!t->closed && !t->d->dead && t->d->state == CLIENT_UP &&
-	    t->d->conn_id == t->conn_id && t->d->instance == t->instance) {
+	    client_tx_current(t)) {
 		r = tx_close_id(t->d, t->info.tx_id);
 		if (r == -ENOTCONN || (r == -ESRCH && t->closed))
 			r = 0;

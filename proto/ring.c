@@ -319,10 +319,17 @@ daqiri_wake_drain(int fd)
 	int n = 0;
 
 	for (;;) {
-		if (recv(fd, b, sizeof(b), MSG_DONTWAIT) >= 0) {
+		ssize_t k = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+
+		if (k > 0) {
 			n++;
 			continue;
 		}
+		/* 0 is no wake-up: a stream socket whose peer is gone,
+		 * which a datagram socket never reads; looping on it
+		 * would never end */
+		if (k == 0)
+			return n;
 		if (errno == EINTR)
 			continue;
 		return errno == EAGAIN || errno == EWOULDBLOCK ? n : -errno;

@@ -300,6 +300,7 @@ daqiri_tx_comp_push(struct daqiri_txring *r, uint32_t buf,
 int
 daqiri_tx_comp_pop(struct daqiri_txring *r, struct daqiri_tx_comp *c)
 {
+	struct daqiri_tx_comp *e;
 	uint32_t head = atomic_load_explicit(&r->shm->comp_head,
 	    memory_order_acquire);
 	uint32_t avail = head - r->comp_pos;
@@ -308,7 +309,13 @@ daqiri_tx_comp_pop(struct daqiri_txring *r, struct daqiri_tx_comp *c)
 		return -EPROTO;
 	if (avail == 0)
 		return 0;
-	memcpy(c, &r->comp[r->comp_pos & r->mask], sizeof(*c));
+	/* One read of each field, as daqiri_tx_sub_pop(): the other side
+	 * may rewrite the entry meanwhile; the caller checks what it got. */
+	e = &r->comp[r->comp_pos & r->mask];
+	c->buf = atomic_load_explicit((_Atomic uint32_t *)&e->buf,
+	    memory_order_relaxed);
+	c->status = atomic_load_explicit((_Atomic uint32_t *)&e->status,
+	    memory_order_relaxed);
 	r->comp_pos++;
 	atomic_store_explicit(&r->shm->comp_tail, r->comp_pos,
 	    memory_order_release);

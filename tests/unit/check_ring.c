@@ -435,6 +435,23 @@ sleeper(int fd, size_t len, int wfd, uint32_t count)
 	return 0;
 }
 
+/* A wake-up fd that reads 0 (a stream socket whose peer is gone, as a
+ * hostile daemon could hand over) ends the drain; it used to loop. */
+START_TEST(test_wake_drain_eof)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(write(sv[1], "ab", 2), 2);
+	close(sv[1]);
+	alarm(10);		/* the old loop never returned */
+	ck_assert_int_eq(daqiri_wake_drain(sv[0]), 1);
+	ck_assert_int_eq(daqiri_wake_drain(sv[0]), 0);
+	alarm(0);
+	close(sv[0]);
+}
+END_TEST
+
 START_TEST(test_fork_sleeper)
 {
 	const uint32_t count = 20000;
@@ -596,6 +613,7 @@ ring_suite(void)
 	tcase_add_test(tc, test_create_sealed);
 	tcase_add_test(tc, test_need_wakeup);
 	tcase_add_test(tc, test_wake_socket);
+	tcase_add_test(tc, test_wake_drain_eof);
 	tcase_add_test(tc, test_fork_sleeper);
 	tcase_add_test(tc, test_fork_million);
 	suite_add_tcase(s, tc);
