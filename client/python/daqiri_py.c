@@ -770,6 +770,10 @@ sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
 		Py_BEGIN_ALLOW_THREADS
 		r = sub_wait_slice(s, t, slice, msg, sizeof(msg));
 		Py_END_ALLOW_THREADS
+		/* Another thread may have closed it while this one waited for
+		 * the GIL: its buffers are unmapped, and went with it. */
+		if (r == 1 && s->sub == NULL)
+			return sub_check(s);
 		if (r == 1)
 			return 1;
 		if (r == -ESHUTDOWN) {

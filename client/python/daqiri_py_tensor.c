@@ -38,13 +38,21 @@ import_numpy(void)
 PyObject *
 tensor_new(SubObject *s, const struct daqiri_tensor *t)
 {
-	TensorObject *o = PyObject_New(TensorObject, &TensorType);
+	TensorObject *o;
 
+	/* Counted before the allocation, which may run a finalizer that
+	 * closes the subscription: it then stays mapped for this one. */
+	s->live_tensors++;
+	o = PyObject_New(TensorObject, &TensorType);
 	if (o == NULL) {
 		/* Nobody can hold it: give it back at once. */
 		conn_lock(s->conn);
-		daqiri_release(s->sub, t);
+		if (s->sub != NULL)
+			daqiri_release(s->sub, t);
 		conn_unlock(s->conn);
+		s->live_tensors--;
+		if (s->closing && s->live_tensors == 0)
+			sub_teardown(s);
 		return NULL;
 	}
 	Py_INCREF(s);
@@ -55,7 +63,6 @@ tensor_new(SubObject *s, const struct daqiri_tensor *t)
 	o->shape[1] = (Py_ssize_t)t->shape[1];
 	o->strides[1] = t->elem_bytes;
 	o->strides[0] = (Py_ssize_t)t->slot_bytes;
-	s->live_tensors++;
 	s->held++;
 	return (PyObject *)o;
 }

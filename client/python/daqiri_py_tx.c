@@ -203,6 +203,10 @@ tx_take(TxObject *t, struct daqiri_tx_buf *b, int n, double timeout)
 		Py_BEGIN_ALLOW_THREADS
 		r = tx_take_slice(t, b, n, slice, msg, sizeof(msg));
 		Py_END_ALLOW_THREADS
+		/* Closed by another thread while this one waited for the
+		 * GIL: the buffers went with the channel's pool. */
+		if (r > 0 && t->tx == NULL)
+			return tx_check(t);
 		if (r > 0)
 			return r;
 		if (r == -EBADF)
@@ -295,6 +299,13 @@ tx_send_own(TxObject *t, TxBufObject *tb, Py_ssize_t nbytes)
 	if (tb->spent) {
 		PyErr_SetString(PyExc_ValueError,
 		    "this TxBuffer was already sent or discarded");
+		return NULL;
+	}
+	/* A view that outlived the hand-over could rewrite the payload
+	 * in flight, or a buffer another writer has been lent. */
+	if (tb->exports > 0) {
+		PyErr_SetString(PyExc_BufferError, "this TxBuffer has views "
+		    "(memoryview, numpy arrays): release them first");
 		return NULL;
 	}
 	if (nbytes < 0)
@@ -414,12 +425,18 @@ tx_buffer(TxObject *t, PyObject *args, PyObject *kw)
 		return NULL;
 	if (got == 0)
 		return raise_full(timeout, 0, 1);
+	/* Counted first: the allocation may run a finalizer that closes
+	 * the transmitter, which then waits for this buffer. */
+	t->live_bufs++;
 	tb = PyObject_New(TxBufObject, &TxBufType);
 	if (tb == NULL) {
 		conn_lock(t->conn);
 		if (t->tx != NULL)
 			daqiri_tx_discard(t->tx, &b);
 		conn_unlock(t->conn);
+		t->live_bufs--;
+		if (t->closing && t->live_bufs == 0)
+			tx_teardown(t);
 		return NULL;
 	}
 	Py_INCREF(t);
@@ -428,7 +445,6 @@ tx_buffer(TxObject *t, PyObject *args, PyObject *kw)
 	tb->length = b.cap;
 	tb->exports = 0;
 	tb->spent = false;
-	t->live_bufs++;
 	return (PyObject *)tb;
 }
 
@@ -539,10 +555,14 @@ tx_get_stats(TxObject *t, void *unused)
 	conn_unlock(t->conn);
 	if (r < 0)
 		return raise_errno(-r, NULL);
-	return Py_BuildValue("{s:s,s:I,s:I,s:I,s:K,s:K,s:K}",
+	return Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K,s:K}",
 	    "queue", st.queue, "nbufs", st.nbufs, "buf_size", st.buf_size,
-	    "free", st.free, "sent", (unsigned long long)st.sent,
+	    "free", st.free, "in_flight", st.in_flight,
+	    "sent", (unsigned long long)st.sent,
 	    "failed", (unsigned long long)st.failed,
+	    "too_big", (unsigned long long)st.too_big,
+	    "engine_error", (unsigned long long)st.engine_error,
+	    "stopped", (unsigned long long)st.stopped,
 	    "ring_full", (unsigned long long)st.ring_full);
 }
 
@@ -713,6 +733,11 @@ conn_transmitter(ConnObject *c, PyObject *args, PyObject *kw)
 static int
 txbuf_getbuffer(TxBufObject *tb, Py_buffer *view, int flags)
 {
+	/* In a fork()ed child the pool is the parent's channel's. */
+	if (conn_foreign(tb->tx->conn)) {
+		view->obj = NULL;
+		return conn_check(tb->tx->conn);
+	}
 	if (tb->spent) {
 		PyErr_SetString(PyExc_BufferError,
 		    "this TxBuffer was sent or discarded");
@@ -738,18 +763,34 @@ static PyBufferProcs txbuf_as_buffer = {
 	.bf_releasebuffer = (releasebufferproc)txbuf_releasebuffer,
 };
 
-static PyObject *
-txbuf_discard(TxBufObject *tb, PyObject *unused)
+/* Give the buffer back unsent, once (dealloc and discard()). */
+static void
+txbuf_give_back(TxBufObject *tb)
 {
 	TxObject *t = tb->tx;
 
-	if (!tb->spent) {
-		tb->spent = true;
-		conn_lock(t->conn);
-		if (t->tx != NULL && !conn_foreign(t->conn))
-			daqiri_tx_discard(t->tx, &tb->b);
-		conn_unlock(t->conn);
+	if (tb->spent)
+		return;
+	tb->spent = true;
+	conn_lock(t->conn);
+	if (t->tx != NULL && !conn_foreign(t->conn))
+		daqiri_tx_discard(t->tx, &tb->b);
+	conn_unlock(t->conn);
+}
+
+static PyObject *
+txbuf_discard(TxBufObject *tb, PyObject *unused)
+{
+	if (conn_foreign(tb->tx->conn))
+		return conn_check(tb->tx->conn) < 0 ? NULL : Py_NewRef(Py_None);
+	/* A view kept after it could write into the buffer the next
+	 * buffer() lends to another writer. */
+	if (!tb->spent && tb->exports > 0) {
+		PyErr_SetString(PyExc_BufferError, "this TxBuffer has views "
+		    "(memoryview, numpy arrays): release them first");
+		return NULL;
 	}
+	txbuf_give_back(tb);
 	Py_RETURN_NONE;
 }
 
@@ -757,9 +798,8 @@ static void
 txbuf_dealloc(TxBufObject *tb)
 {
 	TxObject *t = tb->tx;
-	PyObject *r = txbuf_discard(tb, NULL);
 
-	Py_XDECREF(r);
+	txbuf_give_back(tb);
 	t->live_bufs--;
 	if (t->closing && t->live_bufs == 0)
 		tx_teardown(t);
