@@ -190,14 +190,18 @@ txring_ops(const uint8_t *data, size_t size)
 	memcpy(mem, data, size < sizeof(mem) ? size : sizeof(mem));
 	for (k = 0; k < 20; k++) {
 		int r = daqiri_tx_sub_pop(&d, &sub);
+		int p = daqiri_tx_comp_push(&d, (uint32_t)k, DAQIRI_TX_SENT);
+		int a;
 
-		if (r < -200 || daqiri_tx_comp_push(&d, (uint32_t)k,
-		    DAQIRI_TX_SENT) < -200)
+		/* the only answers each may give */
+		if ((r != 1 && r != 0 && r != -EPROTO) ||
+		    (p != 0 && p != -ENOSPC && p != -EPROTO))
 			abort();
 		if (daqiri_tx_sub_pending(&d) > d.depth)
 			abort();
 		(void)daqiri_txring_wake_wanted(&d);
-		if (daqiri_txring_arm_kick(&d) < -200)
+		a = daqiri_txring_arm_kick(&d);
+		if (a != 0 && a != 1 && a != -EPROTO)
 			abort();
 	}
 	if (daqiri_txring_attach(&c, mem, sizeof(mem)) == 0) {

@@ -271,6 +271,10 @@ do_loop(struct daqiri *d, const char *stream, const char *queue,
 		b.len = DAQIRI_CTL_LEN;
 		while ((r = daqiri_tx_send(tx, &b, 1)) == 0 && !cl_stop)
 			(void)daqiri_tx_wait(tx, CL_WAIT_MS);
+		if (r == 0) {		/* stopped before it went: not sent */
+			(void)daqiri_tx_discard(tx, &b);
+			break;
+		}
 		if (r < 0) {
 			fprintf(stderr, "closed-loop: tx_send: %s\n",
 			    strerror(-r));

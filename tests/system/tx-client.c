@@ -74,7 +74,8 @@ main(int argc, char **argv)
 	if (len > st.buf_size)
 		return printf("FAIL LEN %u over the channel's %u\n", len,
 		    st.buf_size), 1;
-	b = calloc(st.nbufs > BATCH ? st.nbufs : BATCH, sizeof(*b));
+	/* one more than the pool: the take that must fail writes there */
+	b = calloc((st.nbufs > BATCH ? st.nbufs : BATCH) + 1, sizeof(*b));
 	if (b == NULL)
 		return die("calloc", -ENOMEM, NULL);
 

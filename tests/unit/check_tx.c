@@ -352,9 +352,9 @@ START_TEST(test_late_tags)
 	/* the engine lets go: the worker releases the channel, main
 	 * frees it, and its slot takes the next channel */
 	atomic_store(&fk.hold, 0);
-	for (int i = 0; i < WAIT_MS; i++) {
-		unsigned left;
+	unsigned left = 1;
 
+	for (int i = 0; i < WAIT_MS; i++) {
 		tx_worker_reap(w, on_broken, NULL);
 		pthread_mutex_lock(&fk.mu);
 		left = fk.nheld;
@@ -363,10 +363,14 @@ START_TEST(test_late_tags)
 			break;
 		sleep_ms(1);
 	}
-	for (int i = 0; i < 20; i++) {
+	ck_assert_uint_eq(left, 0);
+	/* the old channel freed, so the new one takes its slot: only
+	 * then is the tag below a stale one of the same slot */
+	for (int i = 0; i < WAIT_MS && tx_worker_nchannels(w) != 0; i++) {
 		tx_worker_reap(w, on_broken, NULL);
 		sleep_ms(1);
 	}
+	ck_assert_int_eq(tx_worker_nchannels(w), 0);
 	copen(w, &d, 2, 2, 4);
 	/* a stale tag (the old channel's, same slot, older generation)
 	 * handed back again: no completion in the new channel */
