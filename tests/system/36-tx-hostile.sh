@@ -100,9 +100,12 @@ expect_eq "published" "$h_published" $B
 
 note "pacing: never faster than $MBPS Mb/s (frame bytes: payload + 42)"
 secs=$(kv "$T/recv.out" secs)
-# the first datagram's line time is not in first-to-last
-min=$(awk -v n=$NG -v l=$LEN -v r=$MBPS 'BEGIN { printf "%.6f", (n - 1) * (l + 42) * 8 / (r * 1e6) }')
-awk -v s="$secs" -v m="$min" 'BEGIN { exit !(s >= m * 0.95) }' ||
+# the first datagram's line time is not in first-to-last, and the pacer
+# may send its 1 ms of banked credit at once; secs is the kernel's
+# arrival times (SO_TIMESTAMPNS), so the receiver's own scheduling is
+# not in it either
+min=$(awk -v n=$NG -v l=$LEN -v r=$MBPS 'BEGIN { printf "%.6f", (n - 1) * (l + 42) * 8 / (r * 1e6) - 0.001 }')
+awk -v s="$secs" -v m="$min" 'BEGIN { exit !(s >= m) }' ||
 	fail "the good channel's $NG payloads took $secs s, pacing allows no less than $min s"
 awk -v p="$(txq .paced_s)" 'BEGIN { exit !(p > 0) }' ||
 	fail "paced_s $(txq .paced_s): the pacer never waited"

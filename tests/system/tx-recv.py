@@ -22,6 +22,8 @@ import time
 
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+SCM_TIMESTAMPNS = SO_TIMESTAMPNS
 
 
 def big_rcvbuf(s):
@@ -75,6 +77,7 @@ def main():
     big_rcvbuf(s)
     # the kernel's drops at this socket, so that a gap is named as such
     s.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     s.bind(("127.0.0.1", a.port))
     raw = None
     if a.raw:
@@ -102,10 +105,15 @@ def main():
                  (got, a.count, raw_got))
         r, _, _ = select.select(socks, [], [], left)
         if s in r:
-            d, anc, _, peer = s.recvmsg(70000, socket.CMSG_SPACE(4))
+            d, anc, _, peer = s.recvmsg(70000, socket.CMSG_SPACE(4) +
+                                        socket.CMSG_SPACE(16))
+            stamp = None
             for lvl, typ, val in anc:
                 if lvl == socket.SOL_SOCKET and typ == SO_RXQ_OVFL:
                     kdrops = struct.unpack("I", val[:4])[0]
+                if lvl == socket.SOL_SOCKET and typ == SCM_TIMESTAMPNS:
+                    sec, nsec = struct.unpack("qq", val[:16])
+                    stamp = sec + nsec / 1e9
             if src is None:
                 src = peer
             if peer != src:
@@ -117,9 +125,13 @@ def main():
             if a.only_len and len(d) != a.len:
                 others += 1
                 continue
+            # the kernel's arrival time, not when this script got to
+            # read it: a late first read must not shorten the span
+            if stamp is None:
+                fail("no SO_TIMESTAMPNS on datagram %d" % got)
             if got == 0:
-                t_first = time.monotonic()
-            t_last = time.monotonic()
+                t_first = stamp
+            t_last = stamp
             nbytes += len(d)
             if got >= a.count:
                 fail("more than %d datagrams" % a.count)
