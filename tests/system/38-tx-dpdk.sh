@@ -23,8 +23,8 @@ SPORT=$(( PORT + 1 ))
 TTL=17
 DSCP=10
 
-command -v tshark >/dev/null 2>&1 || skip "no tshark (apt-get install tshark)"
-[ -x /usr/bin/python3 ] || skip "no /usr/bin/python3"
+command -v tshark >/dev/null 2>&1 || fail "no tshark (scripts/install-deps.sh installs it)"
+[ -x /usr/bin/python3 ] || fail "no /usr/bin/python3 (scripts/install-deps.sh installs it)"
 [ -x "$BUILD/tests/dpdk-tx-tool" ] || fail "no $BUILD/tests/dpdk-tx-tool (make system-tools)"
 veth_pair
 nss ip addr add "$DST/24" dev "$VS"
@@ -101,7 +101,7 @@ capture_stop() {
 	probe_wait "$1"
 	kill -INT "$CAP_PID"
 	wait "$CAP_PID" 2>/dev/null || true
-	PIDS=$(echo "$PIDS" | sed "s/\b$CAP_PID\b//")
+	forget "$CAP_PID"
 	if grep -qE "[1-9][0-9]* packets? dropped" "$T/$1.cap.err"; then
 		fail "the capture dropped frames: $(cat "$T/$1.cap.err")"
 	fi
@@ -279,7 +279,7 @@ wait_line "$T/tap.out" '^txtool'
 capture_stop tap
 touch "$T/tap.end"
 wait "$TOOL_PID" || fail "dpdk-tx-tool (net_tap): $(tail -5 "$T/tap.err")"
-PIDS=$(echo "$PIDS" | sed "s/\b$TOOL_PID\b//")
+forget "$TOOL_PID"
 CAP_NS=$NSS
 CAP_IF=$VS
 note "$(grep '^txtool' "$T/tap.out")"

@@ -15,9 +15,9 @@
 . tests/system/lib.sh
 
 README=README.md
-[ -x /usr/bin/python3 ] || { echo "SKIP: no /usr/bin/python3"; exit 77; }
+[ -x /usr/bin/python3 ] || fail "no /usr/bin/python3 (scripts/install-deps.sh installs it)"
 ls "$BUILD"/python/daqiri*.so > /dev/null 2>&1 ||
-	{ echo "SKIP: no Python module in $BUILD/python"; exit 77; }
+	fail "no Python module in $BUILD/python (make python; scripts/install-deps.sh installs python3-dev and libdlpack-dev)"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: a TX channel needs root (or the admin group)"; exit 77; }
 
 CPORT=$(( PORT + 1 ))

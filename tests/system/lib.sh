@@ -85,6 +85,7 @@ stop_daemon() {
 		sleep 0.05
 	done
 	wait "$DAEMON_PID" || fail "daqirid exited non-zero after SIGTERM"
+	forget "$DAEMON_PID"
 }
 
 ctl() {
@@ -180,6 +181,13 @@ wait_gone() {
 	done
 	GONE_RC=0
 	wait "$1" || GONE_RC=$?
+	forget "$1"
+}
+
+# forget PID: a process we started and reaped leaves $PIDS, so cleanup's
+# kill -9 cannot reach whatever later takes its pid.
+forget() {
+	PIDS=$(echo " $PIDS " | sed "s/ $1 / /g")
 }
 
 # run_sim ARGS...: the simulator on the test config, output in $T/sim.out.
