@@ -74,7 +74,27 @@ static const char stats_json[] =
 	"\"matched\":100,\"unmatched\":7,\"no_stream\":2,\"misrouted\":1,"
 	"\"bursts\":3,\"rx_errors\":0,\"streams_packets_in\":100,"
 	"\"kernel\":4,\"truncated\":6,\"engine_rx_packets\":110,"
-	"\"engine_errors\":0,\"engine_gro_reads\":0}]}],"
+	"\"engine_errors\":0,\"engine_gro_reads\":0}],"
+	/* two tx queues on two interfaces, channels on both: each TX family
+	 * once, its samples together */
+	"\"tx\":{\"queues\":[{\"queue\":\"if0/t0\",\"submitted\":12,"
+	"\"packets\":10,\"bytes\":1000,\"ring_full\":3,\"paced_s\":0.5,"
+	"\"channels_open\":2,\"broken\":1,"
+	"\"drops\":{\"too_big\":1,\"bad_buffer\":1,\"engine_error\":0,"
+	"\"closed\":0},\"engine\":{\"calls\":4,\"full\":1,\"gso_sends\":2,"
+	"\"copied\":0},\"channels\":["
+	"{\"tx\":1,\"pid\":42,\"packets\":6,\"bytes\":600,\"ring_full\":3,"
+	"\"drops\":{\"too_big\":1,\"bad_buffer\":0}},"
+	"{\"tx\":2,\"pid\":43,\"packets\":4,\"bytes\":400,\"ring_full\":0,"
+	"\"drops\":{\"too_big\":0,\"bad_buffer\":1}}]}]}},"
+	"{\"name\":\"if1\",\"rx_packets\":0,\"queues\":[],"
+	"\"tx\":{\"queues\":[{\"queue\":\"if1/t0\",\"submitted\":1,"
+	"\"packets\":1,\"bytes\":7,\"ring_full\":0,\"paced_s\":0,"
+	"\"channels_open\":1,\"broken\":0,"
+	"\"drops\":{\"too_big\":0},\"engine\":{\"calls\":1,\"full\":0,"
+	"\"gso_sends\":0,\"copied\":1},\"channels\":["
+	"{\"tx\":3,\"pid\":44,\"packets\":1,\"bytes\":7,\"ring_full\":0,"
+	"\"drops\":{\"too_big\":0}}]}]}}],"
 	"\"streams\":[{\"name\":\"if0/t\",\"kind\":\"reorder\","
 	"\"reorder\":{\"packets_in\":100,\"placed\":90,\"duplicate\":3,"
 	"\"late\":2,\"malformed\":1,\"no_buffer\":4,\"backend_error\":0,"
@@ -163,6 +183,17 @@ START_TEST(test_drops_rendered)
 	has_line(t, "daqiri_http_responses_total{code=\"404\"} 1");
 	has_line(t, "daqiri_http_connections_rejected_total 2");
 	has_line(t, "daqiri_uptime_seconds 1.5");
+	has_line(t, "daqiri_tx_packets_total{interface=\"if0\",queue=\"t0\"} 10");
+	has_line(t, "daqiri_tx_packets_total{interface=\"if1\",queue=\"t0\"} 1");
+	has_line(t, "daqiri_tx_drops_total{interface=\"if0\",queue=\"t0\","
+	    "reason=\"bad_buffer\"} 1");
+	has_line(t, "daqiri_tx_copied_total{interface=\"if1\",queue=\"t0\"} 1");
+	has_line(t, "daqiri_tx_channel_packets_total{interface=\"if0\","
+	    "queue=\"t0\",consumer=\"43\",tx=\"2\"} 4");
+	has_line(t, "daqiri_tx_channel_drops_total{interface=\"if0\","
+	    "queue=\"t0\",consumer=\"42\",tx=\"1\",reason=\"too_big\"} 1");
+	has_line(t, "daqiri_tx_channel_bytes_total{interface=\"if1\","
+	    "queue=\"t0\",consumer=\"44\",tx=\"3\"} 7");
 	/* a reason a stream does not count is left out, not made 0 */
 	ck_assert_ptr_null(strstr(t, "stream=\"if0/q0\",reason=\"late\""));
 	free(t);
@@ -225,7 +256,7 @@ START_TEST(test_histogram_seconds)
 	has_line(t, "daqiri_stream_assembly_seconds_count{interface=\"if0\","
 	    "stream=\"if0/t\"} 10");
 	/* bounds not increasing: not a histogram, left out */
-	ck_assert_ptr_null(strstr(t, "broken"));
+	ck_assert_ptr_null(strstr(t, "daqiri_stream_broken"));
 	free(t);
 }
 END_TEST
