@@ -691,7 +691,7 @@ client_sub_reopen(struct daqiri_sub *s)
 	struct client_orphan *o;
 	struct daqiri_sub *n;
 	char what[160];
-	uint32_t i;
+	uint32_t i, nheld;
 	int r;
 
 	n = calloc(1, sizeof(*n));
@@ -721,12 +721,25 @@ client_sub_reopen(struct daqiri_sub *s)
 		client_sub_free(n);
 		return -ESTALE;
 	}
-	/* What the application holds of the old instance stays mapped. */
-	o = calloc(1, sizeof(*o));
-	for (i = 0; i < s->info.nbufs && s->held != NULL; i++)
-		if (s->held[i] && o != NULL)
-			o->nheld++;
-	if (o != NULL && o->nheld > 0) {
+	/* What the application holds of the old instance stays mapped:
+	 * without the memory to keep it so, the new instance is given up
+	 * rather than the old mappings unmapped under the application. */
+	for (i = 0, nheld = 0; i < s->info.nbufs && s->held != NULL; i++)
+		if (s->held[i])
+			nheld++;
+	o = nheld > 0 ? calloc(1, sizeof(*o)) : NULL;
+	if (nheld > 0 && o == NULL) {
+		snprintf(s->lost_msg, sizeof(s->lost_msg), "stream \"%.64s\" "
+		    "after the daemon restarted: out of memory",
+		    s->req.stream);
+		if (!d->dead)
+			unsubscribe_id(d, n->info.sub_id);
+		n->d = NULL;
+		client_sub_free(n);
+		return -ENOMEM;
+	}
+	if (o != NULL) {
+		o->nheld = nheld;
 		o->base = s->info.mem_kind == DAQIRI_MEM_DEVICE ?
 		    (const uint8_t *)s->dev_base : s->tensor_map;
 		o->buf_offset = s->info.buf_offset;
@@ -747,8 +760,6 @@ client_sub_reopen(struct daqiri_sub *s)
 		s->dev_base = NULL;
 		s->events = NULL;
 		s->cuda_registered = false;
-	} else {
-		free(o);
 	}
 	/* s takes the new instance; n the rest of the old one, which goes
 	 * (n->d NULL: it is not linked). */
