@@ -71,7 +71,8 @@
  *                    subscribers' rings, releases, hold timeouts, the
  *                    main thread's commands, counters published
  *   reorder.c        worker (plans made on main): the window of open
- *                    batches, placement, accounting; the CPU backend
+ *                    batches, placement (and direct placement's hints),
+ *                    accounting; the CPU backend
  *   convert_cpu.c    worker: vectorised payload conversion for the CPU
  *                    backend (element arithmetic in convert.h)
  *   raw.c            worker: raw bursts copied into burst tensors

@@ -42,6 +42,27 @@ struct engine_stats {
 	uint64_t bursts;		/* receive calls that returned data */
 	uint64_t gro_reads;		/* reads that held more than one
 					 * datagram (UDP_GRO) */
+	uint64_t direct;		/* frames whose payload was received
+					 * straight into a hinted destination
+					 * (engine_ops.set_place) */
+};
+
+/*
+ * Direct placement: where the payloads of the next datagrams are expected
+ * to go (DESIGN.md "Engines"). The worker hands it to set_place() just
+ * before an rx_burst(), for that call only; the engine may read payloads
+ * of payload_len bytes at frame offset payload_off straight into dst[0],
+ * dst[1], ... in arrival order, and then marks each such frame (struct
+ * rx_frame.stash). A datagram of another shape, or more datagrams than
+ * there are destinations, is received as always; a destination it wrote
+ * but that frame did not end up in holds garbage. So a destination must be
+ * memory the worker lets the engine scribble on (a slot not yet filled).
+ */
+struct rx_place {
+	uint32_t payload_off;		/* frame offset of the payload */
+	uint32_t payload_len;		/* its bytes in every datagram */
+	uint32_t n;			/* destinations, <= ENGINE_MAX_BURST */
+	uint8_t *const *dst;
 };
 
 /* How rx_burst() waits. */
@@ -147,6 +168,13 @@ struct engine_ops {
 	 * every ENGINE_BUSY_WAKE_SPINS empty reads.
 	 */
 	void (*set_wake_fd)(struct engine_rxq *q, int fd);
+
+	/*
+	 * Optional (NULL: the engine never places directly). Hint the next
+	 * rx_burst() of q where payloads go (struct rx_place, above); pl is
+	 * read during that call only, NULL = no hint. Worker thread of q.
+	 */
+	void (*set_place)(struct engine_rxq *q, const struct rx_place *pl);
 
 	/* Transmit (NULL: the engine does not transmit). */
 	const struct engine_tx_ops *tx;

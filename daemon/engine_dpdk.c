@@ -1136,6 +1136,7 @@ dpdk_poll(struct dpdk_rxq *q, struct rx_frame *f, unsigned max)
 			f[out].payload_len = 0;
 		}
 		f[out].rx_ns = ns;
+		f[out].stash = NULL;
 		q->st.rx_bytes += m->pkt_len;
 		slot = q->oldest + q->nheld;
 		if (slot >= q->cap)

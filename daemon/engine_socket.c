@@ -5,6 +5,21 @@
  * Ethernet frames (a synthetic Ethernet/IPv4/UDP header + the datagram),
  * UDP_GRO reads split by segment size, kernel drops counted. The
  * transmit half is engine_socket_tx.c.
+ *
+ * Direct placement (engine_ops.set_place). When the worker hints where
+ * the next payloads go, a message gets a scatter list that puts each
+ * datagram's header (the bytes before the payload) into a side buffer
+ * and its payload straight into the next destination: [hdr 0][dst 0]
+ * [hdr 1][dst 1] ... then the message's own slot for whatever is longer.
+ * How many datagrams a message holds is known only once it is read, so
+ * while reads hold one datagram each, one recvmmsg takes a pair per
+ * message; once a read held more (UDP_GRO), messages are read one per
+ * call, each with every pair one read can hold, the next from the
+ * destination after the last one filled. A datagram of another length,
+ * or a short last one, lands scattered: it is gathered back into the
+ * slot and handed out as always. Every direct frame is handed out by the
+ * call that read it; one that would have to wait for a later call is
+ * copied into its stash first (the worker may reuse its destination).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -49,13 +64,24 @@
 				 CMSG_SPACE(sizeof(uint32_t)) + \
 				 CMSG_SPACE(sizeof(struct in_pktinfo)))
 #define ENGINE_CACHE_LINE	64
+/* Direct placement: the largest frame offset of the payload it takes
+ * (the synthetic header and the instrument's header together), and the
+ * most datagrams one UDP_GRO read holds (UDP_GRO_CNT_MAX). */
+#define ENGINE_SP_HDR_MAX	256
+#define ENGINE_SP_SEGS_MAX	64
 
-/* One datagram (possibly GRO-coalesced) of the last read. */
+/* One datagram (possibly GRO-coalesced) of the last read: nspec
+ * datagrams received as header + payload pairs (direct placement; the
+ * first ndirect still in their destinations, the rest copied to their
+ * stash), then nsegs of seg bytes in the slot, len bytes in all there. */
 struct sock_read {
 	uint32_t slot;
-	uint32_t len;			/* bytes received */
+	uint32_t len;			/* bytes received into the slot */
 	uint32_t seg;			/* segment size (len when not GRO) */
 	uint32_t nsegs;
+	uint32_t hint;			/* destination of the first pair */
+	uint32_t nspec;
+	uint32_t ndirect;
 };
 
 /* A queue; cache-aligned, touched only by its worker after start. */
@@ -97,6 +123,16 @@ struct sock_rxq {
 	struct iovec *iov;
 	struct sockaddr_in *peer;
 	uint8_t *cmsg;			/* vmax x ENGINE_CMSG_SPACE */
+
+	/* Direct placement: this call's hint (NULL = none), the shape of
+	 * the last read's pairs, whether reads hold several datagrams, and
+	 * per destination a side buffer (synthetic header, then the
+	 * datagram's header) and two iovecs. */
+	const struct rx_place *pl;
+	uint32_t rd_hlen, rd_plen;
+	bool sp_multi;
+	uint8_t *sp_side;		/* ENGINE_MAX_BURST x ENGINE_SP_HDR_MAX */
+	struct iovec *sp_iov;		/* 2 x ENGINE_MAX_BURST + vmax */
 
 	uint32_t ovfl_last;		/* last SO_RXQ_OVFL / SK_MEMINFO value */
 	struct engine_stats st;
@@ -186,15 +222,255 @@ sock_reclaim(struct sock_rxq *q)
 	}
 }
 
+static uint8_t *
+sock_side(const struct sock_rxq *q, uint32_t hint)
+{
+	return q->sp_side + (size_t)hint * ENGINE_SP_HDR_MAX;
+}
+
+/* The stash of pair k of read r: in its slot, after what the slot got. */
+static uint8_t *
+sock_stash(const struct sock_rxq *q, const struct sock_read *r, uint32_t k)
+{
+	return sock_slot(q, r->slot) + ENGINE_SYNTH_HDR_LEN + r->len +
+	    (uint64_t)k * q->rd_plen;
+}
+
+/* The most pairs one message can take from this call's hint (0 = no
+ * direct placement): the hint must fit a slot and nothing may be out. */
+static uint32_t
+sock_pairs_max(const struct sock_rxq *q)
+{
+	const struct rx_place *pl = q->pl;
+	uint64_t dgram, g;
+
+	if (pl == NULL || pl->n == 0 || q->nout != 0 || pl->payload_len == 0 ||
+	    pl->payload_off < ENGINE_SYNTH_HDR_LEN ||
+	    pl->payload_off > ENGINE_SP_HDR_MAX || pl->n > ENGINE_MAX_BURST)
+		return 0;
+	dgram = (uint64_t)pl->payload_off - ENGINE_SYNTH_HDR_LEN +
+	    pl->payload_len;
+	g = (q->slot_size - ENGINE_SYNTH_HDR_LEN) / dgram;
+	return g < ENGINE_SP_SEGS_MAX ? (uint32_t)g : ENGINE_SP_SEGS_MAX;
+}
+
+/* Message i into slot s: its scatter list (pairs header + payload pairs
+ * from hint h on, then the slot for the rest) and the rest of its
+ * header. */
+static void
+sock_msg_init(struct sock_rxq *q, uint32_t i, uint32_t s, uint32_t pairs,
+	      uint32_t h, uint32_t *iov_used)
+{
+	const struct rx_place *pl = q->pl;
+	struct msghdr *m = &q->msgs[i].msg_hdr;
+	uint32_t k;
+	struct iovec *v;
+
+	m->msg_name = &q->peer[i];
+	m->msg_namelen = sizeof(q->peer[i]);
+	m->msg_control = q->cmsg + (size_t)i * ENGINE_CMSG_SPACE;
+	m->msg_controllen = ENGINE_CMSG_SPACE;
+	m->msg_flags = 0;
+	if (pairs == 0) {
+		q->iov[i].iov_base = sock_slot(q, s) + ENGINE_SYNTH_HDR_LEN;
+		q->iov[i].iov_len = q->slot_size - ENGINE_SYNTH_HDR_LEN;
+		m->msg_iov = &q->iov[i];
+		m->msg_iovlen = 1;
+		return;
+	}
+	v = m->msg_iov = q->sp_iov + *iov_used;
+	for (k = 0; k < pairs; k++) {
+		if (q->rd_hlen > 0) {
+			v->iov_base = sock_side(q, h + k) + ENGINE_SYNTH_HDR_LEN;
+			v->iov_len = q->rd_hlen;
+			v++;
+		}
+		v->iov_base = pl->dst[h + k];
+		v->iov_len = q->rd_plen;
+		v++;
+	}
+	v->iov_base = sock_slot(q, s) + ENGINE_SYNTH_HDR_LEN;
+	v->iov_len = q->slot_size - ENGINE_SYNTH_HDR_LEN -
+	    (uint64_t)pairs * (q->rd_hlen + q->rd_plen);
+	v++;
+	m->msg_iovlen = (size_t)(v - m->msg_iov);
+	*iov_used += (uint32_t)m->msg_iovlen;
+}
+
+/* A message that did not have the hinted shape: put its len bytes back
+ * together in its slot, where a read without a hint would have put
+ * them. */
+static void
+sock_gather(struct sock_rxq *q, uint32_t s, uint32_t len, uint32_t h,
+	    uint32_t pairs)
+{
+	uint8_t *d = sock_slot(q, s) + ENGINE_SYNTH_HDR_LEN;
+	uint32_t hlen = q->rd_hlen, dgram = hlen + q->rd_plen, k, off, c;
+
+	if (len > pairs * dgram)
+		memmove(d + pairs * dgram, d, len - pairs * dgram);
+	for (k = 0; k < pairs && k * dgram < len; k++) {
+		off = k * dgram;
+		c = len - off < hlen ? len - off : hlen;
+		memcpy(d + off, sock_side(q, h + k) + ENGINE_SYNTH_HDR_LEN, c);
+		if (len - off <= hlen)
+			break;
+		c = len - off - hlen;
+		if (c > q->rd_plen)
+			c = q->rd_plen;
+		memcpy(d + off + hlen, q->pl->dst[h + k], c);
+	}
+}
+
 /*
- * One non-blocking recvmmsg into the free slots. Returns the number of
- * datagrams (0 when none was waiting) or a negative errno; fills rd[].
+ * Message of len bytes, GRO segment seg (0 = none), in slot s, received
+ * with `pairs` pairs from hint h: fill in r. The pairs are kept when every
+ * one that got data holds a whole datagram of the hinted shape; otherwise
+ * the message is gathered into its slot.
+ */
+static void
+sock_msg_done(struct sock_rxq *q, struct sock_read *r, uint32_t s,
+	      uint32_t len, uint32_t seg, uint32_t pairs, uint32_t h)
+{
+	uint32_t dgram = q->rd_hlen + q->rd_plen, total;
+
+	r->slot = s;
+	r->hint = h;
+	r->nspec = r->ndirect = 0;
+	if (seg == 0 || seg >= len)
+		seg = len;
+	if (pairs > 0) {
+		total = len == 0 ? 0 : (len + seg - 1) / seg;
+		q->sp_multi = total > 1;
+		if (len > 0 && seg == dgram &&
+		    (total > pairs || len % seg == 0)) {
+			r->nspec = total < pairs ? total : pairs;
+			len -= r->nspec * dgram;
+			if (seg >= len)
+				seg = len;
+		} else {
+			sock_gather(q, s, len, h, pairs);
+		}
+	}
+	r->len = len;
+	r->seg = seg;
+	/* an empty datagram is a frame too (malformed for a stream) */
+	if (len == 0)
+		r->nsegs = r->nspec == 0 ? 1 : 0;
+	else
+		r->nsegs = (len + seg - 1) / seg;
+}
+
+/*
+ * Take message i of the last receive into the next slot: its control
+ * data, its frames in rd[], the headers they are handed out with. *nfr
+ * counts the read's frames: a direct one past max is copied to its stash
+ * now. Returns the pairs it filled.
+ */
+static uint32_t
+sock_take(struct sock_rxq *q, uint32_t i, uint32_t pairs, uint32_t h,
+	  uint32_t *nfr, unsigned max)
+{
+	struct msghdr *m = &q->msgs[i].msg_hdr;
+	struct sock_read *r = &q->rd[q->rd_n];
+	uint32_t dst = q->laddr, len = q->msgs[i].msg_len, seg = 0, k, s;
+	uint32_t src = ntohl(q->peer[i].sin_addr.s_addr);
+	uint16_t sport = ntohs(q->peer[i].sin_port);
+	struct cmsghdr *c;
+	uint8_t *base;
+
+	s = q->head;
+	q->head = (q->head + 1) % q->nslots;
+	q->nheld++;
+	q->slot_frames[s] = 0;
+	for (c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			seg = v > 0 ? (uint32_t)v : 0;
+		} else if (c->cmsg_level == SOL_SOCKET &&
+		    c->cmsg_type == SO_RXQ_OVFL) {
+			uint32_t v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			sock_drops_seen(q, v);
+		} else if (c->cmsg_level == IPPROTO_IP &&
+		    c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			dst = ntohl(pi.ipi_addr.s_addr);
+		}
+	}
+	if (m->msg_flags & MSG_TRUNC) {
+		/* Longer than the slot: malformed, never placed. The slot
+		 * holds no frame and is freed in ring order. */
+		q->st.truncated++;
+		return 0;
+	}
+	sock_msg_done(q, r, s, len, seg, pairs, h);
+	if (r->nspec + r->nsegs > 1)
+		q->st.gro_reads++;
+	q->slot_frames[s] = r->nspec + r->nsegs;
+	/* The pairs' headers; every direct frame goes out in this call, or
+	 * is copied to its stash now. */
+	for (k = 0; k < r->nspec; k++) {
+		uint8_t *sh = sock_side(q, h + k);
+
+		if (k == 0)
+			engine_synth_hdr(sh, src, sport, dst, q->lport,
+			    q->rd_hlen + q->rd_plen);
+		else
+			memcpy(sh, sock_side(q, h), ENGINE_SYNTH_HDR_LEN);
+		if (*nfr + k < max)
+			r->ndirect++;
+		else
+			memcpy(sock_stash(q, r, k), q->pl->dst[h + k],
+			    q->rd_plen);
+	}
+	q->st.direct += r->ndirect;
+	*nfr += r->nspec + r->nsegs;
+	/* The full-size segments in the slot share the header written in
+	 * front of them; a shorter last one gets the slot's side one. */
+	base = sock_slot(q, s);
+	if (r->nsegs > 0)
+		engine_synth_hdr(base, src, sport, dst, q->lport, r->seg);
+	if (r->nsegs > 1 && r->len % r->seg != 0)
+		engine_synth_hdr(q->side_hdr[s], src, sport, dst, q->lport,
+		    r->len % r->seg);
+	q->rd_n++;
+	return r->nspec;
+}
+
+/* recvmmsg without waiting: messages, 0 when none was waiting, or a
+ * negative errno. */
+static int
+sock_recv(struct sock_rxq *q, struct mmsghdr *msgs, uint32_t vlen)
+{
+	int n = recvmmsg(q->fd, msgs, vlen, MSG_DONTWAIT | MSG_WAITFORONE,
+	    NULL);
+
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return 0;
+		q->st.errors++;
+		return -errno;
+	}
+	return n;
+}
+
+/*
+ * Non-blocking receive into the free slots: one recvmmsg, or with
+ * direct placement of multi-datagram reads one message per call while
+ * the hint lasts. Returns the number of messages (0 when none was
+ * waiting) or a negative errno; fills rd[].
  */
 static int
 sock_read(struct sock_rxq *q, unsigned max)
 {
-	uint32_t i, vlen, s, free_slots;
-	int n;
+	uint32_t i, vlen, free_slots, g, pairs, h = 0, iov_used = 0, nfr = 0;
+	int n = 0, rc;
 
 	free_slots = q->nslots - q->nheld;
 	vlen = free_slots < q->vmax ? free_slots : q->vmax;
@@ -205,88 +481,39 @@ sock_read(struct sock_rxq *q, unsigned max)
 	q->rd_n = 0;
 	q->rd_next = 0;
 	q->rd_seg = 0;
-	for (i = 0; i < vlen; i++) {
-		struct msghdr *h = &q->msgs[i].msg_hdr;
-
-		s = (q->head + i) % q->nslots;
-		q->iov[i].iov_base = sock_slot(q, s) + ENGINE_SYNTH_HDR_LEN;
-		q->iov[i].iov_len = q->slot_size - ENGINE_SYNTH_HDR_LEN;
-		h->msg_name = &q->peer[i];
-		h->msg_namelen = sizeof(q->peer[i]);
-		h->msg_iov = &q->iov[i];
-		h->msg_iovlen = 1;
-		h->msg_control = q->cmsg + (size_t)i * ENGINE_CMSG_SPACE;
-		h->msg_controllen = ENGINE_CMSG_SPACE;
-		h->msg_flags = 0;
+	if ((g = sock_pairs_max(q)) > 0) {
+		q->rd_hlen = q->pl->payload_off - ENGINE_SYNTH_HDR_LEN;
+		q->rd_plen = q->pl->payload_len;
 	}
-	n = recvmmsg(q->fd, q->msgs, vlen, MSG_DONTWAIT | MSG_WAITFORONE,
-	    NULL);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-			return 0;
-		q->st.errors++;
-		return -errno;
-	}
-	q->last_full = (uint32_t)n == vlen;
-	q->rd_ns = sock_now_ns();
-	for (i = 0; i < (uint32_t)n; i++) {
-		struct msghdr *h = &q->msgs[i].msg_hdr;
-		struct sock_read *r = &q->rd[q->rd_n];
-		uint32_t dst = q->laddr, len = q->msgs[i].msg_len, seg = 0;
-		struct cmsghdr *c;
-		uint8_t *base;
-
-		s = q->head;
-		q->head = (q->head + 1) % q->nslots;
-		q->nheld++;
-		q->slot_frames[s] = 0;
-		for (c = CMSG_FIRSTHDR(h); c != NULL; c = CMSG_NXTHDR(h, c)) {
-			if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-				int v;
-
-				memcpy(&v, CMSG_DATA(c), sizeof(v));
-				seg = v > 0 ? (uint32_t)v : 0;
-			} else if (c->cmsg_level == SOL_SOCKET &&
-			    c->cmsg_type == SO_RXQ_OVFL) {
-				uint32_t v;
-
-				memcpy(&v, CMSG_DATA(c), sizeof(v));
-				sock_drops_seen(q, v);
-			} else if (c->cmsg_level == IPPROTO_IP &&
-			    c->cmsg_type == IP_PKTINFO) {
-				struct in_pktinfo pi;
-
-				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-				dst = ntohl(pi.ipi_addr.s_addr);
+	if (g > 1 && q->sp_multi) {
+		q->last_full = true;
+		for (i = 0; i < vlen && h < q->pl->n && nfr < max; i++) {
+			pairs = q->pl->n - h < g ? q->pl->n - h : g;
+			iov_used = 0;
+			sock_msg_init(q, i, q->head, pairs, h, &iov_used);
+			if ((rc = sock_recv(q, &q->msgs[i], 1)) <= 0) {
+				if (i == 0)
+					return rc;
+				q->last_full = false;
+				break;
 			}
+			h += sock_take(q, i, pairs, h, &nfr, max);
+			n++;
 		}
-		if (h->msg_flags & MSG_TRUNC) {
-			/* Longer than the slot: malformed, never placed. The
-			 * slot holds no frame and is freed in ring order. */
-			q->st.truncated++;
-			continue;
-		}
-		if (seg == 0 || seg >= len)
-			seg = len;
-		r->slot = s;
-		r->len = len;
-		r->seg = seg;
-		r->nsegs = seg == 0 ? 1 : (len + seg - 1) / seg;
-		if (r->nsegs > 1)
-			q->st.gro_reads++;
-		q->slot_frames[s] = r->nsegs;
-		/* The full-size segments share the header written in front of
-		 * the datagram; a shorter last one gets the slot's side one. */
-		base = sock_slot(q, s);
-		engine_synth_hdr(base, ntohl(q->peer[i].sin_addr.s_addr),
-		    ntohs(q->peer[i].sin_port), dst, q->lport, seg);
-		if (r->nsegs > 1 && len % seg != 0)
-			engine_synth_hdr(q->side_hdr[s],
-			    ntohl(q->peer[i].sin_addr.s_addr),
-			    ntohs(q->peer[i].sin_port), dst, q->lport,
-			    len % seg);
-		q->rd_n++;
+	} else {
+		/* a pair per message, while the hint lasts */
+		if (g > 0 && vlen > q->pl->n)
+			vlen = q->pl->n;
+		for (i = 0; i < vlen; i++)
+			sock_msg_init(q, i, (q->head + i) % q->nslots,
+			    g > 0 ? 1 : 0, i, &iov_used);
+		if ((n = sock_recv(q, q->msgs, vlen)) <= 0)
+			return n;
+		q->last_full = (uint32_t)n == vlen;
+		for (i = 0; i < (uint32_t)n; i++)
+			(void)sock_take(q, i, g > 0 ? 1 : 0, i, &nfr, max);
 	}
+	q->rd_ns = sock_now_ns();
 	if (q->rd_n > 0)
 		q->st.bursts++;
 	sock_reclaim(q);
@@ -302,17 +529,33 @@ sock_emit(struct sock_rxq *q, struct rx_frame *f, unsigned max)
 	while (n < max && q->rd_next < q->rd_n) {
 		const struct sock_read *r = &q->rd[q->rd_next];
 		const uint8_t *base = sock_slot(q, r->slot);
-		uint32_t off = q->rd_seg * r->seg;
-		uint32_t len = r->len - off < r->seg ? r->len - off : r->seg;
+		uint32_t e = q->rd_seg, off, len;
 
-		f[n].hdr = len == r->seg ? base : q->side_hdr[r->slot];
-		f[n].hdr_len = ENGINE_SYNTH_HDR_LEN;
-		f[n].payload = base + ENGINE_SYNTH_HDR_LEN + off;
-		f[n].payload_len = len;
+		if (e < r->nspec) {
+			f[n].hdr = sock_side(q, r->hint + e);
+			f[n].hdr_len = ENGINE_SYNTH_HDR_LEN + q->rd_hlen;
+			f[n].payload_len = q->rd_plen;
+			if (e < r->ndirect) {
+				f[n].payload = q->pl->dst[r->hint + e];
+				f[n].stash = sock_stash(q, r, e);
+			} else {
+				f[n].payload = sock_stash(q, r, e);
+				f[n].stash = NULL;
+			}
+			len = q->rd_hlen + q->rd_plen;
+		} else {
+			off = (e - r->nspec) * r->seg;
+			len = r->len - off < r->seg ? r->len - off : r->seg;
+			f[n].hdr = len == r->seg ? base : q->side_hdr[r->slot];
+			f[n].hdr_len = ENGINE_SYNTH_HDR_LEN;
+			f[n].payload = base + ENGINE_SYNTH_HDR_LEN + off;
+			f[n].payload_len = len;
+			f[n].stash = NULL;
+		}
 		f[n].rx_ns = q->rd_ns;
 		q->st.rx_bytes += ENGINE_SYNTH_HDR_LEN + len;
 		n++;
-		if (++q->rd_seg >= r->nsegs) {
+		if (++q->rd_seg >= r->nspec + r->nsegs) {
 			q->rd_seg = 0;
 			q->rd_next++;
 		}
@@ -362,10 +605,9 @@ sock_woken(const struct sock_rxq *q)
 }
 
 static int
-sock_rx_burst(struct engine_rxq *rq, struct rx_frame *f, unsigned max,
-	      int64_t timeout_ns)
+sock_rx_wait_burst(struct sock_rxq *q, struct rx_frame *f, unsigned max,
+		   int64_t timeout_ns)
 {
-	struct sock_rxq *q = (struct sock_rxq *)rq;
 	uint64_t deadline;
 	unsigned spins;
 	int r;
@@ -422,6 +664,23 @@ out:
 	if (r < 0)
 		return r;
 	return (int)sock_emit(q, f, max);
+}
+
+static int
+sock_rx_burst(struct engine_rxq *rq, struct rx_frame *f, unsigned max,
+	      int64_t timeout_ns)
+{
+	struct sock_rxq *q = (struct sock_rxq *)rq;
+	int n = sock_rx_wait_burst(q, f, max, timeout_ns);
+
+	q->pl = NULL;		/* a hint is for one call */
+	return n;
+}
+
+static void
+sock_set_place(struct engine_rxq *rq, const struct rx_place *pl)
+{
+	((struct sock_rxq *)rq)->pl = pl;
 }
 
 static void
@@ -678,8 +937,10 @@ sock_queue_init(struct sock_engine *se, const struct cfg *c,
 	q->iov = calloc(q->vmax, sizeof(*q->iov));
 	q->peer = calloc(q->vmax, sizeof(*q->peer));
 	q->cmsg = calloc(q->vmax, ENGINE_CMSG_SPACE);
+	q->sp_side = malloc((size_t)ENGINE_MAX_BURST * ENGINE_SP_HDR_MAX);
+	q->sp_iov = calloc(2 * ENGINE_MAX_BURST + q->vmax, sizeof(*q->sp_iov));
 	if (!q->slot_frames || !q->side_hdr || !q->rd || !q->msgs || !q->iov ||
-	    !q->peer || !q->cmsg)
+	    !q->peer || !q->cmsg || !q->sp_side || !q->sp_iov)
 		return -ENOMEM;
 
 	q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -821,6 +1082,8 @@ sock_fini(struct engine *e)
 		free(q->iov);
 		free(q->peer);
 		free(q->cmsg);
+		free(q->sp_side);
+		free(q->sp_iov);
 		free(q);
 	}
 	sock_tx_fini(se);
@@ -850,6 +1113,7 @@ const struct engine_ops engine_socket_ops = {
 	.flow_del = sock_flow_del,
 	.stats = sock_stats,
 	.set_wake_fd = sock_set_wake_fd,
+	.set_place = sock_set_place,
 	.tx = &engine_socket_tx_ops,
 	.fini = sock_fini,
 };

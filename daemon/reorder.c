@@ -95,6 +95,21 @@
  * failure is logged, then at most one line per REORDER_ERROR_LOG_NS with
  * the count since the last line.
  *
+ * Direct placement (CPU backend copying raw bytes only). Before a
+ * receive, reorder_place_hints() names the slots the next packets take if
+ * they come in order: after the last packet placed, through its batch and
+ * on into the next one, which is opened in a buffer got ahead (the
+ * spare; the next batch to open takes it, whichever that is). The engine
+ * receives payloads straight into them and marks such frames with a
+ * stash. A frame found in its own slot is placed without a copy (a hit).
+ * Any other frame is placed by a copy as always; so is one whose guess
+ * was wrong (moved). Nothing is lost on a wrong guess because a frame
+ * still in a destination is copied to its stash (staged) before a write
+ * to that destination, and before its destination's buffer is published,
+ * filled or given back. Destinations are slots not yet filled, so
+ * whatever a wrong guess wrote there is a missing slot's content until
+ * it is filled (zero, nan) or kept (keep, as stale bytes are).
+ *
  * Bitmap: bit s (slot s) is bitmap[s / 64] >> (s % 64) & 1. Nothing here
  * allocates, locks or makes a syscall per packet.
  */
@@ -136,6 +151,24 @@ struct rbatch {
 	struct reorder_buf buf;
 };
 
+/* Direct placement: a run of consecutive destinations of one buffer. */
+struct hint_run {
+	uint8_t *addr;			/* the first one */
+	uint32_t n;
+	uint32_t first;			/* its index among the hints */
+};
+#define REORDER_HINT_RUNS	8
+/* Most buffers got ahead: the batches after the one being filled that
+ * the hints run into (more only matters for very small batches). */
+#define REORDER_SPARES		3
+
+/* A frame of this burst received into a destination: src is where its
+ * payload is now (the destination, or its stash once staged). */
+struct sframe {
+	const uint8_t *src;
+	uint8_t *stash;
+};
+
 /* A position the window passed: when it was published or passed over. */
 struct rclosed {
 	uint64_t pos;
@@ -171,6 +204,22 @@ struct reorder_plan {
 	uint32_t late_run;		/* late packets in a row now */
 	bool mark_resync;		/* the next tensor starts an epoch */
 	struct rclosed closed[REORDER_CLOSED_MAX];
+
+	/* Direct placement (the rules at the top) */
+	bool direct;			/* the plan places directly */
+	bool nx_set;			/* the slot after the last placed: */
+	uint64_t nx_pos;
+	uint32_t nx_slot;
+	uint32_t nspare;		/* buffers got ahead, in the order */
+	struct reorder_buf spare[REORDER_SPARES];	/* batches open */
+	struct hint_run runs[REORDER_HINT_RUNS];
+	uint32_t nruns;
+	uint32_t nhints;
+	int32_t *occupant;		/* per hint: this burst's frame in it */
+	struct sframe *sf;		/* per frame of the burst */
+	uint32_t sf_n;			/* frames; 0 = no direct frame */
+	uint32_t sf_next;		/* frames before it are done with */
+	struct reorder_direct_counters dc;
 };
 
 bool
@@ -260,6 +309,8 @@ static void
 open_batch(struct reorder_plan *p, struct rbatch *r, uint64_t pos,
 	   uint64_t rx_ns)
 {
+	bool got;
+
 	memset(r, 0, sizeof(*r));
 	r->pos = pos;
 	r->id = (pos + p->id_off) & p->id_mask;
@@ -272,7 +323,14 @@ open_batch(struct reorder_plan *p, struct rbatch *r, uint64_t pos,
 	else
 		r->deadline = rx_ns + p->timeout_ns;
 	r->open = true;
-	if (p->owner.get(p->owner.ctx, &r->buf) == 0) {
+	if (p->nspare > 0) {
+		r->buf = p->spare[0];
+		memmove(p->spare, p->spare + 1, --p->nspare * sizeof(p->spare[0]));
+		got = true;
+	} else {
+		got = p->owner.get(p->owner.ctx, &r->buf) == 0;
+	}
+	if (got) {
 		r->has_buf = true;
 		memset(r->buf.bitmap, 0, ((p->g.ppb + 63) / 64) * 8);
 	} else {
@@ -325,6 +383,99 @@ commit(struct reorder_plan *p, uint64_t now_ns)
 	p->written = false;
 }
 
+/* The index of the hint at addr, or -1. */
+static int32_t
+hint_of(const struct reorder_plan *p, const uint8_t *addr)
+{
+	uint64_t sb = p->g.slot_bytes, off;
+	uint32_t i;
+
+	for (i = 0; i < p->nruns; i++) {
+		const struct hint_run *h = &p->runs[i];
+
+		if (addr < h->addr)
+			continue;
+		off = (uint64_t)(addr - h->addr);
+		if (off < h->n * sb && off % sb == 0)
+			return (int32_t)(h->first + off / sb);
+	}
+	return -1;
+}
+
+/* Frame j leaves its destination for its stash. */
+static void
+stage(struct reorder_plan *p, uint32_t j)
+{
+	struct sframe *f = &p->sf[j];
+
+	memcpy(f->stash, f->src, p->g.in_bytes);
+	f->src = f->stash;
+	p->dc.staged++;
+}
+
+/* Before dst is written: a frame not done with that is still there
+ * goes to its stash. */
+static void
+guard_slot(struct reorder_plan *p, const uint8_t *dst)
+{
+	int32_t k = hint_of(p, dst), j;
+
+	if (k < 0 || (j = p->occupant[k]) < 0 || (uint32_t)j < p->sf_next)
+		return;
+	if (p->sf[j].src == dst)
+		stage(p, (uint32_t)j);
+}
+
+/* Before buf is published, filled or given back: frames not done with
+ * that are still in it go to their stash. */
+static void
+guard_buf(struct reorder_plan *p, const struct reorder_buf *buf)
+{
+	const uint8_t *lo = buf->data, *hi = lo + p->g.tensor_bytes;
+	uint32_t j;
+
+	for (j = p->sf_next; j < p->sf_n; j++)
+		if (p->sf[j].src != p->sf[j].stash && p->sf[j].src >= lo &&
+		    p->sf[j].src < hi)
+			stage(p, j);
+}
+
+/* Before the burst: which frames are in a destination, and where. A
+ * frame in memory that is no hint of this plan's is staged at once. */
+static void
+direct_begin(struct reorder_plan *p, const struct rx_frame *pkts,
+	     unsigned n)
+{
+	unsigned i;
+	int32_t k;
+
+	p->sf_n = 0;
+	p->sf_next = 0;
+	for (i = 0; i < n && pkts[i].stash == NULL; i++)
+		;
+	if (i == n)
+		return;
+	for (k = 0; k < (int32_t)p->nhints; k++)
+		p->occupant[k] = -1;
+	for (i = 0; i < n; i++) {
+		struct sframe *f = &p->sf[i];
+
+		f->stash = pkts[i].stash;
+		f->src = pkts[i].stash != NULL ? pkts[i].payload : NULL;
+		if (f->src == NULL)
+			continue;
+		if (!p->direct || pkts[i].payload_len != p->g.in_bytes ||
+		    (k = hint_of(p, f->src)) < 0 || p->occupant[k] >= 0) {
+			/* not where this plan's hints are: copy it out */
+			memcpy(f->stash, f->src, pkts[i].payload_len);
+			f->src = f->stash;
+			continue;
+		}
+		p->occupant[k] = (int32_t)i;
+	}
+	p->sf_n = n;
+}
+
 /* Publish (or, without a buffer or after a backend error, drop) the
  * oldest open batch. cause is the flag a partial batch gets. */
 static void
@@ -336,6 +487,8 @@ publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 	bool complete = false;
 	int rc;
 
+	if (r->has_buf && p->sf_n > 0)
+		guard_buf(p, &r->buf);
 	if (r->has_buf) {
 		complete = r->received == p->g.ppb;
 		if (!complete && !r->failed) {
@@ -436,6 +589,28 @@ payload_of(struct reorder_plan *p, const struct rx_frame *pkt)
 	return p->bounce;
 }
 
+/* Place the packet of this burst's frame sf_next in a burst with direct
+ * frames: a hit costs nothing; anything else is copied, once whatever is
+ * still in its destination is safe. */
+static void
+place_direct(struct reorder_plan *p, struct rbatch *r, uint32_t slot,
+	     const struct rx_frame *pkt)
+{
+	const struct sframe *f = &p->sf[p->sf_next];
+	uint8_t *dst = (uint8_t *)r->buf.data + (uint64_t)slot * p->g.slot_bytes;
+
+	if (f->src == dst) {
+		p->dc.hits++;
+		return;
+	}
+	if (p->direct)
+		guard_slot(p, dst);
+	if (f->src != NULL)
+		p->dc.moved++;
+	p->be->place(p->be_state, &r->buf, slot,
+	    f->src != NULL ? f->src : payload_of(p, pkt));
+}
+
 static void
 one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	   uint64_t now_ns)
@@ -516,9 +691,17 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 		p->c.backend_error++;
 		return;
 	}
-	p->be->place(p->be_state, &r->buf, slot, payload_of(p, pkt));
+	if (p->sf_n > 0)
+		place_direct(p, r, slot, pkt);
+	else
+		p->be->place(p->be_state, &r->buf, slot, payload_of(p, pkt));
 	r->written = p->written = true;
 	p->pending++;		/* placed once commit() confirms it */
+	if (p->direct) {
+		p->nx_set = true;
+		p->nx_pos = slot + 1 < p->g.ppb ? pos : pos + 1;
+		p->nx_slot = slot + 1 < p->g.ppb ? slot + 1 : 0;
+	}
 }
 
 void
@@ -527,23 +710,122 @@ reorder_burst(struct reorder_plan *p, const struct rx_frame *pkts,
 {
 	unsigned i;
 
+	if (n > REORDER_BURST_MAX)
+		n = REORDER_BURST_MAX;
+	direct_begin(p, pkts, n);
 	drain(p, now_ns);
 	for (i = 0; i < n; i++) {
+		p->sf_next = i;
 		one_packet(p, &pkts[i], now_ns);
+		p->sf_next = i + 1;
 		drain(p, now_ns);
 	}
 	commit(p, now_ns);
+	p->sf_n = 0;
+}
+
+/* The spares go back between bursts, so an idle stream holds none. */
+static void
+put_spare(struct reorder_plan *p)
+{
+	while (p->nspare > 0)
+		p->owner.put(p->owner.ctx, &p->spare[--p->nspare]);
+}
+
+unsigned
+reorder_place_hints(struct reorder_plan *p, uint8_t **dst, unsigned max,
+		    uint32_t *payload_off, uint32_t *payload_len)
+{
+	uint64_t pos, sb = p->g.slot_bytes;
+	uint32_t slot, k = 0, spares = 0;
+	struct reorder_buf *b;
+	struct hint_run *h;
+	struct rbatch *r;
+
+	p->nruns = 0;
+	p->nhints = 0;
+	if (!p->direct || !p->nx_set)
+		return 0;
+	if (max > REORDER_BURST_MAX)
+		max = REORDER_BURST_MAX;
+	pos = p->nx_pos;
+	slot = p->nx_slot;
+	if (pos < p->base_pos) {
+		/* its batch went out: on from the oldest unresolved one */
+		pos = p->base_pos;
+		slot = 0;
+	}
+	while (k < max && p->nruns < REORDER_HINT_RUNS) {
+		if (pos - p->base_pos >= p->g.window)
+			break;
+		if ((r = open_at(p, pos)) != NULL) {
+			if (!r->has_buf || r->failed)
+				break;
+			b = &r->buf;
+		} else {
+			/* the next batch to open takes the next spare */
+			if (spares == p->nspare) {
+				if (p->nspare == REORDER_SPARES ||
+				    p->owner.get_ahead == NULL ||
+				    p->owner.get_ahead(p->owner.ctx,
+				    &p->spare[p->nspare]) != 0)
+					break;
+				p->nspare++;
+			}
+			b = &p->spare[spares++];
+		}
+		h = &p->runs[p->nruns++];
+		h->addr = (uint8_t *)b->data + slot * sb;
+		h->first = k;
+		h->n = 0;
+		/* the slots still missing, in order; a run is contiguous */
+		for (; k < max && slot < p->g.ppb; slot++) {
+			if (r != NULL &&
+			    (r->buf.bitmap[slot / 64] & (1ull << (slot % 64)))) {
+				if (h->n == 0) {
+					h->addr += sb;
+					continue;
+				}
+				if (p->nruns == REORDER_HINT_RUNS)
+					goto out;
+				h = &p->runs[p->nruns++];
+				h->addr = (uint8_t *)b->data + (slot + 1) * sb;
+				h->first = k;
+				h->n = 0;
+				continue;
+			}
+			dst[k++] = (uint8_t *)b->data + slot * sb;
+			h->n++;
+		}
+		pos++;
+		slot = 0;
+	}
+out:
+	if (p->nruns > 0 && p->runs[p->nruns - 1].n == 0)
+		p->nruns--;
+	p->nhints = k;
+	*payload_off = p->cfg.payload_byte_offset;
+	*payload_len = p->g.in_bytes;
+	return k;
+}
+
+const struct reorder_direct_counters *
+reorder_direct_counters(const struct reorder_plan *p)
+{
+	return &p->dc;
 }
 
 void
 reorder_poll(struct reorder_plan *p, uint64_t now_ns)
 {
+	put_spare(p);
 	drain(p, now_ns);
 }
 
 void
 reorder_flush(struct reorder_plan *p, uint64_t now_ns)
 {
+	put_spare(p);
 	drain(p, now_ns);
 	publish_all(p, DAQIRI_TENSOR_FLUSH, now_ns);
 	commit(p, now_ns);
@@ -684,6 +966,16 @@ reorder_config(const struct reorder_plan *p)
 	return &p->cfg;
 }
 
+static void
+plan_free(struct reorder_plan *p)
+{
+	free(p->ring);
+	free(p->bounce);
+	free(p->sf);
+	free(p->occupant);
+	free(p);
+}
+
 struct reorder_plan *
 reorder_create(const struct cfg_reorder *r, const struct reorder_owner *owner,
 	       const struct reorder_backend *backend)
@@ -720,20 +1012,22 @@ reorder_create(const struct cfg_reorder *r, const struct reorder_owner *owner,
 	p->ring_mask = ring - 1;
 	p->ring = calloc(ring, sizeof(*p->ring));
 	p->bounce = malloc(p->g.in_bytes);
-	if (p->ring == NULL || p->bounce == NULL) {
-		free(p->ring);
-		free(p->bounce);
-		free(p);
+	p->sf = calloc(REORDER_BURST_MAX, sizeof(*p->sf));
+	p->occupant = calloc(REORDER_BURST_MAX, sizeof(*p->occupant));
+	if (p->ring == NULL || p->bounce == NULL || p->sf == NULL ||
+	    p->occupant == NULL) {
+		plan_free(p);
 		errno = ENOMEM;
 		return NULL;
 	}
 	if (p->be->init != NULL && (rc = p->be->init(p, &p->be_state)) != 0) {
-		free(p->ring);
-		free(p->bounce);
-		free(p);
+		plan_free(p);
 		errno = rc < 0 ? -rc : rc;
 		return NULL;
 	}
+	/* a slot is then the payload's bytes as they are (geometry.c) */
+	p->direct = p->be == &reorder_backend_cpu &&
+	    (!r->has_data_types || r->input_type == DAQIRI_DTYPE_RAW);
 	return p;
 }
 
@@ -749,11 +1043,10 @@ reorder_destroy(struct reorder_plan *p)
 			p->owner.put(p->owner.ctx, &p->ring[i].buf);
 		p->ring[i].open = false;
 	}
+	put_spare(p);
 	if (p->be->fini != NULL)
 		p->be->fini(p->be_state);
-	free(p->ring);
-	free(p->bounce);
-	free(p);
+	plan_free(p);
 }
 
 /* The CPU backend: converts straight into host memory as packets come. */

@@ -81,6 +81,10 @@ struct reorder_owner {
 	void (*put)(void *ctx, const struct reorder_buf *buf);
 	void (*publish)(void *ctx, const struct daqiri_desc *d,
 			const struct reorder_buf *buf);
+	/* Optional: get() ahead of need, for direct placement's spare
+	 * (reorder_place_hints()); its failure is no stall of the stream.
+	 * NULL: the plan hints only into batches already open. */
+	int (*get_ahead)(void *ctx, struct reorder_buf *out);
 };
 
 struct reorder_plan;
@@ -128,10 +132,43 @@ struct reorder_plan *reorder_create(const struct cfg_reorder *r,
 /* Return every open buffer through owner.put() and free. NULL-safe. */
 void reorder_destroy(struct reorder_plan *p);
 
-/* Feed one burst. Publishes whatever the burst finishes. Never blocks,
- * allocates or makes a syscall. */
+/* Most frames one reorder_burst() takes, and most destinations one
+ * reorder_place_hints() gives. */
+#define REORDER_BURST_MAX	1024
+
+/* Feed one burst (n <= REORDER_BURST_MAX). Publishes whatever the burst
+ * finishes. Never blocks, allocates or makes a syscall. Frames with a
+ * stash (direct placement) must have been received with this plan's
+ * latest hints: one already in its slot is not copied again. */
 void reorder_burst(struct reorder_plan *p, const struct rx_frame *pkts,
 		   unsigned n, uint64_t now_ns);
+
+/*
+ * Direct placement: where the payloads of the next packets will go if
+ * they arrive in order (the slots after the last one placed: the rest of
+ * its batch, then the next batch, in a buffer got ahead), for the
+ * engine's set_place() before the next receive. Up to max destinations
+ * into dst, with the frame offset and bytes of the payload; 0 when the
+ * plan does not place directly (only the CPU backend copying raw bytes
+ * does). Every destination is a slot of a buffer lent to the plan and not
+ * yet filled, so a wrong guess costs a copy, never data: reorder_burst()
+ * copies a frame out of a destination before anything else is written
+ * there or its buffer is published. Valid until the next reorder_burst().
+ */
+unsigned reorder_place_hints(struct reorder_plan *p, uint8_t **dst,
+			     unsigned max, uint32_t *payload_off,
+			     uint32_t *payload_len);
+
+/* What direct placement did (for tests and benchmarks): packets found in
+ * their slot, copied there from another destination or their stash, and
+ * copied out of a destination before something else used it. */
+struct reorder_direct_counters {
+	uint64_t hits;
+	uint64_t moved;
+	uint64_t staged;
+};
+const struct reorder_direct_counters *
+reorder_direct_counters(const struct reorder_plan *p);
 
 /* Publish every open batch whose deadline is <= now_ns (TIMEOUT), in batch
  * order: an expired batch waits behind an older one that has not expired.

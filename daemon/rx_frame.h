@@ -25,6 +25,14 @@ struct rx_frame {
 	uint32_t payload_len;
 	uint64_t rx_ns;			/* arrival, CLOCK_MONOTONIC; see
 					 * engine_ops.rx_burst() */
+	/* Direct placement (engine_ops.set_place): non-NULL when the
+	 * engine received the payload straight into one of the
+	 * destinations it was hinted. Then payload is that destination and
+	 * stash is engine memory of payload_len bytes, valid until the
+	 * frame is released, that whoever needs the destination for
+	 * something else first copies the payload into (and reads it from
+	 * there on). NULL for every other frame. */
+	uint8_t *stash;
 };
 
 #endif

@@ -200,6 +200,10 @@ int stream_consumers_json(struct stream *s, cJSON *arr);
 /* Feed one burst of packets belonging to this stream. */
 void stream_burst(struct stream *s, const struct rx_frame *pkts,
 		  unsigned n, uint64_t now_ns);
+/* Direct placement: where the stream's next payloads go, for the
+ * engine's set_place() (reorder_place_hints()); 0 when it has none. */
+unsigned stream_place_hints(struct stream *s, uint8_t **dst, unsigned max,
+			    uint32_t *payload_off, uint32_t *payload_len);
 /* Once per loop: commands, releases, hold timeouts, deadlines. */
 void stream_service(struct stream *s, uint64_t now_ns);
 /* Make the counters visible to stream_snapshot() (also once at creation,

@@ -122,6 +122,15 @@ owner_get(void *ctx, struct reorder_buf *out)
 	return 0;
 }
 
+/* The same, ahead of need: no free buffer is then no stall to note. */
+static int
+owner_get_ahead(void *ctx, struct reorder_buf *out)
+{
+	struct stream *s = ctx;
+
+	return s->nfree == 0 ? -ENOBUFS : owner_get(ctx, out);
+}
+
 static void
 owner_put(void *ctx, const struct reorder_buf *buf)
 {
@@ -458,6 +467,7 @@ stream_owner_init(struct stream *s, struct reorder_owner *owner)
 {
 	owner->ctx = s;
 	owner->get = owner_get;
+	owner->get_ahead = owner_get_ahead;
 	owner->put = owner_put;
 	owner->publish = owner_publish;
 }
@@ -644,6 +654,16 @@ stream_burst(struct stream *s, const struct rx_frame *pkts, unsigned n,
 		reorder_burst(s->plan, pkts, n, now_ns);
 	else
 		raw_burst(s->raw, pkts, n, now_ns);
+}
+
+unsigned
+stream_place_hints(struct stream *s, uint8_t **dst, unsigned max,
+		   uint32_t *payload_off, uint32_t *payload_len)
+{
+	if (s->plan == NULL)
+		return 0;
+	return reorder_place_hints(s->plan, dst, max, payload_off,
+	    payload_len);
 }
 
 /* A reload's retune, between bursts (the plan committed at the end of the

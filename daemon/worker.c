@@ -92,6 +92,10 @@ struct worker {
 	struct flow_stats fstats;
 	uint64_t last_snap_ns;
 	struct rx_frame frames[ENGINE_MAX_BURST];
+	/* direct placement: the hint for the next receive */
+	struct rx_place place;
+	uint8_t *place_dst[ENGINE_MAX_BURST];
+	int hint_ws;			/* the ws index that hints */
 
 	struct seqlock snap_lock;
 	struct worker_counters snap;
@@ -127,6 +131,15 @@ worker_snapshot(struct worker *w, struct worker_counters *out)
 	} while (seqlock_read_retry(&w->snap_lock, v));
 }
 
+/* A frame received into a stream's buffer leaves it for its stash. */
+static void
+unplace(struct rx_frame *f)
+{
+	memcpy(f->stash, f->payload, f->payload_len);
+	f->payload = f->stash;
+	f->stash = NULL;
+}
+
 /* Route one burst's frames to their streams. */
 static void
 route(struct worker *w, unsigned n)
@@ -146,7 +159,10 @@ route(struct worker *w, unsigned n)
 		if (to >= 0) {
 			struct wstream *ws = &w->ws[to];
 
-			ws->frames[ws->n++] = *f;
+			ws->frames[ws->n] = *f;
+			if (f->stash != NULL && to != w->hint_ws)
+				unplace(&ws->frames[ws->n]);
+			ws->n++;
 		} else if (to == WS_ROUTE_MISROUTED)
 			w->ctr.misrouted++;
 		else
@@ -174,10 +190,35 @@ let_go_streams(struct worker *w, const struct flow_change *fc, uint64_t now)
 	}
 }
 
-/* Between bursts: take a new flow table (and set of streams), hand back
- * the old one. */
+_Static_assert(ENGINE_MAX_BURST <= REORDER_BURST_MAX,
+    "a stream takes a whole burst");
+
+/*
+ * Direct placement: the stream that took most of the last burst says
+ * where the next payloads go (its plan's reorder_place_hints()). A frame
+ * received into its buffers but routed to another stream is copied out
+ * first (route()), so only the hinting stream ever sees such a frame.
+ */
 static void
-take_flow_change(struct worker *w, uint64_t now)
+hint_place(struct worker *w)
+{
+	struct rx_place *pl = &w->place;
+
+	if (w->eng->ops->set_place == NULL)
+		return;
+	pl->n = 0;
+	if (w->hint_ws >= 0 && w->hint_ws < w->nws &&
+	    atomic_load_explicit(&w->pending, memory_order_relaxed) == NULL)
+		pl->n = stream_place_hints(w->ws[w->hint_ws].s, w->place_dst,
+		    w->batch, &pl->payload_off, &pl->payload_len);
+	pl->dst = w->place_dst;
+	w->eng->ops->set_place(w->q, pl->n > 0 ? pl : NULL);
+}
+
+/* Between bursts: take a new flow table (and set of streams), hand back
+ * the old one; the n frames of the burst just received stay valid. */
+static void
+take_flow_change(struct worker *w, uint64_t now, int n)
 {
 	struct flow_change *fc;
 	struct flow_table *t;
@@ -189,6 +230,11 @@ take_flow_change(struct worker *w, uint64_t now)
 	if (fc->ws != NULL) {
 		struct wstream *old = w->ws;
 
+		/* the streams change under the burst's frames */
+		for (int i = 0; i < n; i++)
+			if (w->frames[i].stash != NULL)
+				unplace(&w->frames[i]);
+		w->hint_ws = 0;
 		let_go_streams(w, fc, now);
 		w->ws = fc->ws;
 		w->nws = fc->nws;
@@ -254,19 +300,26 @@ worker_main(void *arg)
 				deadline = d;
 		}
 		timeout = deadline > now ? (int64_t)(deadline - now) : 0;
+		hint_place(w);
 		n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
 		now = daqiri_mono_ns();
 		/* A flow change posted before this burst arrived applies to
 		 * it: daqirictl's reply comes after the post. */
-		take_flow_change(w, now);
+		take_flow_change(w, now, n);
 		if (n > 0) {
 			w->ctr.bursts++;
+			unsigned most = 0;
+
 			route(w, (unsigned)n);
 			for (int k = 0; k < w->nws; k++) {
 				struct wstream *ws = &w->ws[k];
 
 				if (ws->n == 0)
 					continue;
+				if (ws->n > most) {
+					most = ws->n;
+					w->hint_ws = k;
+				}
 				stream_burst(ws->s, ws->frames, ws->n, now);
 				ws->n = 0;
 			}
@@ -468,7 +521,7 @@ worker_flows_post(struct worker *w, struct flow_change *fc)
 	if (!w->started) {
 		/* Not running: swap here. */
 		atomic_store_explicit(&w->pending, fc, memory_order_relaxed);
-		take_flow_change(w, daqiri_mono_ns());
+		take_flow_change(w, daqiri_mono_ns(), 0);
 		return;
 	}
 	atomic_store_explicit(&w->pending, fc, memory_order_release);
@@ -673,7 +726,7 @@ worker_stats_json(struct worker *w, cJSON *o)
 		{ "kernel", offsetof(struct worker_counters, engine.kernel) },
 		{ "truncated", offsetof(struct worker_counters, engine.truncated) },
 #define E(x) { "engine_" #x, offsetof(struct worker_counters, engine.x) }
-		E(rx_packets), E(errors), E(gro_reads),
+		E(rx_packets), E(errors), E(gro_reads), E(direct),
 #undef E
 	};
 

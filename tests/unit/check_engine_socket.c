@@ -3,7 +3,7 @@
  * Unit tests of the socket engine over 127.0.0.1: frames and synthetic
  * headers, order, UDP_GRO splitting of GSO sends, truncation, kernel drop
  * accounting, timeouts, busy-poll, wake fd, buffer release, several queues
- * on one port, and init errors.
+ * on one port, init errors, and direct placement into hinted destinations.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -743,6 +743,227 @@ START_TEST(test_init_errors)
 }
 END_TEST
 
+/* ---- direct placement (engine_ops.set_place) ------------------------ */
+
+#define DP_HDR		8		/* the instrument's header */
+#define DP_PAY		1000		/* payload bytes hinted */
+#define DP_N		16
+
+static uint8_t dp_dest[DP_N][DP_PAY];
+static uint8_t *dp_dst[DP_N];
+
+static const struct rx_place *
+dp_hint(void)
+{
+	static struct rx_place pl;
+
+	for (int i = 0; i < DP_N; i++)
+		dp_dst[i] = dp_dest[i];
+	memset(dp_dest, 0xEE, sizeof(dp_dest));
+	pl = (struct rx_place){ .payload_off = 42 + DP_HDR,
+	    .payload_len = DP_PAY, .n = DP_N, .dst = dp_dst };
+	return &pl;
+}
+
+/* Frame f is datagram b (DP_HDR + DP_PAY bytes) split at the payload:
+ * the synthetic header and the instrument's header in hdr, the payload in
+ * destination d (direct, with a stash) or elsewhere (d < 0). */
+static void
+dp_check(const struct rx_frame *f, const uint8_t *b, int d, uint32_t src,
+	 uint16_t sport, uint16_t dport)
+{
+	const uint8_t *ip = f->hdr + 14, *udp = f->hdr + 34;
+
+	ck_assert_uint_eq(f->hdr_len, 42 + DP_HDR);
+	ck_assert_uint_eq(f->payload_len, DP_PAY);
+	ck_assert_uint_eq(be16(ip + 2), 28 + DP_HDR + DP_PAY);
+	ck_assert_uint_eq(be32(ip + 12), src);
+	ck_assert_uint_eq(be16(udp), sport);
+	ck_assert_uint_eq(be16(udp + 2), dport);
+	ck_assert_uint_eq(be16(udp + 4), 8 + DP_HDR + DP_PAY);
+	ck_assert_mem_eq(f->hdr + 42, b, DP_HDR);
+	ck_assert_mem_eq(f->payload, b + DP_HDR, DP_PAY);
+	if (d >= 0) {
+		ck_assert_ptr_eq(f->payload, dp_dest[d]);
+		ck_assert_ptr_nonnull(f->stash);
+	} else {
+		ck_assert_ptr_null(f->stash);
+	}
+}
+
+/* One datagram per read: each payload lands in the next destination. */
+START_TEST(test_direct_one_per_read)
+{
+	struct engine_stats st;
+	struct engine_rxq *q;
+	uint8_t b[6][DP_HDR + DP_PAY];
+	uint16_t port, sport;
+	int fd, i, n;
+
+	setup_cfg(1, 64, 2048);
+	port = start(&(struct engine_opts){ .no_gro = true });
+	q = ops->rxq(eng, 0);
+	fd = sender(port, &sport);
+	for (i = 0; i < 6; i++) {
+		pattern(b[i], sizeof(b[i]), (uint32_t)i);
+		ck_assert_int_eq(send(fd, b[i], sizeof(b[i]), 0),
+		    (ssize_t)sizeof(b[i]));
+	}
+	ops->set_place(q, dp_hint());
+	n = ops->rx_burst(q, fr, MAXF, SEC);
+	ck_assert_int_eq(n, 6);
+	for (i = 0; i < 6; i++)
+		dp_check(&fr[i], b[i], i, LOOPBACK, sport, port);
+	/* the stash takes a copy and reads back the same */
+	memcpy(fr[2].stash, fr[2].payload, DP_PAY);
+	ck_assert_mem_eq(fr[2].stash, b[2] + DP_HDR, DP_PAY);
+	ops->release(q, 6);
+	/* the hint was for that call only */
+	send_dgram(fd, DP_HDR + DP_PAY, 9);
+	ck_assert_uint_eq(recv_n(q, 1, MAXF), 1);
+	check_payload(&fr[0], DP_HDR + DP_PAY, 9);
+	ck_assert_ptr_null(fr[0].stash);
+	ck_assert_int_eq(ops->stats(q, &st), 0);
+	ck_assert_uint_eq(st.direct, 6);
+	ck_assert_uint_eq(st.rx_packets, 7);
+	ck_assert_uint_eq(st.rx_bytes, 7 * (42 + DP_HDR + DP_PAY));
+	ops->release(q, 1);
+	close(fd);
+	teardown();
+}
+END_TEST
+
+/* GSO sends read with UDP_GRO: the first read shows several datagrams a
+ * read (one pair, the rest in the slot), then each read gets pairs for
+ * all of them, the next read going on from the last filled. */
+START_TEST(test_direct_gro)
+{
+	struct engine_stats st;
+	struct engine_rxq *q;
+	uint8_t b[8][DP_HDR + DP_PAY];
+	uint16_t port, sport;
+	int fd, gso = DP_HDR + DP_PAY, i, n;
+
+	setup_cfg(1, 512, 2048);
+	port = start(NULL);
+	q = ops->rxq(eng, 0);
+	fd = sender(port, &sport);
+	ck_assert_int_eq(setsockopt(fd, SOL_UDP, UDP_SEGMENT, &gso,
+	    sizeof(gso)), 0);
+	for (i = 0; i < 8; i++)
+		pattern(b[i], sizeof(b[i]), (uint32_t)i);
+	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
+	    (ssize_t)(5 * sizeof(b[0])));
+	ops->set_place(q, dp_hint());
+	n = ops->rx_burst(q, fr, MAXF, SEC);
+	ck_assert_int_eq(n, 5);
+	dp_check(&fr[0], b[0], 0, LOOPBACK, sport, port);
+	for (i = 1; i < 5; i++) {
+		ck_assert_uint_eq(fr[i].hdr_len, 42);
+		ck_assert_ptr_null(fr[i].stash);
+		check_hdr(&fr[i], LOOPBACK, sport, LOOPBACK, port);
+		ck_assert_mem_eq(fr[i].payload, b[i], sizeof(b[i]));
+	}
+	ops->release(q, 5);
+	/* now a read of 5 and one of 3: all eight in destinations 0..7 */
+	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
+	    (ssize_t)(5 * sizeof(b[0])));
+	ck_assert_int_eq(send(fd, b[5], 3 * sizeof(b[0]), 0),
+	    (ssize_t)(3 * sizeof(b[0])));
+	ops->set_place(q, dp_hint());
+	n = ops->rx_burst(q, fr, MAXF, SEC);
+	ck_assert_int_eq(n, 8);
+	for (i = 0; i < 8; i++)
+		dp_check(&fr[i], b[i], i, LOOPBACK, sport, port);
+	ck_assert_int_eq(ops->stats(q, &st), 0);
+	ck_assert_uint_eq(st.direct, 9);
+	ck_assert_uint_eq(st.gro_reads, 3);
+	ops->release(q, 8);
+	close(fd);
+	teardown();
+}
+END_TEST
+
+/* Datagrams of another length land scattered and are put back together
+ * as if no hint had been given. */
+START_TEST(test_direct_other_shapes)
+{
+	struct engine_rxq *q;
+	uint8_t b[DP_HDR + DP_PAY];
+	uint16_t port, sport;
+	int fd, n;
+
+	setup_cfg(1, 64, 4096);
+	port = start(&(struct engine_opts){ .no_gro = true });
+	q = ops->rxq(eng, 0);
+	fd = sender(port, &sport);
+	send_dgram(fd, 500, 1);			/* short: into hdr + dst */
+	send_dgram(fd, 3000, 2);		/* long: into the slot too */
+	send_dgram(fd, 4, 3);			/* inside the header part */
+	pattern(b, sizeof(b), 4);
+	ck_assert_int_eq(send(fd, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	ops->set_place(q, dp_hint());
+	n = ops->rx_burst(q, fr, MAXF, SEC);
+	ck_assert_int_eq(n, 4);
+	check_payload(&fr[0], 500, 1);
+	check_payload(&fr[1], 3000, 2);
+	check_payload(&fr[2], 4, 3);
+	for (int i = 0; i < 3; i++) {
+		check_hdr(&fr[i], LOOPBACK, sport, LOOPBACK, port);
+		ck_assert_ptr_null(fr[i].stash);
+	}
+	dp_check(&fr[3], b, 3, LOOPBACK, sport, port);
+	ops->release(q, 4);
+	close(fd);
+	teardown();
+}
+END_TEST
+
+/* A read with more frames than the call may hand out: the direct ones
+ * that wait for the next call were copied to their stash. */
+START_TEST(test_direct_deferred_are_copied)
+{
+	struct engine_rxq *q;
+	uint8_t b[5][DP_HDR + DP_PAY];
+	uint16_t port, sport;
+	int fd, gso = DP_HDR + DP_PAY, i, n;
+
+	setup_cfg(1, 512, 2048);
+	port = start(NULL);
+	q = ops->rxq(eng, 0);
+	fd = sender(port, &sport);
+	ck_assert_int_eq(setsockopt(fd, SOL_UDP, UDP_SEGMENT, &gso,
+	    sizeof(gso)), 0);
+	for (i = 0; i < 5; i++)
+		pattern(b[i], sizeof(b[i]), (uint32_t)i + 20);
+	/* a first read makes the engine take several datagrams a read */
+	ck_assert_int_eq(send(fd, b, 2 * sizeof(b[0]), 0),
+	    (ssize_t)(2 * sizeof(b[0])));
+	ops->set_place(q, dp_hint());
+	ck_assert_int_eq(ops->rx_burst(q, fr, MAXF, SEC), 2);
+	ops->release(q, 2);
+	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
+	    (ssize_t)(5 * sizeof(b[0])));
+	ops->set_place(q, dp_hint());
+	n = ops->rx_burst(q, fr, 3, SEC);
+	ck_assert_int_eq(n, 3);
+	for (i = 0; i < 3; i++)
+		dp_check(&fr[i], b[i], i, LOOPBACK, sport, port);
+	/* the worker may now reuse destinations 3 and 4 */
+	memset(dp_dest[3], 0, DP_PAY);
+	memset(dp_dest[4], 0, DP_PAY);
+	n = ops->rx_burst(q, fr + 3, MAXF, SEC);
+	ck_assert_int_eq(n, 2);
+	for (i = 3; i < 5; i++) {
+		dp_check(&fr[i], b[i], -1, LOOPBACK, sport, port);
+		ck_assert_ptr_ne(fr[i].payload, dp_dest[i]);
+	}
+	ops->release(q, 5);
+	close(fd);
+	teardown();
+}
+END_TEST
+
 static Suite *
 engine_suite(void)
 {
@@ -764,6 +985,10 @@ engine_suite(void)
 	tcase_add_test(tc, test_two_queues);
 	tcase_add_test(tc, test_private_buffers_wildcard);
 	tcase_add_test(tc, test_init_errors);
+	tcase_add_test(tc, test_direct_one_per_read);
+	tcase_add_test(tc, test_direct_gro);
+	tcase_add_test(tc, test_direct_other_shapes);
+	tcase_add_test(tc, test_direct_deferred_are_copied);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;

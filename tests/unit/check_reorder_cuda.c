@@ -167,7 +167,7 @@ START_TEST(test_no_device)
 {
 	struct cfg_reorder r = tcfg(DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP16,
 	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 1024, 16);
-	struct reorder_owner o = { NULL, t_get, t_put, t_publish };
+	struct reorder_owner o = { NULL, t_get, t_put, t_publish, NULL };
 	struct reorder_plan *p;
 	char why[REORDER_CUDA_ERR_MAX] = "";
 	uint8_t h[GPU_IPC_HANDLE_BYTES];
@@ -567,8 +567,8 @@ START_TEST(test_plan_vs_cpu)
 	struct cfg_reorder r = tcfg(c->in, c->out, c->en, c->fill,
 	    c->in_bytes, P_PPB);
 	struct towner cpu, gpu;
-	struct reorder_owner oc = { &cpu, o_get, o_put, o_publish };
-	struct reorder_owner og = { &gpu, o_get, o_put, o_publish };
+	struct reorder_owner oc = { &cpu, o_get, o_put, o_publish, NULL };
+	struct reorder_owner og = { &gpu, o_get, o_put, o_publish, NULL };
 	struct reorder_plan *pc, *pg;
 	struct reorder_cuda_stats st;
 	struct tpkt *pk;
@@ -685,7 +685,7 @@ START_TEST(test_pinned_tensor_and_split)
 	struct cfg_reorder r = tcfg(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP32,
 	    CFG_ENDIAN_HOST, DAQIRI_FILL_NAN, 64, P_PPB);
 	struct towner o;
-	struct reorder_owner ow = { &o, o_get, o_put, o_publish };
+	struct reorder_owner ow = { &o, o_get, o_put, o_publish, NULL };
 	struct reorder_plan *p;
 	struct rx_frame pk[P_PPB];
 	struct reorder_cuda_stats st;
@@ -771,7 +771,7 @@ START_TEST(test_unsupported)
 {
 	struct cfg_reorder r = tcfg(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_INT16,
 	    CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, P_PPB);
-	struct reorder_owner o = { NULL, t_get, t_put, t_publish };
+	struct reorder_owner o = { NULL, t_get, t_put, t_publish, NULL };
 
 	ck_assert_int_eq(reorder_cuda_place_jobs(DAQIRI_DTYPE_INT8,
 	    DAQIRI_DTYPE_INT16, CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 64, 128,
