@@ -15,7 +15,8 @@
  * while reads hold one datagram each, one recvmmsg takes a pair per
  * message; once a read held more (UDP_GRO), messages are read one per
  * call, each with every pair one read can hold, the next from the
- * destination after the last one filled. A datagram of another length,
+ * destination after the last one filled, until ENGINE_SP_SINGLE_RUN reads
+ * in a row held one datagram each. A datagram of another length,
  * or a short last one, lands scattered: it is gathered back into the
  * slot and handed out as always. Every direct frame is handed out by the
  * call that read it; one that would have to wait for a later call is
@@ -69,6 +70,9 @@
  * most datagrams one UDP_GRO read holds (UDP_GRO_CNT_MAX). */
 #define ENGINE_SP_HDR_MAX	256
 #define ENGINE_SP_SEGS_MAX	64
+/* After this many reads of one datagram in a row, messages are read many
+ * per call again (a sender that stopped segmenting). */
+#define ENGINE_SP_SINGLE_RUN	64
 
 /* One datagram (possibly GRO-coalesced) of the last read: nspec
  * datagrams received as header + payload pairs (direct placement; the
@@ -131,6 +135,7 @@ struct sock_rxq {
 	const struct rx_place *pl;
 	uint32_t rd_hlen, rd_plen;
 	bool sp_multi;
+	uint32_t sp_single;		/* one-datagram reads in a row */
 	uint8_t *sp_side;		/* ENGINE_MAX_BURST x ENGINE_SP_HDR_MAX */
 	struct iovec *sp_iov;		/* 2 x ENGINE_MAX_BURST + vmax */
 
@@ -341,7 +346,14 @@ sock_msg_done(struct sock_rxq *q, struct sock_read *r, uint32_t s,
 		seg = len;
 	if (pairs > 0) {
 		total = len == 0 ? 0 : (len + seg - 1) / seg;
-		q->sp_multi = total > 1;
+		/* several a read: from now on; one a read: after a run */
+		if (total > 1) {
+			q->sp_multi = true;
+			q->sp_single = 0;
+		} else if (q->sp_multi &&
+		    ++q->sp_single >= ENGINE_SP_SINGLE_RUN) {
+			q->sp_multi = false;
+		}
 		if (len > 0 && seg == dgram &&
 		    (total > pairs || len % seg == 0)) {
 			r->nspec = total < pairs ? total : pairs;
@@ -485,34 +497,44 @@ sock_read(struct sock_rxq *q, unsigned max)
 		q->rd_hlen = q->pl->payload_off - ENGINE_SYNTH_HDR_LEN;
 		q->rd_plen = q->pl->payload_len;
 	}
+	i = 0;
 	if (g > 1 && q->sp_multi) {
-		q->last_full = true;
-		for (i = 0; i < vlen && h < q->pl->n && nfr < max; i++) {
+		for (; i < vlen && h < q->pl->n && nfr < max; i++) {
 			pairs = q->pl->n - h < g ? q->pl->n - h : g;
 			iov_used = 0;
 			sock_msg_init(q, i, q->head, pairs, h, &iov_used);
 			if ((rc = sock_recv(q, &q->msgs[i], 1)) <= 0) {
+				q->last_full = false;
 				if (i == 0)
 					return rc;
-				q->last_full = false;
-				break;
+				goto out;
 			}
 			h += sock_take(q, i, pairs, h, &nfr, max);
 			n++;
 		}
-	} else {
-		/* a pair per message, while the hint lasts */
-		if (g > 0 && vlen > q->pl->n)
-			vlen = q->pl->n;
-		for (i = 0; i < vlen; i++)
-			sock_msg_init(q, i, (q->head + i) % q->nslots,
-			    g > 0 ? 1 : 0, i, &iov_used);
-		if ((n = sock_recv(q, q->msgs, vlen)) <= 0)
-			return n;
-		q->last_full = (uint32_t)n == vlen;
-		for (i = 0; i < (uint32_t)n; i++)
-			(void)sock_take(q, i, g > 0 ? 1 : 0, i, &nfr, max);
+		if (i == vlen || nfr >= max) {
+			q->last_full = true;
+			goto out;
+		}
+		g = 0;		/* the hint is used up: the rest as always */
 	}
+	/* one call: a pair per message while the hint lasts (from i on:
+	 * what the loop above left) */
+	for (uint32_t m = i; m < vlen; m++)
+		sock_msg_init(q, m, (q->head + m - i) % q->nslots,
+		    g > 0 && m < q->pl->n ? 1 : 0, m, &iov_used);
+	if ((rc = sock_recv(q, q->msgs + i, vlen - i)) <= 0) {
+		if (n == 0)
+			return rc;
+		q->last_full = false;
+		goto out;
+	}
+	q->last_full = (uint32_t)rc == vlen - i;
+	for (uint32_t m = i; m < i + (uint32_t)rc; m++)
+		(void)sock_take(q, m, g > 0 && m < q->pl->n ? 1 : 0, m, &nfr,
+		    max);
+	n += rc;
+out:
 	q->rd_ns = sock_now_ns();
 	if (q->rd_n > 0)
 		q->st.bursts++;

@@ -18,7 +18,9 @@
 #    engine's default), plus a consumer (build/bench_e2e consume, on the
 #    sender's core) that releases every tensor, so the whole chain runs;
 #  - daemon-copy: the same with the stream's data_types removed, so the
-#    payload bytes are copied as they are (8000-byte slots, 1 x the bytes);
+#    payload bytes are copied as they are (8000-byte slots, 1 x the bytes):
+#    by the kernel straight into their slots (direct placement, daqirid(8)
+#    NOTES; direct= counts the frames that came in that way);
 #  - recvmmsg: build/bench_recvmmsg on $BENCH_RX_CORE: the engine's socket
 #    options (UDP_GRO, SO_RXQ_OVFL, the same SO_RCVBUF) and ring of read
 #    slots, a blocking recvmmsg (MSG_WAITFORONE; $BENCH_RECV_WAIT=poll
@@ -208,13 +210,14 @@ run_sim() {
 
 daemon_stats() {
 	"$BUILD/bench_e2e" -s "$SOCK" stats > "$T/stats.json"
-	jq -r --arg s "$STREAM" '[(.interfaces[0] | .kernel, .truncated),
+	jq -r --arg s "$STREAM" '[(.interfaces[0] | .kernel, .truncated,
+	   (.queues[0].engine_direct // 0)),
 	  (.streams[] | select(.name == $s) | (.reorder | .packets_in, .placed,
 	   .no_buffer, .missing_slots, .batches_complete),
 	   .handoff.overruns)] | map(tostring) | join(" ")' \
 		"$T/stats.json" > "$T/stats.txt"
-	read -r s_drops s_trunc s_in s_placed s_nobuf s_missing s_complete \
-		s_overruns < "$T/stats.txt"
+	read -r s_drops s_trunc s_direct s_in s_placed s_nobuf s_missing \
+		s_complete s_overruns < "$T/stats.txt"
 }
 
 # rx_finish: stop the receiver, judge the run. Sets LOSSLESS (1/0), GBS,
@@ -256,7 +259,7 @@ rx_finish() {
 		CPU_S=$(awk -v a="$TICKS0" -v b="$ticks" -v t="$TCK" 'BEGIN { printf "%.3f", (b - a) / t }')
 		GBS=$(awk -v n="$s_placed" -v p="$PAYLOAD" -v s="$SIM_S" 'BEGIN { printf "%.3f", n * p / s / 1e9 }')
 		OTHER_S=$(awk -v a="$CORE0" -v b="$core" -v t="$TCK" -v c="$CPU_S" 'BEGIN { o = (b - a) / t - c; printf "%.2f", (o > 0 ? o : 0) }')
-		INFO="sent=$SENT packets_in=$s_in placed=$s_placed kernel=$s_drops no_buffer=$s_nobuf missing_slots=$s_missing complete=$s_complete/$nbatch overruns=$s_overruns daemon_cpu_s=$CPU_S rx_core_others_s=$OTHER_S"
+		INFO="sent=$SENT packets_in=$s_in placed=$s_placed kernel=$s_drops no_buffer=$s_nobuf missing_slots=$s_missing complete=$s_complete/$nbatch overruns=$s_overruns direct=$s_direct daemon_cpu_s=$CPU_S rx_core_others_s=$OTHER_S"
 	else
 		wait "$DPID" || true
 		core=$(core_ticks)

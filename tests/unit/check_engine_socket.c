@@ -964,6 +964,62 @@ START_TEST(test_direct_deferred_are_copied)
 }
 END_TEST
 
+/* Once reads hold several datagrams, a read of one does not end it; and
+ * when the hint runs out, the rest of the call reads as always. */
+START_TEST(test_direct_gro_mixed_and_short_hint)
+{
+	static struct rx_place pl;
+	struct engine_rxq *q;
+	uint8_t b[8][DP_HDR + DP_PAY];
+	uint16_t port, sport;
+	int fd, gso = DP_HDR + DP_PAY, i, n;
+
+	setup_cfg(1, 512, 2048);
+	port = start(NULL);
+	q = ops->rxq(eng, 0);
+	fd = sender(port, &sport);
+	ck_assert_int_eq(setsockopt(fd, SOL_UDP, UDP_SEGMENT, &gso,
+	    sizeof(gso)), 0);
+	for (i = 0; i < 8; i++)
+		pattern(b[i], sizeof(b[i]), (uint32_t)i + 40);
+	ck_assert_int_eq(send(fd, b, 2 * sizeof(b[0]), 0),
+	    (ssize_t)(2 * sizeof(b[0])));
+	ops->set_place(q, dp_hint());
+	ck_assert_int_eq(ops->rx_burst(q, fr, MAXF, SEC), 2);
+	ops->release(q, 2);
+	/* one datagram, then five: six frames, all in place */
+	ck_assert_int_eq(send(fd, b, sizeof(b[0]), 0), (ssize_t)sizeof(b[0]));
+	ck_assert_int_eq(send(fd, b[1], 5 * sizeof(b[0]), 0),
+	    (ssize_t)(5 * sizeof(b[0])));
+	ops->set_place(q, dp_hint());
+	n = ops->rx_burst(q, fr, MAXF, SEC);
+	ck_assert_int_eq(n, 6);
+	for (i = 0; i < 6; i++)
+		dp_check(&fr[i], b[i], i, LOOPBACK, sport, port);
+	ops->release(q, 6);
+	/* four destinations for five + three datagrams */
+	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
+	    (ssize_t)(5 * sizeof(b[0])));
+	ck_assert_int_eq(send(fd, b[5], 3 * sizeof(b[0]), 0),
+	    (ssize_t)(3 * sizeof(b[0])));
+	pl = *dp_hint();
+	pl.n = 4;
+	ops->set_place(q, &pl);
+	n = ops->rx_burst(q, fr, MAXF, SEC);
+	ck_assert_int_eq(n, 8);
+	for (i = 0; i < 4; i++)
+		dp_check(&fr[i], b[i], i, LOOPBACK, sport, port);
+	for (i = 4; i < 8; i++) {
+		ck_assert_ptr_null(fr[i].stash);
+		check_hdr(&fr[i], LOOPBACK, sport, LOOPBACK, port);
+		ck_assert_mem_eq(fr[i].payload, b[i], sizeof(b[i]));
+	}
+	ops->release(q, 8);
+	close(fd);
+	teardown();
+}
+END_TEST
+
 static Suite *
 engine_suite(void)
 {
@@ -989,6 +1045,7 @@ engine_suite(void)
 	tcase_add_test(tc, test_direct_gro);
 	tcase_add_test(tc, test_direct_other_shapes);
 	tcase_add_test(tc, test_direct_deferred_are_copied);
+	tcase_add_test(tc, test_direct_gro_mixed_and_short_hint);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;
