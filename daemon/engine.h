@@ -61,7 +61,8 @@ struct engine_stats {
 struct rx_place {
 	uint32_t payload_off;		/* frame offset of the payload */
 	uint32_t payload_len;		/* its bytes in every datagram */
-	uint32_t n;			/* destinations, <= ENGINE_MAX_BURST */
+	uint32_t n;			/* destinations, at most
+					 * ENGINE_MAX_BURST */
 	uint8_t *const *dst;
 };
 

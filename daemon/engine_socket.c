@@ -83,7 +83,7 @@ struct sock_read {
 	uint32_t len;			/* bytes received into the slot */
 	uint32_t seg;			/* segment size (len when not GRO) */
 	uint32_t nsegs;
-	uint32_t hint;			/* destination of the first pair */
+	uint32_t hint;			/* the first pair's destination */
 	uint32_t nspec;
 	uint32_t ndirect;
 };
@@ -136,7 +136,9 @@ struct sock_rxq {
 	uint32_t rd_hlen, rd_plen;
 	bool sp_multi;
 	uint32_t sp_single;		/* one-datagram reads in a row */
-	uint8_t *sp_side;		/* ENGINE_MAX_BURST x ENGINE_SP_HDR_MAX */
+	uint32_t sp_est;		/* most datagrams a read of the last
+					 * call held */
+	uint8_t *sp_side;		/* ENGINE_MAX_BURST x HDR_MAX */
 	struct iovec *sp_iov;		/* 2 x ENGINE_MAX_BURST + vmax */
 
 	uint32_t ovfl_last;		/* last SO_RXQ_OVFL / SK_MEMINFO value */
@@ -286,7 +288,8 @@ sock_msg_init(struct sock_rxq *q, uint32_t i, uint32_t s, uint32_t pairs,
 	v = m->msg_iov = q->sp_iov + *iov_used;
 	for (k = 0; k < pairs; k++) {
 		if (q->rd_hlen > 0) {
-			v->iov_base = sock_side(q, h + k) + ENGINE_SYNTH_HDR_LEN;
+			v->iov_base = sock_side(q, h + k) +
+			    ENGINE_SYNTH_HDR_LEN;
 			v->iov_len = q->rd_hlen;
 			v++;
 		}
@@ -347,6 +350,8 @@ sock_msg_done(struct sock_rxq *q, struct sock_read *r, uint32_t s,
 	if (pairs > 0) {
 		total = len == 0 ? 0 : (len + seg - 1) / seg;
 		/* several a read: from now on; one a read: after a run */
+		if (total > q->sp_est)
+			q->sp_est = total;
 		if (total > 1) {
 			q->sp_multi = true;
 			q->sp_single = 0;
@@ -482,6 +487,7 @@ static int
 sock_read(struct sock_rxq *q, unsigned max)
 {
 	uint32_t i, vlen, free_slots, g, pairs, h = 0, iov_used = 0, nfr = 0;
+	uint32_t est;
 	int n = 0, rc;
 
 	free_slots = q->nslots - q->nheld;
@@ -499,7 +505,15 @@ sock_read(struct sock_rxq *q, unsigned max)
 	}
 	i = 0;
 	if (g > 1 && q->sp_multi) {
-		for (; i < vlen && h < q->pl->n && nfr < max; i++) {
+		/* After the first message, only one whose read (as large as
+		 * the largest of the last call) fits both the hint and the
+		 * call: the datagrams of one that does not would land out
+		 * of place, and wait in the socket instead. */
+		est = q->sp_est < g ? q->sp_est : g;
+		q->sp_est = 1;
+		for (; i < vlen && h < q->pl->n && nfr < max &&
+		    (i == 0 || (h + est <= q->pl->n && nfr + est <= max));
+		    i++) {
 			pairs = q->pl->n - h < g ? q->pl->n - h : g;
 			iov_used = 0;
 			sock_msg_init(q, i, q->head, pairs, h, &iov_used);
@@ -512,11 +526,11 @@ sock_read(struct sock_rxq *q, unsigned max)
 			h += sock_take(q, i, pairs, h, &nfr, max);
 			n++;
 		}
-		if (i == vlen || nfr >= max) {
+		if (h < q->pl->n || i == vlen || nfr >= max) {
 			q->last_full = true;
 			goto out;
 		}
-		g = 0;		/* the hint is used up: the rest as always */
+		g = 0;		/* hint used up: the rest as ever */
 	}
 	/* one call: a pair per message while the hint lasts (from i on:
 	 * what the loop above left) */
@@ -961,6 +975,7 @@ sock_queue_init(struct sock_engine *se, const struct cfg *c,
 	q->cmsg = calloc(q->vmax, ENGINE_CMSG_SPACE);
 	q->sp_side = malloc((size_t)ENGINE_MAX_BURST * ENGINE_SP_HDR_MAX);
 	q->sp_iov = calloc(2 * ENGINE_MAX_BURST + q->vmax, sizeof(*q->sp_iov));
+	q->sp_est = 1;
 	if (!q->slot_frames || !q->side_hdr || !q->rd || !q->msgs || !q->iov ||
 	    !q->peer || !q->cmsg || !q->sp_side || !q->sp_iov)
 		return -ENOMEM;

@@ -207,7 +207,7 @@ struct reorder_plan {
 
 	/* Direct placement (the rules at the top) */
 	bool direct;			/* the plan places directly */
-	bool nx_set;			/* the slot after the last placed: */
+	bool nx_set;			/* the slot after the last one */
 	uint64_t nx_pos;
 	uint32_t nx_slot;
 	uint32_t nspare;		/* buffers got ahead, in the order */
@@ -215,7 +215,7 @@ struct reorder_plan {
 	struct hint_run runs[REORDER_HINT_RUNS];
 	uint32_t nruns;
 	uint32_t nhints;
-	int32_t *occupant;		/* per hint: this burst's frame in it */
+	int32_t *occupant;		/* per hint: the frame in it */
 	struct sframe *sf;		/* per frame of the burst */
 	uint32_t sf_n;			/* frames; 0 = no direct frame */
 	uint32_t sf_next;		/* frames before it are done with */
@@ -325,7 +325,8 @@ open_batch(struct reorder_plan *p, struct rbatch *r, uint64_t pos,
 	r->open = true;
 	if (p->nspare > 0) {
 		r->buf = p->spare[0];
-		memmove(p->spare, p->spare + 1, --p->nspare * sizeof(p->spare[0]));
+		memmove(p->spare, p->spare + 1,
+		    --p->nspare * sizeof(p->spare[0]));
 		got = true;
 	} else {
 		got = p->owner.get(p->owner.ctx, &r->buf) == 0;
@@ -597,7 +598,8 @@ place_direct(struct reorder_plan *p, struct rbatch *r, uint32_t slot,
 	     const struct rx_frame *pkt)
 {
 	const struct sframe *f = &p->sf[p->sf_next];
-	uint8_t *dst = (uint8_t *)r->buf.data + (uint64_t)slot * p->g.slot_bytes;
+	uint8_t *dst = (uint8_t *)r->buf.data +
+	    (uint64_t)slot * p->g.slot_bytes;
 
 	if (f->src == dst) {
 		p->dc.hits++;
@@ -780,8 +782,8 @@ reorder_place_hints(struct reorder_plan *p, uint8_t **dst, unsigned max,
 		h->n = 0;
 		/* the slots still missing, in order; a run is contiguous */
 		for (; k < max && slot < p->g.ppb; slot++) {
-			if (r != NULL &&
-			    (r->buf.bitmap[slot / 64] & (1ull << (slot % 64)))) {
+			if (r != NULL && (r->buf.bitmap[slot / 64] &
+			    (1ull << (slot % 64)))) {
 				if (h->n == 0) {
 					h->addr += sb;
 					continue;

@@ -111,7 +111,8 @@ o_release(struct owner *o, int n)
 }
 
 static struct cfg_reorder
-cfg_of(uint32_t ppb, uint32_t window, uint32_t timeout_us, enum daqiri_fill fill)
+cfg_of(uint32_t ppb, uint32_t window, uint32_t timeout_us,
+       enum daqiri_fill fill)
 {
 	struct cfg_reorder r;
 
@@ -149,7 +150,8 @@ static void
 payload(uint8_t *out, uint32_t seq, uint32_t epoch)
 {
 	for (int i = 0; i < PAYLOAD; i++)
-		out[i] = (uint8_t)(seq * 7u + epoch * 131u + (uint32_t)i * 13u + 1u);
+		out[i] = (uint8_t)(seq * 7u + epoch * 131u +
+		    (uint32_t)i * 13u + 1u);
 }
 
 static void

@@ -897,9 +897,9 @@ START_TEST(test_direct_other_shapes)
 	port = start(&(struct engine_opts){ .no_gro = true });
 	q = ops->rxq(eng, 0);
 	fd = sender(port, &sport);
-	send_dgram(fd, 500, 1);			/* short: into hdr + dst */
+	send_dgram(fd, 500, 1);			/* short: hdr + dst */
 	send_dgram(fd, 3000, 2);		/* long: into the slot too */
-	send_dgram(fd, 4, 3);			/* inside the header part */
+	send_dgram(fd, 4, 3);			/* in the header part */
 	pattern(b, sizeof(b), 4);
 	ck_assert_int_eq(send(fd, b, sizeof(b), 0), (ssize_t)sizeof(b));
 	ops->set_place(q, dp_hint());
@@ -919,6 +919,28 @@ START_TEST(test_direct_other_shapes)
 }
 END_TEST
 
+/* A queue with UDP_GRO and a GSO sender of datagrams of the hinted
+ * shape whose first read (of two) made the engine take several datagrams
+ * a read; the sender's fd, ports in *port and *sport. */
+static int
+dp_gro_warm(struct engine_rxq **q, uint16_t *port, uint16_t *sport)
+{
+	uint8_t b[2][DP_HDR + DP_PAY] = { { 0 } };
+	int fd, gso = DP_HDR + DP_PAY;
+
+	setup_cfg(1, 512, 2048);
+	*port = start(NULL);
+	*q = ops->rxq(eng, 0);
+	fd = sender(*port, sport);
+	ck_assert_int_eq(setsockopt(fd, SOL_UDP, UDP_SEGMENT, &gso,
+	    sizeof(gso)), 0);
+	ck_assert_int_eq(send(fd, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	ops->set_place(*q, dp_hint());
+	ck_assert_int_eq(ops->rx_burst(*q, fr, MAXF, SEC), 2);
+	ops->release(*q, 2);
+	return fd;
+}
+
 /* A read with more frames than the call may hand out: the direct ones
  * that wait for the next call were copied to their stash. */
 START_TEST(test_direct_deferred_are_copied)
@@ -926,22 +948,10 @@ START_TEST(test_direct_deferred_are_copied)
 	struct engine_rxq *q;
 	uint8_t b[5][DP_HDR + DP_PAY];
 	uint16_t port, sport;
-	int fd, gso = DP_HDR + DP_PAY, i, n;
+	int fd = dp_gro_warm(&q, &port, &sport), i, n;
 
-	setup_cfg(1, 512, 2048);
-	port = start(NULL);
-	q = ops->rxq(eng, 0);
-	fd = sender(port, &sport);
-	ck_assert_int_eq(setsockopt(fd, SOL_UDP, UDP_SEGMENT, &gso,
-	    sizeof(gso)), 0);
 	for (i = 0; i < 5; i++)
 		pattern(b[i], sizeof(b[i]), (uint32_t)i + 20);
-	/* a first read makes the engine take several datagrams a read */
-	ck_assert_int_eq(send(fd, b, 2 * sizeof(b[0]), 0),
-	    (ssize_t)(2 * sizeof(b[0])));
-	ops->set_place(q, dp_hint());
-	ck_assert_int_eq(ops->rx_burst(q, fr, MAXF, SEC), 2);
-	ops->release(q, 2);
 	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
 	    (ssize_t)(5 * sizeof(b[0])));
 	ops->set_place(q, dp_hint());
@@ -972,21 +982,10 @@ START_TEST(test_direct_gro_mixed_and_short_hint)
 	struct engine_rxq *q;
 	uint8_t b[8][DP_HDR + DP_PAY];
 	uint16_t port, sport;
-	int fd, gso = DP_HDR + DP_PAY, i, n;
+	int fd = dp_gro_warm(&q, &port, &sport), i, n;
 
-	setup_cfg(1, 512, 2048);
-	port = start(NULL);
-	q = ops->rxq(eng, 0);
-	fd = sender(port, &sport);
-	ck_assert_int_eq(setsockopt(fd, SOL_UDP, UDP_SEGMENT, &gso,
-	    sizeof(gso)), 0);
 	for (i = 0; i < 8; i++)
 		pattern(b[i], sizeof(b[i]), (uint32_t)i + 40);
-	ck_assert_int_eq(send(fd, b, 2 * sizeof(b[0]), 0),
-	    (ssize_t)(2 * sizeof(b[0])));
-	ops->set_place(q, dp_hint());
-	ck_assert_int_eq(ops->rx_burst(q, fr, MAXF, SEC), 2);
-	ops->release(q, 2);
 	/* one datagram, then five: six frames, all in place */
 	ck_assert_int_eq(send(fd, b, sizeof(b[0]), 0), (ssize_t)sizeof(b[0]));
 	ck_assert_int_eq(send(fd, b[1], 5 * sizeof(b[0]), 0),

@@ -174,7 +174,8 @@ START_TEST(test_drops_rendered)
 	    "queue=\"q0\",reason=\"unmatched\"} 7");
 	has_line(t, "daqiri_packets_dropped_total{interface=\"if0\","
 	    "queue=\"q0\",reason=\"kernel\"} 4");
-	has_line(t, "daqiri_rx_direct_total{interface=\"if0\",queue=\"q0\"} 97");
+	has_line(t, "daqiri_rx_direct_total{interface=\"if0\","
+	    "queue=\"q0\"} 97");
 	has_line(t, "daqiri_stream_packets_placed_total{interface=\"if0\","
 	    "stream=\"if0/t\"} 90");
 	has_line(t, "daqiri_stream_packets_in_total{interface=\"if0\","
