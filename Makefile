@@ -271,14 +271,17 @@ python-asan:
 	  ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$(BUILD)/asan/python DAQIRI_BUILD=$(BUILD)/asan \
 	  $(PYTEST) -m asan client/python/tests
 
-# The hostile-consumer test once more against a daemon built with ASan and
-# UBSan: the attacks reach its message decoding, ring and fd handling.
+# The hostile-consumer tests once more against a daemon built with ASan and
+# UBSan: the attacks reach its message decoding, ring and fd handling; and
+# direct placement's scatter, gather and copies on shuffled and malformed
+# traffic (41).
 system-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
 	$(Q)rc=0; BUILD=$(BUILD)/asan sh tests/system/18-hostile.sh || rc=$$?; \
 	  if [ $$rc -eq 77 ]; then echo "system-asan: 18-hostile skipped"; else exit $$rc; fi
 	$(Q)rc=0; BUILD=$(BUILD)/asan sh tests/system/36-tx-hostile.sh || rc=$$?; \
 	  if [ $$rc -eq 77 ]; then echo "system-asan: 36-tx-hostile skipped"; else exit $$rc; fi
+	$(Q)BUILD=$(BUILD)/asan sh tests/system/41-direct-placement.sh
 
 # The same unit tests built again with AddressSanitizer and UBSan in their
 # own tree (CUDA left out: its runtime and ASan do not mix well without a GPU).
