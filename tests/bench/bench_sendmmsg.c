@@ -26,6 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "desc.h"
+#include "../tool.h"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT		103
 #endif
@@ -66,39 +69,11 @@ usage(void)
 	exit(2);
 }
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double
-cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
+/* A number option, checked (tool.h). */
 static uint64_t
 num(const char *opt, const char *s, uint64_t lo, uint64_t hi)
 {
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "bench_sendmmsg: %s: '%s' is not %llu..%llu\n",
-		    opt, s, (unsigned long long)lo, (unsigned long long)hi);
-		exit(2);
-	}
-	return v;
+	return tool_num("bench_sendmmsg", opt, s, lo, hi);
 }
 
 static struct sockaddr_in
@@ -161,8 +136,8 @@ do_send(uint16_t port, uint32_t bytes, uint64_t count, uint32_t batch,
 		msgs[i].msg_hdr.msg_iov = &iov[i];
 		msgs[i].msg_hdr.msg_iovlen = 1;
 	}
-	t0 = now_ns();
-	c0 = cpu_s();
+	t0 = daqiri_mono_ns();
+	c0 = tool_cpu_s();
 	while (sent < count && !bs_stop) {
 		uint64_t left = count - sent;
 		uint32_t n = left < (uint64_t)batch * gso ?
@@ -191,8 +166,8 @@ do_send(uint16_t port, uint32_t bytes, uint64_t count, uint32_t batch,
 		sent += (uint64_t)r == n ? (uint64_t)(n - 1) * gso + last :
 		    (uint64_t)r * gso;
 	}
-	t1 = now_ns();
-	c1 = cpu_s();
+	t1 = daqiri_mono_ns();
+	c1 = tool_cpu_s();
 	secs = (double)(t1 - t0) / 1e9;
 	gb = (double)sent * bytes / 1e9;
 	printf("send datagrams=%llu bytes=%llu seconds=%.6f gbps=%.3f "
@@ -263,7 +238,7 @@ do_sink(uint16_t port, uint32_t bytes, uint64_t expect, int idle_ms)
 				break;
 			continue;
 		}
-		t_last = now_ns();
+		t_last = daqiri_mono_ns();
 		if (got == 0)
 			t_first = t_last;
 		for (i = 0; i < r; i++) {

@@ -24,6 +24,8 @@
 
 #include "daqiri_client.h"
 #include "daqiri_control.h"
+#include "desc.h"
+#include "../tool.h"
 
 #define CL_WAIT_MS		1000	/* one wait slice */
 #define CL_NEXT_TIMEOUT_MS	30000	/* no tensor this long: give up */
@@ -53,39 +55,11 @@ usage(void)
 	exit(2);
 }
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double
-cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
+/* A number option, checked (tool.h). */
 static uint64_t
 num(const char *opt, const char *s, uint64_t lo, uint64_t hi)
 {
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "closed-loop: %s: '%s' is not %llu..%llu\n",
-		    opt, s, (unsigned long long)lo, (unsigned long long)hi);
-		exit(2);
-	}
-	return v;
+	return tool_num("closed-loop", opt, s, lo, hi);
 }
 
 /* IEEE half to float, subnormals included. */
@@ -325,8 +299,8 @@ do_flood(struct daqiri *d, const char *queue, uint32_t bytes,
 	printf("ready tx=%s nbufs=%u buf_size=%u\n", queue, st.nbufs,
 	    st.buf_size);
 	fflush(stdout);
-	t0 = mono_ns();
-	c0 = cpu_s();
+	t0 = daqiri_mono_ns();
+	c0 = tool_cpu_s();
 	while (sent < count && !cl_stop) {
 		/* as many buffers as are free, up to a batch */
 		while (nb < batch && sent + nb < count) {
@@ -379,8 +353,8 @@ do_flood(struct daqiri *d, const char *queue, uint32_t bytes,
 		rc = 1;
 	}
 out:
-	t1 = mono_ns();
-	c1 = cpu_s();
+	t1 = daqiri_mono_ns();
+	c1 = tool_cpu_s();
 	for (i = 0; i < nb; i++)
 		(void)daqiri_tx_discard(tx, &bufs[i]);
 	secs = (double)(t1 - t0) / 1e9;

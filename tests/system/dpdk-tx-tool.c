@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "desc.h"
 #include "engine.h"
 #include "log.h"
 #include "mem.h"
@@ -120,14 +121,6 @@ wait_file(const char *path)
 	return -1;
 }
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Tool state: which buffers are free, which tags are out. */
 struct tool {
@@ -448,7 +441,7 @@ main(int argc, char **argv)
 		if (wait_file(go) != 0)
 			goto out;
 	}
-	t0 = now_ns();
+	t0 = daqiri_mono_ns();
 	if (fill) {
 		/* No completions taken: the engine must run out of slots and
 		 * say -EAGAIN before the pool runs out. */
@@ -501,11 +494,11 @@ main(int argc, char **argv)
 			usleep(gap_us);
 	}
 	/* the last completions: the PMD may free late */
-	for (uint64_t until = now_ns() + 5000000000ull;
-	    t.done < t.accepted && now_ns() < until; usleep(1000))
+	for (uint64_t until = daqiri_mono_ns() + 5000000000ull;
+	    t.done < t.accepted && daqiri_mono_ns() < until; usleep(1000))
 		if ((loop && drain(&t) != 0) || reap(&t) != 0)
 			goto out;
-	t1 = now_ns();
+	t1 = daqiri_mono_ns();
 	(void)t.tx->tx_stats(t.q, &st);
 	printf("txtool count=%llu accepted=%llu done=%llu eagain=%llu "
 	    "fill=%llu copied=%llu tx_packets=%llu tx_bytes=%llu calls=%llu "
