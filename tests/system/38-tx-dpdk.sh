@@ -31,7 +31,8 @@ nss ip addr add "$DST/24" dev "$VS"
 DMAC=$(nss cat "/sys/class/net/$VS/address")
 SMAC=$(nsd cat "/sys/class/net/$VD/address")
 
-# tx_config FILE: the engine's config (rx and tx queue on the port).
+# tx_config FILE PACING_MBPS: the config (rx and tx queue on the port),
+# for the engine alone and for daqirid; the destination is the config's.
 tx_config() {
 	cat > "$1" <<EOF
 daqiri:
@@ -58,13 +59,16 @@ daqiri:
           id: 0
           batch_size: 64
           memory_regions: [txbuf]
+          pacing_mbps: $2
           destination: {eth_dst: "$DMAC", ipv4_src: $SRC, ipv4_dst: $DST,
                         udp_src: $SPORT, udp_dst: $PORT, ttl: $TTL, dscp: $DSCP}
+  daemon:
+    control_socket: $SOCK
 EOF
+	"$BUILD/daqirid" -n -c "$1" >/dev/null 2>"$T/check.err" ||
+		fail "test config invalid: $(cat "$T/check.err")"
 }
-tx_config "$T/tx.yaml"
-"$BUILD/daqirid" -n -c "$T/tx.yaml" >/dev/null 2>"$T/check.err" ||
-	fail "test config invalid: $(cat "$T/check.err")"
+tx_config "$T/tx.yaml" 0
 
 # capture_start NAME / capture_stop NAME: tshark on the capturing end,
 # our frames only (ARP and the kernel's ICMP left out), and the probes:
@@ -288,43 +292,7 @@ verify tap $N 16 1472
 
 # The full path: daqirid with the DPDK engine on net_af_packet in the
 # engine's namespace, a channel (tests/system/tx-raw, the protocol by
-# hand) sending, tshark on the peer. daemon_config FILE PACING_MBPS: the
-# destination is the config's now.
-daemon_config() {
-	cat > "$1" <<EOF
-daqiri:
-  cfg:
-    version: 1
-    master_core: 0
-    stream_type: raw
-    dpdk_args:
-    - "--vdev=net_af_packet0,iface=$VD,framecnt=2048"
-    - "--no-huge"
-    - "--no-shconf"
-    memory_regions:
-    - {name: frames, kind: host, num_bufs: 1024, buf_size: 4096}
-    - {name: txbuf, kind: host, num_bufs: 512, buf_size: 2048}
-    interfaces:
-    - name: veth
-      address: net_af_packet0
-      rx:
-        queues:
-        - {name: q0, id: 0, batch_size: 64, memory_regions: [frames]}
-      tx:
-        queues:
-        - name: t0
-          id: 0
-          batch_size: 64
-          memory_regions: [txbuf]
-          pacing_mbps: $2
-          destination: {eth_dst: "$DMAC", ipv4_src: $SRC, ipv4_dst: $DST,
-                        udp_src: $SPORT, udp_dst: $PORT, ttl: $TTL, dscp: $DSCP}
-  daemon:
-    control_socket: $SOCK
-EOF
-	"$BUILD/daqirid" -n -c "$1" >/dev/null 2>"$T/check.err" ||
-		fail "daemon config invalid: $(cat "$T/check.err")"
-}
+# hand) sending, tshark on the peer.
 DAEMON_PREFIX="ip netns exec $NSD"
 txq() {
 	ctl -j stats | jq -r ".interfaces[0].tx.queues[0] | $1"
@@ -387,7 +355,7 @@ PY
 }
 
 # 5. Unpaced: payloads of three lengths as fast as the channel goes.
-daemon_config "$T/daqirid.yaml" 0
+tx_config "$T/daqirid.yaml" 0
 start_daemon
 grep -q "tx queue 't0': port 0 tx queue 0" "$T/daemon.log" || fail "no tx queue line in the log"
 expect_eq "max_payload (mtu 1500 - 28)" "$(txq .max_payload)" 1472
@@ -414,7 +382,7 @@ stop_daemon
 MBPS=20
 LEN=1400
 N=$(( MBPS * 1000000 / 8 * 5 / 2 / (LEN + 41) ))	# ~2.5 s of frames
-daemon_config "$T/daqirid.yaml" $MBPS
+tx_config "$T/daqirid.yaml" $MBPS
 start_daemon
 try=1
 while :; do
