@@ -483,11 +483,16 @@ take_sub(struct tx_worker *w, struct tx_chan *c, const struct daqiri_tx_sub *s)
 }
 
 /* Fill the pending array round robin, at most batch per channel per
- * round. Returns whether anything was taken. */
+ * round, and at most TX_PEND_MAX submissions looked at in all: one that
+ * is refused (a bad buffer, too big) takes no pending slot, so without
+ * that bound a channel resubmitting garbage as fast as the worker pops it
+ * would keep the worker here forever. Returns whether anything was
+ * taken. */
 static bool
 gather(struct tx_worker *w)
 {
 	bool any = true, took = false;
+	uint32_t pops = 0;
 
 	/* Paced, what is pending waits for its line time: gathering more
 	 * while a batch waits would queue a flooding channel's whole pool
@@ -500,10 +505,12 @@ gather(struct tx_worker *w)
 		    (size_t)w->npend * sizeof(w->pend[0]));
 		w->pend_off = 0;
 	}
-	while (any && w->pend_off + w->npend < TX_PEND_MAX) {
+	while (any && w->pend_off + w->npend < TX_PEND_MAX &&
+	    pops < TX_PEND_MAX) {
 		any = false;
 		for (int k = 0; k < TX_MAX_CHANNELS &&
-		    w->pend_off + w->npend < TX_PEND_MAX; k++) {
+		    w->pend_off + w->npend < TX_PEND_MAX &&
+		    pops < TX_PEND_MAX; k++) {
 			int slot = (w->rr + k) % TX_MAX_CHANNELS;
 			struct tx_chan *c = w->chans[slot];
 			uint32_t n;
@@ -511,12 +518,13 @@ gather(struct tx_worker *w)
 			if (c == NULL || c->dead || c->closing)
 				continue;
 			for (n = 0; n < w->batch && w->pend_off + w->npend <
-			    TX_PEND_MAX; n++) {
+			    TX_PEND_MAX && pops < TX_PEND_MAX; n++) {
 				struct daqiri_tx_sub s;
 				int rc = daqiri_tx_sub_pop(&c->r, &s);
 
 				if (rc == 0)
 					break;
+				pops++;
 				if (rc < 0) {
 					chan_break(w, c, "its submission ring's "
 					    "sub_head is impossible");

@@ -5,7 +5,8 @@
  * (-EAGAIN) retried, a payload the engine refuses (engine_error), an
  * engine that gives tags back late (a closed channel waits for them, a
  * stale tag never completes in a new channel), a completion ring full,
- * and a ring with an impossible sub_head cut off and reported once.
+ * a ring with an impossible sub_head cut off and reported once, and a
+ * ring of refused submissions looked at only TX_PEND_MAX at a time.
  * Every wait is a poll with a generous bound, never a timing assertion.
  */
 #include <check.h>
@@ -36,7 +37,11 @@ static struct {
 	unsigned nheld;
 	_Atomic uint64_t sent, calls;
 	uint8_t last[64];		/* first bytes of the last payload */
+	/* the first payload of FK_WATCH_LEN bytes: *watch when it came */
+	_Atomic(_Atomic uint32_t *) watch;
+	uint32_t watch_at;
 } fk = { .mu = PTHREAD_MUTEX_INITIALIZER };
+#define FK_WATCH_LEN	77
 
 struct fake_engine {
 	struct engine base;
@@ -68,6 +73,9 @@ fk_burst(struct engine_txq *q, const struct engine_tx_pkt *p, unsigned n,
 			break;
 		}
 		memcpy(fk.last, p[i].data, p[i].len < 64 ? p[i].len : 64);
+		if (p[i].len == FK_WATCH_LEN && atomic_load(&fk.watch) != NULL &&
+		    fk.watch_at == UINT32_MAX)
+			fk.watch_at = atomic_load(atomic_load(&fk.watch));
 		fk.held[fk.nheld++] = p[i].tag;
 		atomic_fetch_add(&fk.sent, 1);
 	}
@@ -457,6 +465,47 @@ START_TEST(test_broken)
 }
 END_TEST
 
+/* A channel whose whole ring is refused submissions (buffers it does not
+ * have) cannot keep the worker looking at them: the other channel's
+ * payload goes out after at most TX_PEND_MAX of them, not all 4096. */
+START_TEST(test_refused_submissions_bounded)
+{
+	struct tx_worker *w = mkworker(8);
+	struct tx_counters t;
+	struct cons good, bad;
+	uint32_t depth;
+
+	copen(w, &good, 1, 1, 8);
+	copen(w, &bad, 2, 2, DAQIRI_TX_NBUFS_MAX);
+	depth = bad.r.depth;
+	for (uint32_t i = 0; i < depth; i++)
+		bad.r.sub[i] = (struct daqiri_tx_sub){ .buf = depth + 1,
+		    .len = 1 };
+	fk.watch_at = UINT32_MAX;
+	atomic_store(&fk.watch, &bad.r.shm->sub_tail);
+	atomic_store(&bad.r.shm->sub_head, depth);
+	submit(&good, 0, FK_WATCH_LEN, 1);
+	(void)daqiri_wake_signal(bad.wake);
+	wait_comps(&good, 1);
+	ck_assert_uint_eq(good.st[DAQIRI_TX_SENT], 1);
+	ck_assert_msg(fk.watch_at < depth, "the payload waited for all %u "
+	    "refused submissions", fk.watch_at);
+	for (int i = 0; i < WAIT_MS; i++) {
+		tx_worker_snapshot(w, &t);
+		if (t.drops[TX_DROP_BAD_BUFFER] == depth)
+			break;
+		sleep_ms(1);
+	}
+	ck_assert_uint_eq(t.drops[TX_DROP_BAD_BUFFER], depth);
+	atomic_store(&fk.watch, NULL);
+	ck_assert_int_eq(tx_channel_close(w, 1, 1), 1);
+	ck_assert_int_eq(tx_channel_close(w, 2, 2), 1);
+	tx_worker_destroy(w);
+	cclose(&good);
+	cclose(&bad);
+}
+END_TEST
+
 START_TEST(test_limits)
 {
 	struct tx_worker *w = mkworker(8);
@@ -496,6 +545,7 @@ tx_suite(void)
 	tcase_add_test(tc, test_completions_full);
 	tcase_add_test(tc, test_broken);
 	tcase_add_test(tc, test_limits);
+	tcase_add_test(tc, test_refused_submissions_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }
