@@ -132,10 +132,17 @@ tx_take_slice(TxObject *t, struct daqiri_tx_buf *b, int n, int slice_ms,
 
 			memset(&st, 0, sizeof(st));
 			st.size = sizeof(st);
-			/* Only when one is free: daqiri_tx_buf() counts
-			 * every -EAGAIN as ring_full, and a wait is not a
-			 * refusal. */
-			r = daqiri_tx_stats(t->tx, &st);
+			/* Completions and the control socket first: a daemon
+			 * gone or a channel it ended ends the wait here
+			 * (ENOTCONN), not by polling a readable socket
+			 * forever. Then take only what is free:
+			 * daqiri_tx_buf() counts every -EAGAIN as ring_full,
+			 * and a wait is not a refusal. */
+			r = daqiri_tx_wait(t->tx, 0);
+			if (r == -ETIMEDOUT)
+				r = 0;
+			if (r == 0)
+				r = daqiri_tx_stats(t->tx, &st);
 			while (r == 0 && got < n && st.free > 0) {
 				r = daqiri_tx_buf(t->tx, &b[got]);
 				if (r == 0) {

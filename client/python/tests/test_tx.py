@@ -13,6 +13,7 @@
 import errno
 import os
 import re
+import signal
 import socket
 import tempfile
 from pathlib import Path
@@ -179,6 +180,24 @@ def test_pool_runs_out_then_timeout(txd, rx):
         assert tx.flush(timeout=HANG_GUARD)
         assert [g[0] for g in recv_n(rx, 20)] == \
             [b"%d" % i for i in range(20)]
+
+
+def test_daemon_gone_while_pool_in_flight(txd, rx):
+    # every buffer submitted to a stopped daemon, which is then killed: a
+    # wait for a free buffer ends with ENOTCONN, not a timeout (nor a
+    # spin on the dead control socket)
+    with daqiri.connect(txd.sock) as d, d.transmitter(TX, nbufs=2) as tx:
+        txd.signal(signal.SIGSTOP)
+        try:
+            assert tx.send([b"a", b"b"]) == 2
+        finally:
+            txd.signal(signal.SIGKILL)
+            txd.signal(signal.SIGCONT)
+        txd.wait_exit()
+        for timeout in (HANG_GUARD, None):
+            with pytest.raises(daqiri.Error) as e:
+                tx.buffer(timeout=timeout)
+            assert e.value.errno == errno.ENOTCONN, e.value
 
 
 @pytest.mark.asan
