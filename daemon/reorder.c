@@ -106,9 +106,11 @@
  * was wrong (moved). Nothing is lost on a wrong guess because a frame
  * still in a destination is copied to its stash (staged) before a write
  * to that destination, and before its destination's buffer is published,
- * filled or given back. Destinations are slots not yet filled, so
- * whatever a wrong guess wrote there is a missing slot's content until
- * it is filled (zero, nan) or kept (keep, as stale bytes are).
+ * filled or given back; a frame's fields are read from its stash once it
+ * is there. Destinations are slots not yet filled, so whatever a wrong
+ * guess wrote there is a missing slot's content until it is filled
+ * (zero, nan); with fill keep the plan gives no hints, because that
+ * content could be any datagram the socket received.
  *
  * Bitmap: bit s (slot s) is bitmap[s / 64] >> (s % 64) & 1. Nothing here
  * allocates, locks or makes a syscall per packet.
@@ -619,10 +621,19 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 {
 	uint64_t total, b, pos;
 	uint32_t seq, bf, slot;
+	struct rx_frame moved;
 	struct rbatch *r;
 	int64_t d;
 
 	p->c.packets_in++;
+	/* A direct frame already copied to its stash: its destination may
+	 * hold another packet by now, and a field may lie in the payload. */
+	if (p->sf_n > 0 && p->sf[p->sf_next].src != NULL &&
+	    p->sf[p->sf_next].src != pkt->payload) {
+		moved = *pkt;
+		moved.payload = p->sf[p->sf_next].src;
+		pkt = &moved;
+	}
 	total = (uint64_t)pkt->hdr_len + pkt->payload_len;
 	if (!reorder_field(pkt, p->cfg.seq.bit_offset, p->cfg.seq.bit_width,
 	    &seq) || total < p->cfg.payload_byte_offset ||
@@ -746,7 +757,9 @@ reorder_place_hints(struct reorder_plan *p, uint8_t **dst, unsigned max,
 
 	p->nruns = 0;
 	p->nhints = 0;
-	if (!p->direct || !p->nx_set)
+	/* With fill keep a missing slot would show what a wrong guess put
+	 * there: any datagram the socket got, another stream's too. */
+	if (!p->direct || !p->nx_set || p->cfg.fill == DAQIRI_FILL_KEEP)
 		return 0;
 	if (max > REORDER_BURST_MAX)
 		max = REORDER_BURST_MAX;
@@ -776,7 +789,11 @@ reorder_place_hints(struct reorder_plan *p, uint8_t **dst, unsigned max,
 			}
 			b = &p->spare[spares++];
 		}
-		h = &p->runs[p->nruns++];
+		/* a run that got no slot (its batch had none missing) is
+		 * used again */
+		if (p->nruns == 0 || p->runs[p->nruns - 1].n > 0)
+			p->nruns++;
+		h = &p->runs[p->nruns - 1];
 		h->addr = (uint8_t *)b->data + slot * sb;
 		h->first = k;
 		h->n = 0;
