@@ -1189,8 +1189,11 @@ tx_worker_reap(struct tx_worker *w,
 	}
 }
 
+/* The counters of a queue, or of a channel (queue false: without what
+ * only a queue has, pacing and broken channels; a channel's "broken" is
+ * its state). */
 static int
-add_counters(cJSON *o, const struct tx_counters *c)
+add_counters(cJSON *o, const struct tx_counters *c, bool queue)
 {
 	cJSON *d;
 
@@ -1198,9 +1201,9 @@ add_counters(cJSON *o, const struct tx_counters *c)
 	    cJSON_AddNumberToObject(o, "packets", (double)c->packets) == NULL ||
 	    cJSON_AddNumberToObject(o, "bytes", (double)c->bytes) == NULL ||
 	    cJSON_AddNumberToObject(o, "ring_full", (double)c->ring_full) == NULL ||
-	    cJSON_AddNumberToObject(o, "paced_s",
+	    (queue && (cJSON_AddNumberToObject(o, "paced_s",
 		(double)c->paced_ns / 1e9) == NULL ||
-	    cJSON_AddNumberToObject(o, "broken", (double)c->broken) == NULL ||
+	    cJSON_AddNumberToObject(o, "broken", (double)c->broken) == NULL)) ||
 	    (d = cJSON_AddObjectToObject(o, "drops")) == NULL)
 		return -ENOMEM;
 	for (int k = 0; k < TX_DROP_MAX; k++)
@@ -1222,7 +1225,7 @@ tx_worker_stats_json(struct tx_worker *w, cJSON *o)
 	    cJSON_AddNumberToObject(o, "pacing_mbps", w->pacing_mbps) == NULL ||
 	    cJSON_AddNumberToObject(o, "channels_open",
 		tx_worker_nchannels(w)) == NULL ||
-	    add_counters(o, &s.q) != 0 ||
+	    add_counters(o, &s.q, true) != 0 ||
 	    (e = cJSON_AddObjectToObject(o, "engine")) == NULL ||
 	    cJSON_AddNumberToObject(e, "tx_packets", (double)s.e.tx_packets) == NULL ||
 	    cJSON_AddNumberToObject(e, "tx_bytes", (double)s.e.tx_bytes) == NULL ||
@@ -1253,7 +1256,7 @@ tx_worker_stats_json(struct tx_worker *w, cJSON *o)
 		    cJSON_AddBoolToObject(co, "broken",
 			atomic_load_explicit(&c->broken,
 			memory_order_acquire) != 0) == NULL ||
-		    add_counters(co, &cc) != 0)
+		    add_counters(co, &cc, false) != 0)
 			return -ENOMEM;
 	}
 	return 0;

@@ -666,11 +666,21 @@ fake_work(struct fake *f, struct fchan *c)
 		c->sleeping = true;
 }
 
+/* The fake's admin group: NULL = this process's own group, so the suite
+ * passes as any user; "" = root only (test_tx_not_admin). */
+static const char *fake_admin;
+
 static void __attribute__((noreturn))
 fake_serve(const char *path, enum fmode mode)
 {
-	const struct control_opts o = { .mode = 0666, .group = "",
+	const struct group *g = getgrgid(getegid());
+	struct control_opts o = { .mode = 0666, .group = "",
 	    .admin_group = "", .max_clients = 4 };
+
+	if (fake_admin != NULL)
+		o.admin_group = fake_admin;
+	else if (g != NULL)
+		o.admin_group = g->gr_name;
 	struct fake f;
 	struct pollfd p;
 	int i;
@@ -1115,7 +1125,9 @@ START_TEST(test_tx_not_admin)
 	pid_t pid;
 	int st;
 
+	fake_admin = "";
 	start_server(FM_NORMAL);
+	fake_admin = NULL;
 	ck_assert_int_eq(chmod(dir, 0755), 0);	/* mkdtemp's is 0700 */
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
