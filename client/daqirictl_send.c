@@ -264,8 +264,9 @@ daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
 		r = daqiri_tx_flush(tx, SEND_WAIT_MS);
 	if (r < 0) {
 		fprintf(stderr, "daqirictl: send: %s: %s\n", pos[0],
-		    r == -ETIMEDOUT ? "no payload completed for a while: is "
-		    "daqirid's tx worker stuck?" : daqiri_last_error(*d)[0] ?
+		    r == -ETIMEDOUT ? "the payloads did not complete within "
+		    "30 s: is daqirid's tx worker stuck?" :
+		    daqiri_last_error(*d)[0] ?
 		    daqiri_last_error(*d) : strerror(-r));
 		goto out;
 	}

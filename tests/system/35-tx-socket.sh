@@ -8,7 +8,8 @@
 # header's checksum and the UDP length. The daemon's stats count exactly
 # what went and no drop, and a non-admin's tx_open is refused. Then a
 # transmit-only interface, and the start-up refusals (a queue with no
-# destination, the DPDK engine, which does not transmit yet).
+# destination, a DPDK tx queue without the destination its header
+# template needs).
 . tests/system/lib.sh
 
 TXPORT=$(( PORT + 1 ))

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The DPDK engine transmits: net_af_packet on one end of a veth pair
 # between two network namespaces this test makes (root only; skipped with
-# a reason otherwise), tshark capturing on the other end. dpdk-tx-tool
+# a reason otherwise; it fails without tshark, which install-deps
+# installs), tshark capturing on the other end. dpdk-tx-tool
 # drives the engine alone (tx_burst/tx_done): every frame on the wire must
 # carry the configured Ethernet/IPv4/UDP headers with good IPv4 and UDP
 # checksums and its payload intact, each payload exactly once, every tag

@@ -24,7 +24,7 @@ CPORT=$(( PORT + 1 ))
 [ $CPORT -lt 65536 ] || CPORT=$(( PORT - 1 ))
 sed -e "s/127\.0\.0\.1:5005/127.0.0.1:$PORT/" -e "s/udp_dst: 5005/udp_dst: $PORT/" \
 	-e "s/udp_dst: 5010/udp_dst: $CPORT/" \
-	-e 's/socket_group: daqiri /socket_group: "" /' \
+	-e 's/socket_group: daqiri$/socket_group: ""/' \
 	etc/examples/tx-closed-loop.yaml > "$T/daqirid.yaml"
 grep -q "udp_dst: $CPORT" "$T/daqirid.yaml" || fail "the example's control port is not 5010 any more"
 "$BUILD/daqirid" -n -c "$T/daqirid.yaml" > /dev/null || fail "example config invalid here"
