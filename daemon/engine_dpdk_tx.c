@@ -163,46 +163,6 @@ dpdk_tx_ext_free(void *addr, void *opaque)
 
 /* ---- headers --------------------------------------------------------- */
 
-/* One's complement sum of len bytes at p added to sum, 8 bytes a step
- * (the same value as DPDK's 16-bit __rte_raw_cksum, folded). */
-static uint32_t
-dpdk_tx_sum(const void *p, size_t len, uint32_t sum)
-{
-	const uint8_t *b = p;
-	uint64_t s = sum;
-
-	while (len >= 8) {
-		uint64_t v;
-
-		memcpy(&v, b, 8);
-		s += v;
-		if (s < v)
-			s++;		/* end-around carry */
-		b += 8;
-		len -= 8;
-	}
-	s = (s & 0xffffffffu) + (s >> 32);
-	s = (s & 0xffffffffu) + (s >> 32);
-	while (len >= 2) {
-		uint16_t v;
-
-		memcpy(&v, b, 2);
-		s += v;
-		b += 2;
-		len -= 2;
-	}
-	if (len == 1) {
-		uint16_t v = 0;
-
-		memcpy(&v, b, 1);	/* byte order independent */
-		s += v;
-	}
-	s = (s & 0xffffffffu) + (s >> 32);
-	s = (s & 0xffffu) + (s >> 16);
-	s = (s & 0xffffu) + (s >> 16);
-	return (uint32_t)s;
-}
-
 /* The UDP checksum over pseudo-header, UDP header and payload. */
 static uint16_t
 dpdk_tx_udp_cksum(const struct rte_ipv4_hdr *ip, const struct rte_udp_hdr *u,
@@ -211,9 +171,11 @@ dpdk_tx_udp_cksum(const struct rte_ipv4_hdr *ip, const struct rte_udp_hdr *u,
 	uint32_t s = rte_ipv4_phdr_cksum(ip, 0);
 	uint16_t c;
 
-	s = dpdk_tx_sum(u, sizeof(*u), s);
-	s = dpdk_tx_sum(payload, len, s);
-	c = (uint16_t)~s;
+	/* the header and the payload are two buffers: DPDK's raw sum over
+	 * each (rte_ipv4_udptcp_cksum() wants them in one) */
+	s = __rte_raw_cksum(u, sizeof(*u), s);
+	s = __rte_raw_cksum(payload, len, s);
+	c = (uint16_t)~__rte_raw_cksum_reduce(s);
 	return c == 0 ? 0xffff : c;	/* 0 would mean "no checksum" */
 }
 
