@@ -233,9 +233,16 @@ daqiri_tx_open(struct daqiri *d, const char *queue,
 			return -EINVAL;
 		req.nbufs = opts->nbufs;
 	}
-	if (queue[0] == '\0' || strlen(queue) >= sizeof(req.queue) ||
-	    req.nbufs > DAQIRI_TX_NBUFS_MAX)
+	if (queue[0] == '\0' || strlen(queue) >= sizeof(req.queue)) {
+		snprintf(d->err, sizeof(d->err), "TX queue name '%s': empty or "
+		    "longer than %zu bytes", queue, sizeof(req.queue) - 1);
 		return -EINVAL;
+	}
+	if (req.nbufs > DAQIRI_TX_NBUFS_MAX) {
+		snprintf(d->err, sizeof(d->err), "nbufs %u: a channel has at "
+		    "most %u buffers", req.nbufs, DAQIRI_TX_NBUFS_MAX);
+		return -EINVAL;
+	}
 	snprintf(req.queue, sizeof(req.queue), "%s", queue);
 	if (d->dead || d->state != CLIENT_UP)
 		return -ENOTCONN;

@@ -681,7 +681,7 @@ conn_transmitter(ConnObject *c, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "queue", "nbufs", NULL };
 	const char *queue;
-	unsigned int nbufs = 0;
+	Py_ssize_t nbufs = 0;
 	struct daqiri_tx_opts o;
 	struct daqiri_tx_stats st;
 	struct daqiri_tx *tx = NULL;
@@ -689,12 +689,17 @@ conn_transmitter(ConnObject *c, PyObject *args, PyObject *kw)
 	TxObject *t;
 	int r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|I:transmitter", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|n:transmitter", kwlist,
 	    &queue, &nbufs))
 		return NULL;
+	if (nbufs < 0 || nbufs > UINT32_MAX) {
+		PyErr_Format(PyExc_ValueError, "nbufs %zd: must be 0 (the "
+		    "daemon's default) or a count of buffers", nbufs);
+		return NULL;
+	}
 	memset(&o, 0, sizeof(o));
 	o.size = sizeof(o);
-	o.nbufs = nbufs;
+	o.nbufs = (uint32_t)nbufs;
 	if (conn_lock_open(c) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS

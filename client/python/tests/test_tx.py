@@ -161,6 +161,15 @@ def test_too_big_and_bad_arguments(txd, rx):
         with daqiri.connect(txd.sock) as d:
             d.transmitter("sensor0/nosuchq")
     assert e.value.errno in (errno.ENOENT, errno.ENODEV, errno.ESRCH)
+    with daqiri.connect(txd.sock) as d:
+        with pytest.raises(ValueError, match="nbufs -1"):
+            d.transmitter(TX, nbufs=-1)
+        # the library's own refusal names the limit, not an old error
+        with pytest.raises(daqiri.Error, match="at most 4096") as e:
+            d.transmitter(TX, nbufs=5000)
+        assert e.value.errno == errno.EINVAL
+        with pytest.raises(daqiri.Error, match="empty or longer") as e:
+            d.transmitter("")
 
 
 @pytest.mark.asan
