@@ -203,8 +203,11 @@ static void
 chan_publish(struct tx_chan *c)
 {
 	/* The consumer's own word: taken only where it grows, and by at
-	 * most one refusal per submission since the last look, so no
-	 * consumer can make a counter go back or jump to 2^64. */
+	 * most one refusal per submission since the last look plus one
+	 * ring's depth (a consumer retrying on a full ring refuses more
+	 * often than it submits), so no consumer can make the counter go
+	 * back or jump to 2^64; it can at most inflate its own count by a
+	 * depth per publication (every 1 ms or so). */
 	if (!c->dead) {
 		uint64_t v = daqiri_txring_full(&c->r);
 		uint64_t cap = c->ctr.ring_full + (c->ctr.submitted -
@@ -1151,8 +1154,11 @@ tx_channel_close(struct tx_worker *w, uint64_t conn_id, uint32_t tx_id)
 			c->reported = true;
 		c->main_closed = true;
 		if (post(w, TX_CMD_CLOSE, c) != 0) {
-			/* the queue is full of commands: the worker sees
-			 * this one at its next command */
+			/* Not reached: each slot has at most an ADD and a
+			 * CLOSE outstanding (a slot is reused only once its
+			 * commands are done) and cmds holds two per slot.
+			 * Were it, the channel would stay open for a later
+			 * close to try again. */
 			c->main_closed = false;
 			continue;
 		}
