@@ -147,6 +147,9 @@ struct daqiri {
 
 /* Set the connection's error text (no daemon reason any more). */
 CLIENT_HIDDEN void client_set_err(struct daqiri *d, const char *msg);
+/* Map fd (prot): a regular file of at least len bytes sealed against
+ * shrinking, so a mapping of it can never SIGBUS; 0, -EPROTO or -errno. */
+CLIENT_HIDDEN int client_map_fd(int fd, size_t len, int prot, void **out);
 
 /*
  * Receive one message, waiting at most timeout_ms (-1 forever). Returns

@@ -7,6 +7,7 @@
  * the timeout.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -74,15 +75,18 @@ client_sub_free(struct daqiri_sub *s)
 	free(s);
 }
 
-static int
-map_fd(int fd, size_t len, int prot, void **out)
+int
+client_map_fd(int fd, size_t len, int prot, void **out)
 {
 	struct stat st;
 	void *p;
+	int seals;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < len || len == 0)
+	seals = fcntl(fd, F_GET_SEALS);
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < len || len == 0 ||
+	    seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EPROTO;
 	p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
@@ -173,7 +177,8 @@ sub_receive_fds(struct daqiri *d, struct daqiri_sub *s)
 		switch (in->fds[i]) {
 		case DAQIRI_FD_TENSOR:
 			s->tensor_len = in->map_bytes;
-			r = map_fd(fds[i], s->tensor_len, PROT_READ, &p);
+			r = client_map_fd(fds[i], s->tensor_len, PROT_READ,
+			    &p);
 			if (r == 0)
 				s->tensor_map = p;
 			break;
@@ -188,14 +193,14 @@ sub_receive_fds(struct daqiri *d, struct daqiri_sub *s)
 			break;
 		case DAQIRI_FD_BITMAP:
 			s->bitmap_len = (size_t)in->nbufs * in->bitmap_bytes;
-			r = map_fd(fds[i], s->bitmap_len, PROT_READ, &p);
+			r = client_map_fd(fds[i], s->bitmap_len, PROT_READ, &p);
 			if (r == 0)
 				s->bitmap_map = p;
 			break;
 		case DAQIRI_FD_RING:
 			s->ring_len = in->ring_bytes;
-			r = map_fd(fds[i], s->ring_len, PROT_READ | PROT_WRITE,
-			    &p);
+			r = client_map_fd(fds[i], s->ring_len,
+			    PROT_READ | PROT_WRITE, &p);
 			if (r == 0) {
 				s->ring_map = p;
 				r = daqiri_ring_attach(&s->ring, p, s->ring_len);

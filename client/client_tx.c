@@ -46,31 +46,6 @@ client_tx_free(struct daqiri_tx *t)
 	free(t);
 }
 
-/*
- * Map fd read-write: a sealed memfd of at least len bytes. The seal
- * matters: a file that could shrink under the mapping would kill us with
- * SIGBUS at the next write.
- */
-static int
-map_sealed(int fd, size_t len, void **out)
-{
-	struct stat st;
-	void *p;
-	int seals;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	seals = fcntl(fd, F_GET_SEALS);
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < len || len == 0 ||
-	    seals < 0 || !(seals & F_SEAL_SHRINK))
-		return -EPROTO;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	*out = p;
-	return 0;
-}
-
 /* The ring as the daemon laid it out must be the one its reply
  * describes, and a new channel has nothing in flight. */
 static int
@@ -103,7 +78,8 @@ tx_receive_fds(struct daqiri_tx *t)
 		return r;
 	/* daqiri_tx_info_decode() checked the order: ring, pool, wake. */
 	t->ring_len = (size_t)in->ring_bytes;
-	r = map_sealed(fds[0], t->ring_len, &p);
+	r = client_map_fd(fds[0], t->ring_len, PROT_READ | PROT_WRITE,
+	    &p);
 	if (r == 0) {
 		t->ring_map = p;
 		r = daqiri_txring_attach(&t->ring, p, t->ring_len);
@@ -112,7 +88,8 @@ tx_receive_fds(struct daqiri_tx *t)
 	}
 	if (r == 0) {
 		t->pool_len = (size_t)in->pool_bytes;
-		r = map_sealed(fds[1], t->pool_len, &p);
+		r = client_map_fd(fds[1], t->pool_len, PROT_READ | PROT_WRITE,
+		    &p);
 		if (r == 0)
 			t->pool = p;
 	}

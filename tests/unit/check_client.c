@@ -50,6 +50,7 @@ enum fake_mode {
 	FAKE_DIE,		/* exit after FAKE_DIE_AFTER tensors */
 	FAKE_CLOSE_SUB,		/* end the subscription after that many */
 	FAKE_CORRUPT,		/* like NORMAL, one wrong element in every 10th */
+	FAKE_UNSEALED,		/* tensor memfds that could be shrunk */
 };
 #define FAKE_DIE_AFTER	5
 
@@ -181,11 +182,18 @@ fake_subscribe(void *ctx, const struct daqiri_sub_req *req,
 		return r;
 	/* Each subscription gets a region of its own: the fake has no
 	 * buffer sharing between subscribers. */
-	u->tensor_fd = memfd_create("fake-tensors", MFD_CLOEXEC);
-	u->bitmap_fd = memfd_create("fake-bitmap", MFD_CLOEXEC);
+	u->tensor_fd = memfd_create("fake-tensors", MFD_CLOEXEC |
+	    MFD_ALLOW_SEALING);
+	u->bitmap_fd = memfd_create("fake-bitmap", MFD_CLOEXEC |
+	    MFD_ALLOW_SEALING);
+	/* sealed against resizing, as the daemon's: the library maps no
+	 * file that could shrink under it */
 	if (u->tensor_fd < 0 || u->bitmap_fd < 0 ||
 	    ftruncate(u->tensor_fd, FAKE_NBUFS * FAKE_STRIDE) < 0 ||
-	    ftruncate(u->bitmap_fd, FAKE_NBUFS * 8) < 0)
+	    ftruncate(u->bitmap_fd, FAKE_NBUFS * 8) < 0 ||
+	    (f->mode != FAKE_UNSEALED && fcntl(u->tensor_fd, F_ADD_SEALS,
+	    F_SEAL_SHRINK | F_SEAL_GROW) < 0) ||
+	    fcntl(u->bitmap_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 		return -errno;
 	u->tensor = mmap(NULL, FAKE_NBUFS * FAKE_STRIDE, PROT_READ | PROT_WRITE,
 	    MAP_SHARED, u->tensor_fd, 0);
@@ -1296,6 +1304,23 @@ START_TEST(test_device_stream_unavailable)
 }
 END_TEST
 
+/* A daemon (or anything on its socket) that hands over a tensor memfd it
+ * could shrink: the subscription is refused, no mapping that could SIGBUS
+ * this process is kept. */
+START_TEST(test_unsealed_memfd_refused)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s = (struct daqiri_sub *)1;
+
+	start_server(FAKE_UNSEALED);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, NULL, &s), -EPROTO);
+	ck_assert_ptr_null(s);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
 static Suite *
 client_suite(void)
 {
@@ -1323,6 +1348,7 @@ client_suite(void)
 	tcase_add_test(tc, test_connect_hint);
 	tcase_add_test(tc, test_consumer_death);
 	tcase_add_test(tc, test_device_stream_unavailable);
+	tcase_add_test(tc, test_unsealed_memfd_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
