@@ -603,10 +603,14 @@ send_pending(struct tx_worker *w, uint64_t now)
 			n++;
 		}
 		if (n == 0) {
-			/* pacing: wait for the first one's turn */
-			w->ctr.paced_ns += w->pace_next_ns > now ?
+			/* pacing: wait for the first one's turn; the loop
+			 * sleeps at most idle_ns of it, and counts that much
+			 * (a longer wait is counted turn by turn) */
+			uint64_t wait = w->pace_next_ns > now ?
 			    w->pace_next_ns - now : 0;
-			return w->pace_next_ns > now ? w->pace_next_ns - now : 1;
+
+			w->ctr.paced_ns += wait < w->idle_ns ? wait : w->idle_ns;
+			return wait > 0 ? wait : 1;
 		}
 		acc = w->ops->tx_burst(w->q, w->pkts, n, &err);
 		if (acc < 0)
