@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "daqiri_client.h"
+#include "daqirictl.h"
 #include "metrics.h"
 #include "histogram.h"
 
@@ -110,7 +111,7 @@ static const struct command commands[] = {
 	{ "config", 0, 0, cmd_config, "",
 	    "the running configuration, normalised (as daqirid -n -v)", NULL,
 	    NULL },
-	{ "send", 2, 5, cmd_send, "[--hex | --raw] [--count] IFACE/TXQ FILE|-",
+	{ "send", 2, 5, cmd_send, DAQIRICTL_SEND_USAGE,
 	    "send payloads out of a tx queue: one per line of FILE (- = "
 	    "stdin), --hex lines of hex digits, --raw the whole input as one; "
 	    "waits until all went, exits 1 if any failed (root or admin "
@@ -860,9 +861,6 @@ cmd_config(struct ctl *c, int argc, char **argv)
 }
 
 /* ---- send (daqirictl_send.c) */
-
-int daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
-		   char **argv);
 
 static int
 cmd_send(struct ctl *c, int argc, char **argv)

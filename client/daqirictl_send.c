@@ -16,10 +16,9 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "daqiri_client.h"
+#include "daqirictl.h"
 
 #define SEND_WAIT_MS	30000	/* longest wait for a completion */
-#define SEND_USAGE	"[--hex | --raw] [--count] IFACE/TXQ FILE|-"
 
 /* One payload of the input: len bytes at off of the text (hex lines
  * decoded in place), from line `line`. */
@@ -179,9 +178,6 @@ send_one(struct daqiri_tx *tx, const char *p, size_t len)
 	return r == 1 ? 0 : r < 0 ? r : -EAGAIN;
 }
 
-int daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
-		   char **argv);
-
 int
 daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
 	       char **argv)
@@ -216,7 +212,8 @@ daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
 	if (npos != 2 || (hex && raw))
 		return fprintf(stderr, "daqirictl: send: %s\nusage: daqirictl "
 		    "send %s\n", npos != 2 ? "needs IFACE/TXQ and FILE" :
-		    "--hex and --raw exclude each other", SEND_USAGE), 2;
+		    "--hex and --raw exclude each other",
+		    DAQIRICTL_SEND_USAGE), 2;
 	name = strcmp(pos[1], "-") == 0 ? "stdin" : pos[1];
 	fp = strcmp(pos[1], "-") == 0 ? stdin : fopen(pos[1], "rb");
 	if (fp == NULL || (errno = 0, n = slurp(fp, &text)) < 0) {
