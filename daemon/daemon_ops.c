@@ -507,13 +507,16 @@ op_tx_close(void *ctx, const struct control_peer *peer, uint32_t tx_id,
 	struct daemon *d = ctx;
 	int n = 0;
 
-	if (tx_id == 0)
-		return DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
-	for (int i = 0; i < d->nifs; i++)
-		for (int q = 0; q < d->ifs[i].ntx; q++)
-			n += tx_channel_close(d->ifs[i].txw[q], peer->conn_id,
-			    tx_id);
-	return n > 0 ? 0 : DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+	if (tx_id != 0)
+		for (int i = 0; i < d->nifs; i++)
+			for (int q = 0; q < d->ifs[i].ntx; q++)
+				n += tx_channel_close(d->ifs[i].txw[q],
+				    peer->conn_id, tx_id);
+	if (n == 0)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_SUBSCRIPTION,
+		    "this connection has no TX channel %u", tx_id),
+		    DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+	return 0;
 }
 
 /* --- flows ------------------------------------------------------------------ */
