@@ -71,6 +71,7 @@ tx_receive_fds(struct daqiri_tx *t)
 	const struct daqiri_tx_info *in = &t->info;
 	int fds[DAQIRI_SUB_MAX_FDS], r;
 	uint32_t i;
+	const char *what = NULL;
 	void *p;
 
 	r = client_recv_fds(t->d, in->tx_id, in->nfds, in->fds, fds);
@@ -80,11 +81,15 @@ tx_receive_fds(struct daqiri_tx *t)
 	t->ring_len = (size_t)in->ring_bytes;
 	r = client_map_fd(fds[0], t->ring_len, PROT_READ | PROT_WRITE,
 	    &p);
+	what = "the TX channel's ring is not a sealed file of the size the "
+	    "daemon's reply gives";
 	if (r == 0) {
 		t->ring_map = p;
 		r = daqiri_txring_attach(&t->ring, p, t->ring_len);
 		if (r == 0)
 			r = ring_matches(t);
+		what = "the TX channel's ring is not laid out as the daemon's "
+		    "reply describes, or has something in flight";
 	}
 	if (r == 0) {
 		t->pool_len = (size_t)in->pool_bytes;
@@ -92,16 +97,19 @@ tx_receive_fds(struct daqiri_tx *t)
 		    &p);
 		if (r == 0)
 			t->pool = p;
+		what = "the TX channel's pool is not a sealed file of the size "
+		    "the daemon's reply gives";
 	}
-	if (r == 0 && !client_is_dgram(fds[2]))
+	if (r == 0 && !client_is_dgram(fds[2])) {
 		r = -EPROTO;
+		what = "the TX channel's doorbell is not a datagram socket";
+	}
 	if (r == 0) {
 		t->wake_fd = fds[2];
 		fds[2] = -1;
 	}
 	if (r == -EPROTO)
-		client_set_err(t->d, "the TX channel's ring or pool does not "
-		    "match the daemon's reply");
+		client_set_err(t->d, what);
 	for (i = 0; i < in->nfds; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -1110,7 +1110,8 @@ START_TEST(test_tx_inconsistent)
 	d = conn();
 	ck_assert_int_eq(daqiri_tx_open(d, FQ, NULL, &t), -EPROTO);
 	ck_assert_ptr_null(t);
-	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "match"));
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d),
+	    "the daemon's reply"));
 	ck_assert_uint_eq(fake_num(d, "closes"), 1);
 	ck_assert_uint_eq(fake_num(d, "open"), 0);
 	daqiri_disconnect(d);
