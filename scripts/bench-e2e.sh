@@ -307,6 +307,19 @@ one_run() {
 	fi
 }
 
+# probe RATE [NOTE]: one probe of $rx/$mode at RATE GB/s, said with NOTE;
+# lossless (LOSSLESS=1) sets lo=RATE, a loss hi=RATE. (Called as a
+# command, not a condition, so that set -e still holds inside it.)
+probe() {
+	one_run "$rx" "$1" "$PROBE_S" "$mode"
+	say "$rx/$mode: probe ${PROBE_S}s at $1 GB/s${2:-}: sent ${SEND_GBS}, received ${GBS} GB/s, $verdict ($INFO)"
+	if [ "$LOSSLESS" = 1 ]; then
+		lo=$1
+	else
+		hi=$1
+	fi
+}
+
 # search RX MODE: sets BEST_GBS (the confirmed rate), BEST_CPU, BEST_OK.
 search() {
 	rx=$1 mode=$2
@@ -322,14 +335,11 @@ search() {
 		rate=$(awk -v r="$hi" 'BEGIN { printf "%.3f", r * 0.85 }')
 		first=1
 		while awk -v r="$rate" -v m="$MIN_GBS" 'BEGIN { exit !(r >= m) }'; do
-			one_run "$rx" "$rate" "$PROBE_S" "$mode"
-			say "$rx/$mode: probe ${PROBE_S}s at ${rate} GB/s: sent ${SEND_GBS}, received ${GBS} GB/s, $verdict ($INFO)"
+			probe "$rate"
 			if [ "$LOSSLESS" = 1 ]; then
-				lo=$rate
 				break
 			fi
 			first=0
-			hi=$rate
 			rate=$(awk -v r="$rate" 'BEGIN { printf "%.3f", r * 0.85 }')
 		done
 		# A receiver that collapses under overload takes in less than
@@ -342,12 +352,8 @@ search() {
 				hi=$ceil
 				break
 			fi
-			one_run "$rx" "$rate" "$PROBE_S" "$mode"
-			say "$rx/$mode: probe ${PROBE_S}s at ${rate} GB/s (climbing): sent ${SEND_GBS}, received ${GBS} GB/s, $verdict ($INFO)"
-			if [ "$LOSSLESS" = 1 ]; then
-				lo=$rate
-			else
-				hi=$rate
+			probe "$rate" " (climbing)"
+			if [ "$LOSSLESS" != 1 ]; then
 				break
 			fi
 		done
@@ -355,13 +361,7 @@ search() {
 		while [ -n "$lo" ] && [ $k -lt "$REFINE" ]; do
 			k=$((k + 1))
 			rate=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.3f", sqrt(a * b) }')
-			one_run "$rx" "$rate" "$PROBE_S" "$mode"
-			say "$rx/$mode: probe ${PROBE_S}s at ${rate} GB/s: sent ${SEND_GBS}, received ${GBS} GB/s, $verdict ($INFO)"
-			if [ "$LOSSLESS" = 1 ]; then
-				lo=$rate
-			else
-				hi=$rate
-			fi
+			probe "$rate"
 		done
 	fi
 	BEST_OK=0 BEST_GBS=0 BEST_CPU=0
