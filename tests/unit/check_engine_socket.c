@@ -791,6 +791,16 @@ dp_check(const struct rx_frame *f, const uint8_t *b, int d, uint32_t src,
 	}
 }
 
+/* n datagrams of the hinted shape, one after another at d, as one send (with
+ * UDP_SEGMENT set, one GSO send that UDP_GRO reads as one). */
+static void
+dp_send(int fd, const void *d, int n)
+{
+	size_t len = (size_t)n * (DP_HDR + DP_PAY);
+
+	ck_assert_int_eq(send(fd, d, len, 0), (ssize_t)len);
+}
+
 /* One datagram per read: each payload lands in the next destination. */
 START_TEST(test_direct_one_per_read)
 {
@@ -852,8 +862,7 @@ START_TEST(test_direct_gro)
 	    sizeof(gso)), 0);
 	for (i = 0; i < 8; i++)
 		pattern(b[i], sizeof(b[i]), (uint32_t)i);
-	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
-	    (ssize_t)(5 * sizeof(b[0])));
+	dp_send(fd, b, 5);
 	ops->set_place(q, dp_hint());
 	n = ops->rx_burst(q, fr, MAXF, SEC);
 	ck_assert_int_eq(n, 5);
@@ -866,10 +875,8 @@ START_TEST(test_direct_gro)
 	}
 	ops->release(q, 5);
 	/* now a read of 5 and one of 3: all eight in destinations 0..7 */
-	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
-	    (ssize_t)(5 * sizeof(b[0])));
-	ck_assert_int_eq(send(fd, b[5], 3 * sizeof(b[0]), 0),
-	    (ssize_t)(3 * sizeof(b[0])));
+	dp_send(fd, b, 5);
+	dp_send(fd, b[5], 3);
 	ops->set_place(q, dp_hint());
 	n = ops->rx_burst(q, fr, MAXF, SEC);
 	ck_assert_int_eq(n, 8);
@@ -952,8 +959,7 @@ START_TEST(test_direct_deferred_are_copied)
 
 	for (i = 0; i < 5; i++)
 		pattern(b[i], sizeof(b[i]), (uint32_t)i + 20);
-	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
-	    (ssize_t)(5 * sizeof(b[0])));
+	dp_send(fd, b, 5);
 	ops->set_place(q, dp_hint());
 	n = ops->rx_burst(q, fr, 3, SEC);
 	ck_assert_int_eq(n, 3);
@@ -987,9 +993,8 @@ START_TEST(test_direct_gro_mixed_and_short_hint)
 	for (i = 0; i < 8; i++)
 		pattern(b[i], sizeof(b[i]), (uint32_t)i + 40);
 	/* one datagram, then five: six frames, all in place */
-	ck_assert_int_eq(send(fd, b, sizeof(b[0]), 0), (ssize_t)sizeof(b[0]));
-	ck_assert_int_eq(send(fd, b[1], 5 * sizeof(b[0]), 0),
-	    (ssize_t)(5 * sizeof(b[0])));
+	dp_send(fd, b, 1);
+	dp_send(fd, b[1], 5);
 	ops->set_place(q, dp_hint());
 	n = ops->rx_burst(q, fr, MAXF, SEC);
 	ck_assert_int_eq(n, 6);
@@ -997,10 +1002,8 @@ START_TEST(test_direct_gro_mixed_and_short_hint)
 		dp_check(&fr[i], b[i], i, LOOPBACK, sport, port);
 	ops->release(q, 6);
 	/* four destinations for five + three datagrams */
-	ck_assert_int_eq(send(fd, b, 5 * sizeof(b[0]), 0),
-	    (ssize_t)(5 * sizeof(b[0])));
-	ck_assert_int_eq(send(fd, b[5], 3 * sizeof(b[0]), 0),
-	    (ssize_t)(3 * sizeof(b[0])));
+	dp_send(fd, b, 5);
+	dp_send(fd, b[5], 3);
 	pl = *dp_hint();
 	pl.n = 4;
 	ops->set_place(q, &pl);
