@@ -285,6 +285,12 @@ parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		if (e == NULL || !cfg_get_str(x, "memory_regions", e, name,
 					      CFG_NAME_MAX))
 			continue;
+		if (name[0] == '\0') {
+			/* else a queue could end up with no region at all */
+			err(x, e, "memory_regions: an entry must name a memory "
+			    "region (this one is empty)");
+			continue;
+		}
 		for (int j = 0; j < q->nregions; j++) {
 			if (strcmp(q->region_names[j], name) == 0) {
 				char qb[QBUF];
