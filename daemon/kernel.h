@@ -8,12 +8,14 @@
  * a test watches each access there, the CUDA stand-in (tests/standin/)
  * translates device addresses there and faults on bad ones. Last, the
  * contract by which a program offers its kernels' CPU bodies to the
- * stand-in (kstandin_offer()).
+ * stand-in (KSTANDIN_REGISTER, looked up with dlsym()).
  *
  * Rules for a body: it reads and writes memory only through k_ld*() and
  * k_st*() (a vector access must be aligned to its size, as on the GPU), it
  * takes its coordinates from its struct kidx, and it neither synchronises
  * with nor depends on the order of other threads: the runner permutes them.
+ * The hooks are per translation unit: a body must be compiled in the file
+ * that calls kgrid_run() (bodies are static inline in headers, so it is).
  */
 #ifndef DAQIRI_KERNEL_H
 #define DAQIRI_KERNEL_H
@@ -44,6 +46,29 @@ struct kidx {
 	struct kdim grid;		/* gridDim */
 	struct kdim bdim;		/* blockDim */
 };
+
+#ifdef __CUDACC__
+/* This thread's coordinates on the device (the runner's on the host). */
+static __device__ __forceinline__ struct kidx
+k_idx(void)
+{
+	struct kidx ix;
+
+	ix.block.x = blockIdx.x;
+	ix.block.y = blockIdx.y;
+	ix.block.z = blockIdx.z;
+	ix.thread.x = threadIdx.x;
+	ix.thread.y = threadIdx.y;
+	ix.thread.z = threadIdx.z;
+	ix.grid.x = gridDim.x;
+	ix.grid.y = gridDim.y;
+	ix.grid.z = gridDim.z;
+	ix.bdim.x = blockDim.x;
+	ix.bdim.y = blockDim.y;
+	ix.bdim.z = blockDim.z;
+	return ix;
+}
+#endif
 
 /* 16 bytes as four little-endian words (uint4 on the device). */
 struct k_u4 {

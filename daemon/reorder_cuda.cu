@@ -8,6 +8,7 @@
  * plan's thread (an RX worker; init on the main thread). Device memory,
  * ranges and events are gpu.cu's.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "reorder_cuda.h"	/* first: it lets C++ read _Static_assert */
 #include "convert.h"
 #include "gpu.h"
+#include "reorder_kernel.h"
 
 static_assert(sizeof(struct reorder_cuda_job) == 16, "job layout");
 
@@ -46,241 +48,18 @@ static_assert(sizeof(struct reorder_cuda_job) == 16, "job layout");
  */
 
 /* ------------------------------------------------------------------ */
-/* the kernel */
+/* the kernel: reorder_kernel.h's body, specialised per conversion */
 
-struct rcuda_kparams {
-	const struct reorder_cuda_job *jobs;
-	uint32_t in_bytes;
-	uint32_t nelems;		/* input elements per payload */
-	uint64_t slot_bytes;
-	enum cfg_endian en;
-	enum daqiri_dtype out;		/* for fill */
-	enum daqiri_fill fill;
-};
-
-/* Input elements in 4 input bytes, bytes per output element. */
-__host__ __device__ constexpr uint32_t
-rcuda_in_per_word(enum daqiri_dtype in)
-{
-	return in == DAQIRI_DTYPE_INT4 ? 8 : in == DAQIRI_DTYPE_INT8 ? 4 :
-	    in == DAQIRI_DTYPE_INT16 ? 2 : 1;
-}
-
-__host__ __device__ constexpr uint32_t
-rcuda_out_bytes(enum daqiri_dtype out)
-{
-	return out == DAQIRI_DTYPE_FP64 ? 8 : (out == DAQIRI_DTYPE_FP16 ||
-	    out == DAQIRI_DTYPE_BF16) ? 2 : 4;
-}
-
-template <enum daqiri_dtype OUT>
-__device__ __forceinline__ uint64_t
-rcuda_out_bits(int32_t v)
-{
-	if constexpr (OUT == DAQIRI_DTYPE_FP16)
-		return cvt_i32_to_f16(v);
-	else if constexpr (OUT == DAQIRI_DTYPE_BF16)
-		return cvt_i32_to_bf16(v);
-	else if constexpr (OUT == DAQIRI_DTYPE_FP32)
-		return cvt_i32_to_f32_bits(v);
-	else if constexpr (OUT == DAQIRI_DTYPE_FP64)
-		return cvt_i32_to_f64_bits(v);
-	else
-		return (uint32_t)v;
-}
-
-/* Largest of 16, 8, 4, 2, 1 that p is aligned to. */
-__device__ __forceinline__ uint32_t
-rcuda_align(const void *p)
-{
-	uintptr_t a = (uintptr_t)p;
-
-	return (a & 15) == 0 ? 16 : (a & 7) == 0 ? 8 : (a & 3) == 0 ? 4 :
-	    (a & 1) == 0 ? 2 : 1;
-}
-
-/* 4 bytes at p, little-endian, p 4-aligned when al4. */
-__device__ __forceinline__ uint32_t
-rcuda_ld32(const uint8_t *p, bool al4)
-{
-	if (al4)
-		return *(const uint32_t *)p;
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-/* Store TB bytes held little-endian in words w at d, the widest way the
- * alignment al of the chunk base allows (d = base + c * TB). */
-template <uint32_t TB, uint32_t NW>
-__device__ __forceinline__ void
-rcuda_store(uint8_t *d, const uint32_t (&w)[NW], uint32_t al)
-{
-	uint32_t i;
-
-	if constexpr (TB % 16 == 0) {
-		if (al >= 16) {
-#pragma unroll
-			for (i = 0; i < TB / 16; i++)
-				__stcs((uint4 *)d + i, make_uint4(w[4 * i],
-				    w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]));
-			return;
-		}
-	}
-	if constexpr (TB % 8 == 0) {
-		if (al >= 8) {
-#pragma unroll
-			for (i = 0; i < TB / 8; i++)
-				__stcs((uint2 *)d + i,
-				    make_uint2(w[2 * i], w[2 * i + 1]));
-			return;
-		}
-	}
-	if constexpr (TB % 4 == 0) {
-		if (al >= 4) {
-#pragma unroll
-			for (i = 0; i < TB / 4; i++)
-				__stcs((unsigned int *)d + i, w[i]);
-			return;
-		}
-	}
-	if constexpr (TB == 2) {
-		if (al >= 2) {
-			__stcs((unsigned short *)d, (unsigned short)w[0]);
-			return;
-		}
-	}
-#pragma unroll
-	for (i = 0; i < TB; i++)
-		d[i] = (uint8_t)(w[i / 4] >> (8 * (i % 4)));
-}
-
-/* Convert one payload: each thread takes 4 input bytes at a time (8 int4,
- * 4 int8, 2 int16 or 1 int32 elements) and writes their outputs at once;
- * the element arithmetic is convert.h's. */
-template <enum daqiri_dtype IN, enum daqiri_dtype OUT>
-__device__ __forceinline__ void
-rcuda_convert(const struct reorder_cuda_job &j, const struct rcuda_kparams &p,
-	      uint32_t tid, uint32_t stride)
-{
-	constexpr uint32_t K = rcuda_in_per_word(IN);
-	constexpr uint32_t S = rcuda_out_bytes(OUT), TB = K * S;
-	constexpr uint32_t NW = TB >= 4 ? TB / 4 : 1;
-	const uint32_t nchunks = p.in_bytes / 4;
-	const bool al4 = ((uintptr_t)j.src & 3) == 0;
-	const uint32_t al = rcuda_align(j.dst);
-	uint32_t c, k, done;
-
-	for (c = tid; c < nchunks; c += stride) {
-		uint32_t x = rcuda_ld32(j.src + 4 * (size_t)c, al4);
-		uint8_t b[4] = { (uint8_t)x, (uint8_t)(x >> 8),
-		    (uint8_t)(x >> 16), (uint8_t)(x >> 24) };
-		uint32_t w[NW];
-
-#pragma unroll
-		for (k = 0; k < NW; k++)
-			w[k] = 0;
-#pragma unroll
-		for (k = 0; k < K; k++) {
-			uint64_t v = rcuda_out_bits<OUT>(cvt_read(IN, p.en, b,
-			    k));
-
-			if constexpr (S == 2)
-				w[k / 2] |= (uint32_t)v << (16 * (k % 2));
-			else if constexpr (S == 4)
-				w[k] = (uint32_t)v;
-			else {
-				w[2 * k] = (uint32_t)v;
-				w[2 * k + 1] = (uint32_t)(v >> 32);
-			}
-		}
-		rcuda_store<TB>(j.dst + (size_t)c * TB, w, al);
-	}
-	/* elements of a last partial word (int4/int8/int16 payloads whose
-	 * size is no multiple of 4) */
-	done = nchunks * K;
-	if (tid < p.nelems - done)
-		cvt_convert_element(IN, OUT, p.en, j.src, done + tid, j.dst);
-}
-
-/* Copy one payload as it is (no data_types). */
-__device__ __forceinline__ void
-rcuda_copy(const struct reorder_cuda_job &j, const struct rcuda_kparams &p,
-	   uint32_t tid, uint32_t stride)
-{
-	const uint32_t n = p.in_bytes;
-	uint32_t i, n16 = 0;
-
-	if (((uintptr_t)j.dst & 15) == 0) {
-		const bool al4 = ((uintptr_t)j.src & 3) == 0;
-		const bool al16 = ((uintptr_t)j.src & 15) == 0;
-
-		n16 = n / 16;
-		for (i = tid; i < n16; i += stride) {
-			const uint8_t *s = j.src + 16 * (size_t)i;
-			uint4 v;
-
-			if (al16) {
-				v = __ldcs((const uint4 *)s);
-			} else {
-				v.x = rcuda_ld32(s, al4);
-				v.y = rcuda_ld32(s + 4, al4);
-				v.z = rcuda_ld32(s + 8, al4);
-				v.w = rcuda_ld32(s + 12, al4);
-			}
-			__stcs((uint4 *)j.dst + i, v);
-		}
-	}
-	for (i = 16 * n16 + tid; i < n; i += stride)
-		j.dst[i] = j.src[i];
-}
-
-/* Fill one missing slot exactly as cvt_fill_slot() does. */
-__device__ __forceinline__ void
-rcuda_fill(uint8_t *dst, const struct rcuda_kparams &p, uint32_t tid,
-	   uint32_t stride)
-{
-	uint64_t i, n16 = 0, pat = 0;
-	uint32_t sz = 1;
-
-	if (p.fill == DAQIRI_FILL_KEEP)
-		return;
-	if (p.fill == DAQIRI_FILL_NAN)
-		pat = cvt_nan_pattern(p.out, &sz);
-	if (((uintptr_t)dst & 15) == 0) {
-		uint32_t w[4];
-
-		/* sz divides 16: every 16-byte unit holds the same bytes */
-		for (i = 0; i < 4; i++)
-			w[i] = sz == 8 ? (uint32_t)(pat >> (32 * (i & 1))) :
-			    sz == 4 ? (uint32_t)pat :
-			    sz == 2 ? (uint32_t)pat * 0x10001u : 0;
-		n16 = p.slot_bytes / 16;
-		for (i = tid; i < n16; i += stride)
-			__stcs((uint4 *)dst + i,
-			    make_uint4(w[0], w[1], w[2], w[3]));
-	}
-	for (i = 16 * n16 + tid; i < p.slot_bytes; i += stride)
-		dst[i] = (uint8_t)(pat >> (8 * (i % sz)));
-}
-
-/* One block row (blockIdx.y) per job; the x blocks stride over it. */
 template <enum daqiri_dtype IN, enum daqiri_dtype OUT>
 __global__ void __launch_bounds__(RCUDA_BLOCK)
-rcuda_kernel(struct rcuda_kparams p)
+rcuda_kernel(struct rk_params p)
 {
-	const struct reorder_cuda_job j = p.jobs[blockIdx.y];
-	const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
-	const uint32_t stride = gridDim.x * blockDim.x;
+	const struct kidx ix = k_idx();
 
-	if (j.src == nullptr)
-		rcuda_fill(j.dst, p, tid, stride);
-	else if constexpr (IN == DAQIRI_DTYPE_RAW)
-		rcuda_copy(j, p, tid, stride);
-	else
-		rcuda_convert<IN, OUT>(j, p, tid, stride);
+	rk_kernel(&p, IN, OUT, &ix);
 }
 
-typedef void (*rcuda_kernel_fn)(struct rcuda_kparams);
+typedef void (*rcuda_kernel_fn)(struct rk_params);
 
 template <enum daqiri_dtype IN>
 static rcuda_kernel_fn
@@ -321,6 +100,39 @@ rcuda_pick(enum daqiri_dtype in, enum daqiri_dtype out)
 		return nullptr;
 	}
 }
+
+/*
+ * Every specialisation's CPU body, offered to the CUDA stand-in
+ * (tests/standin/) when a program runs on it: the stand-in runs
+ * reorder_kernel.h's body where the real runtime runs the device code.
+ * Against the real libcudart the registration symbol is absent and
+ * nothing happens.
+ */
+#ifndef __CUDA_ARCH__
+#define RCUDA_OFFER(IN, OUT) { (const void *)rcuda_kernel<IN, OUT>,	\
+	"rcuda_kernel<" #IN ", " #OUT ">", rk_cpu_launch, 1,		\
+	{ sizeof(struct rk_params), 0, 0, 0 } }
+#define RCUDA_OFFER_OUTS(IN) RCUDA_OFFER(IN, DAQIRI_DTYPE_FP16),		\
+	RCUDA_OFFER(IN, DAQIRI_DTYPE_BF16), RCUDA_OFFER(IN, DAQIRI_DTYPE_FP32),	\
+	RCUDA_OFFER(IN, DAQIRI_DTYPE_FP64), RCUDA_OFFER(IN, DAQIRI_DTYPE_INT32)
+
+__attribute__((constructor)) static void
+rcuda_offer_cpu_bodies(void)
+{
+	static const struct kstandin_kernel k[] = {
+		RCUDA_OFFER(DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_RAW),
+		RCUDA_OFFER_OUTS(DAQIRI_DTYPE_INT4),
+		RCUDA_OFFER_OUTS(DAQIRI_DTYPE_INT8),
+		RCUDA_OFFER_OUTS(DAQIRI_DTYPE_INT16),
+		RCUDA_OFFER_OUTS(DAQIRI_DTYPE_INT32),
+	};
+	kstandin_register_fn reg;
+
+	*(void **)&reg = dlsym(RTLD_DEFAULT, KSTANDIN_REGISTER);
+	if (reg != nullptr)
+		(void)reg(k, sizeof(k) / sizeof(k[0]));
+}
+#endif
 
 /* x blocks per job: enough for the widest of conversion and fill. */
 static unsigned
@@ -368,11 +180,11 @@ rcuda_check(enum daqiri_dtype in, enum daqiri_dtype out, uint32_t in_bytes,
 }
 
 static int
-rcuda_launch(rcuda_kernel_fn fn, const struct rcuda_kparams *base, unsigned gx,
+rcuda_launch(rcuda_kernel_fn fn, const struct rk_params *base, unsigned gx,
 	     const struct reorder_cuda_job *jobs_dev, uint32_t njobs,
 	     cudaStream_t stream)
 {
-	struct rcuda_kparams p = *base;
+	struct rk_params p = *base;
 	cudaError_t e;
 	uint32_t n;
 	void *args[1] = { &p };
@@ -397,7 +209,7 @@ reorder_cuda_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out,
 			const struct reorder_cuda_job *jobs_dev, uint32_t njobs,
 			void *stream)
 {
-	struct rcuda_kparams p;
+	struct rk_params p;
 	int rc;
 
 	if (in == DAQIRI_DTYPE_RAW)
@@ -409,6 +221,7 @@ reorder_cuda_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out,
 	p.nelems = cvt_in_elems(in, in_bytes);
 	p.slot_bytes = slot_bytes;
 	p.en = en;
+	p.in = in;
 	p.out = out;
 	p.fill = fill;
 	return rcuda_launch(rcuda_pick(in, out), &p, rcuda_grid_x(in, in_bytes,
@@ -456,7 +269,7 @@ struct rcuda_state {
 	uint64_t tensor_bytes;
 	rcuda_kernel_fn kernel;
 	unsigned gx;
-	struct rcuda_kparams kp;
+	struct rk_params kp;
 	bool failed;			/* a CUDA error: stop using the GPU */
 	uint64_t lost_seen;		/* st.lost at the last commit */
 	unsigned cur;
@@ -841,6 +654,7 @@ rcuda_init(struct reorder_plan *p, void **state)
 	s->kp.nelems = cvt_in_elems(s->in, s->in_bytes);
 	s->kp.slot_bytes = s->slot_bytes;
 	s->kp.en = s->en;
+	s->kp.in = s->in;
 	s->kp.out = s->out;
 	s->kp.fill = s->fill;
 	if ((e = cudaGetDevice(&s->dev)) != cudaSuccess ||

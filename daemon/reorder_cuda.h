@@ -54,6 +54,7 @@ extern "C" {
 #undef _Static_assert
 #undef REORDER_CUDA_SA_DEFINED
 #endif
+#include "reorder_kernel.h"	/* struct reorder_cuda_job */
 
 /* Payloads queued per kernel launch; a fuller burst launches early. */
 #define REORDER_CUDA_MAX_JOBS		1024
@@ -63,13 +64,6 @@ extern "C" {
 #define REORDER_CUDA_STAGE_BYTES	(4u << 20)
 /* Longest message reorder_cuda_last_error() returns, NUL included. */
 #define REORDER_CUDA_ERR_MAX	GPU_ERR_MAX
-
-/* One placement: payload src (device-readable) into the slot at dst
- * (device-writable); src NULL = fill the slot per the plan's fill. */
-struct reorder_cuda_job {
-	const uint8_t *src;
-	uint8_t *dst;
-};
 
 /* What the backend did, per plan (reorder_cuda_stats()). */
 struct reorder_cuda_stats {
