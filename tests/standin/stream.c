@@ -270,7 +270,7 @@ si_enqueue_commit(struct si_stream *s, struct si_op *op)
 		s->head = op;
 	s->tail = op;
 	s->polled = 0;
-	si_log("si_enqueue seq %" PRIu64 " %s on stream %" PRIu64 " (%u deps)",
+	si_log("enqueue seq %" PRIu64 " %s on stream %" PRIu64 " (%u deps)",
 	    op->seq, op_names[op->type], s->id, op->ndeps);
 	if (si_eager)
 		return si_run_until(s, op->seq);
