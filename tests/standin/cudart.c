@@ -2,7 +2,9 @@
 /*
  * A strict stand-in for the CUDA runtime (libcudart.so.13) on the CPU, so
  * the GPU unit suites and whole programs run on machines without a GPU
- * (scripts/cuda-standin CMD). This file is the runtime; ipc.c is its IPC.
+ * (scripts/cuda-standin CMD). This file is the runtime's core (state,
+ * errors, kernels, the device, nvcc's start-up calls); memory.c holds
+ * allocations and copies, stream.c the queues and events, ipc.c the IPC.
  *
  * What it proves: the programs' logic and bookkeeping around CUDA, that
  * every read of device results is preceded by the right wait, and the IPC

@@ -8,6 +8,7 @@
  * Some cases run this binary again as a child (the modes in main()).
  */
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -788,6 +789,29 @@ START_TEST(test_errors_as_the_runtime)
 }
 END_TEST
 
+/* How a program finds the registration (it is in the stand-in only),
+ * and what it refuses. */
+START_TEST(test_register_contract)
+{
+	kstandin_register_fn reg;
+	struct kstandin_kernel bad = kernels[0];
+
+	reg = (kstandin_register_fn)dlsym(RTLD_DEFAULT, KSTANDIN_REGISTER);
+	ck_assert_ptr_nonnull((void *)reg);
+	ck_assert_ptr_eq((void *)reg, (void *)daqiri_standin_register);
+	ck_assert_int_eq(reg(kernels, 1), 0);	/* again: replaces */
+	bad.nargs = 5;
+	ck_assert_int_eq(reg(&bad, 1), -EINVAL);
+	bad = kernels[0];
+	bad.fn = NULL;
+	ck_assert_int_eq(reg(&bad, 1), -EINVAL);
+	bad = kernels[0];
+	bad.arg_sizes[1] = 0;
+	ck_assert_int_eq(reg(&bad, 1), -EINVAL);
+	ck_assert_int_eq(reg(NULL, 1), -EINVAL);
+}
+END_TEST
+
 /* A forked child of a process using CUDA cannot use it, as with CUDA. */
 START_TEST(test_fork_child)
 {
@@ -906,6 +930,7 @@ standin_suite(void)
 	tcase_add_test(tc, test_readonly_registered);
 	tcase_add_test(tc, test_pageable_is_not_device_memory);
 	tcase_add_test(tc, test_errors_as_the_runtime);
+	tcase_add_test(tc, test_register_contract);
 	tcase_add_test(tc, test_fork_child);
 	tcase_add_test(tc, test_ipc_peer_waits);
 	tcase_add_test(tc, test_ipc_dead_owner);
