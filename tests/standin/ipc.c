@@ -140,7 +140,11 @@ open_peer(pid_t pid, int fd, const char *link)
 	return f;
 }
 
-/* The owner is alive while its arena fd is still open and still that. */
+/*
+ * The owner is alive while its arena fd is still open and still that (a
+ * zombie has no fds; a reused pid has other ones). Where /proc may not
+ * be read (the owner became another uid), a signal 0 has to do.
+ */
 static int
 owner_alive(const struct si_farena *fa)
 {
@@ -149,6 +153,8 @@ owner_alive(const struct si_farena *fa)
 
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)fa->pid, fa->fd);
 	n = readlink(path, got, sizeof(got) - 1);
+	if (n < 0 && errno == EACCES)
+		return kill(fa->pid, 0) == 0 || errno == EPERM;
 	if (n < 0)
 		return 0;
 	got[n] = '\0';
