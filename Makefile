@@ -109,7 +109,9 @@ DAEMON_CU := $(if $(filter 1,$(HAVE_CUDA)),$(wildcard daemon/*.cu))
 CLIENT_LIB_SRC := client/client_conn.c client/client_sub.c \
 	client/client_reconnect.c client/client_tx.c
 CLIENT_TOOLS := daqirictl daqiri-consume
-UNIT_SRC := $(wildcard tests/unit/check_*.c)
+# check_standin tests the CUDA stand-in, which needs CUDA's headers.
+UNIT_SRC := $(filter-out $(if $(filter 1,$(HAVE_CUDA)),,tests/unit/check_standin.c),\
+	$(wildcard tests/unit/check_*.c))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -127,6 +129,7 @@ LIBCLIENT_SO := $(BUILD)/libdaqiri-client.so
 PROGS := $(BUILD)/daqirid $(addprefix $(BUILD)/,$(CLIENT_TOOLS)) $(BUILD)/daqiri-sim \
 	$(BUILD)/bench_reorder
 PYMOD := $(BUILD)/python/daqiri$(PY_EXT)
+STANDIN := $(BUILD)/standin/libcudart.so.13
 
 .PHONY: all check layout unit unit-run golden system system-tools system-asan fuzz fuzz-run asan demo run bench \
 	python python-check python-asan \
@@ -134,7 +137,7 @@ PYMOD := $(BUILD)/python/daqiri$(PY_EXT)
 .DEFAULT_GOAL := all
 
 all: $(PROGS) $(LIBCLIENT_A) $(LIBCLIENT_SO) $(BUILD)/daqiri-client.pc \
-	$(if $(filter 1,$(HAVE_PYTHON)),$(PYMOD))
+	$(if $(filter 1,$(HAVE_PYTHON)),$(PYMOD)) $(if $(filter 1,$(HAVE_CUDA)),$(STANDIN))
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -184,6 +187,23 @@ $(PYMOD): $(PY_OBJ) $(LIBCLIENT_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared $(LDFLAGS) -Wl,--exclude-libs,ALL -o $@ $^ $(CLIENT_LIBS)
+
+# The CUDA stand-in (tests/standin/): libcudart.so.13 on the CPU, built
+# against CUDA's headers, every symbol under the real library's version
+# node; scripts/cuda-standin runs a program with it.
+STANDIN_OBJ := $(call obj,$(wildcard tests/standin/*.c))
+$(STANDIN): $(STANDIN_OBJ) tests/standin/cudart.map
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script,tests/standin/cudart.map \
+	  -Wl,-z,defs $(LDFLAGS) -o $@ $(STANDIN_OBJ) -pthread
+	$(Q)ln -sf libcudart.so.13 $(BUILD)/standin/libcudart.so
+
+# Its suite links the stand-in itself, found next to it at run time.
+$(BUILD)/tests/check_standin: $(BUILD)/obj/tests/unit/check_standin.o $(STANDIN)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(STANDIN) -Wl,-rpath,'$$ORIGIN/../standin' $(CHECK_LIBS) -pthread
 
 python: $(if $(filter 1,$(HAVE_PYTHON)),$(PYMOD))
 	$(Q)$(if $(filter 1,$(HAVE_PYTHON)),:,echo "python: needs python3-dev and libdlpack-dev" >&2; exit 1)

@@ -59,7 +59,8 @@ done
 
 # Size and top comment of every source file.
 for f in daemon/*.c daemon/*.cu daemon/*.h proto/*.c proto/*.h \
-    client/*.c client/*.h client/python/*.c client/python/*.h scripts/*.c; do
+    client/*.c client/*.h client/python/*.c client/python/*.h scripts/*.c \
+    tests/standin/*.c tests/standin/*.h; do
 	n=$(wc -l < "$f")
 	if [ "$n" -gt 1500 ] &&
 	    ! sed -n '1,/\*\//p' "$f" | grep -q 'over 1500 lines'; then
