@@ -258,13 +258,21 @@ si_ptr_has(void *const *arr, size_t n, const void *p)
 static void
 si_init(void)
 {
-	si_mypid = getpid();
 	si_trace = env_u64("DAQIRI_STANDIN_TRACE", 0) != 0;
 	si_eager = env_u64("DAQIRI_STANDIN_EAGER", 0) != 0;
 	g_seed = env_u64("DAQIRI_STANDIN_SEED", 0);
 	si_stream_init();
 	si_log("loaded (%s, seed %" PRIu64 ")",
 	    si_eager ? "eager" : "deferred", g_seed);
+}
+
+/* A child forked after its parent made the context (its first call that
+ * takes the lock) cannot use it, as with the real runtime; a child of a
+ * parent that only loaded the library (and registered kernels) can. */
+static int
+si_forked(void)
+{
+	return si_mypid != 0 && getpid() != si_mypid;
 }
 
 /* Every API call starts here: on success the lock is held. */
@@ -274,9 +282,11 @@ si_enter(void)
 	cudaError_t e;
 
 	pthread_once(&g_once, si_init);
-	if (getpid() != si_mypid)
+	if (si_forked())
 		return cudaErrorInitializationError;
 	pthread_mutex_lock(&si_mu);
+	if (si_mypid == 0)
+		si_mypid = getpid();	/* the first call makes the context */
 	if ((e = (cudaError_t)atomic_load(&g_sticky)) != cudaSuccess) {
 		pthread_mutex_unlock(&si_mu);
 		return e;
@@ -364,8 +374,12 @@ daqiri_standin_register(const struct kstandin_kernel *k, uint32_t n)
 	size_t m;
 	int r = 0;
 
-	if (si_enter() != cudaSuccess)
+	/* registering is loading code, not making a context: a child
+	 * forked afterwards may still make its own */
+	pthread_once(&g_once, si_init);
+	if (si_forked())
 		return -EIO;
+	pthread_mutex_lock(&si_mu);
 	if (k == NULL && n > 0) {
 		r = -EINVAL;
 		goto out;
@@ -406,7 +420,7 @@ daqiri_standin_register(const struct kstandin_kernel *k, uint32_t n)
 		    k[i].stub);
 	}
 out:
-	si_leave(cudaSuccess);
+	pthread_mutex_unlock(&si_mu);
 	return r;
 }
 
@@ -762,7 +776,7 @@ cudaGetLastError(void)
 	cudaError_t e;
 
 	pthread_once(&g_once, si_init);
-	if (getpid() != si_mypid)
+	if (si_forked())
 		return cudaErrorInitializationError;
 	if ((e = si_sticky()) != cudaSuccess)
 		return e;
@@ -777,7 +791,7 @@ cudaPeekAtLastError(void)
 	cudaError_t e;
 
 	pthread_once(&g_once, si_init);
-	if (getpid() != si_mypid)
+	if (si_forked())
 		return cudaErrorInitializationError;
 	if ((e = si_sticky()) != cudaSuccess)
 		return e;

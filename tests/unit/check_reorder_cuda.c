@@ -541,6 +541,7 @@ run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
 			b[k].payload = pay + (uint64_t)pk[i].pay * pitch;
 			b[k].payload_len = pk[i].len;
 			b[k].rx_ns = now;
+			b[k].stash = NULL;	/* not placed directly */
 			now += 500;
 		}
 		reorder_burst(p, b, k, now);
@@ -594,10 +595,12 @@ START_TEST(test_plan_vs_cpu)
 		cpu.data[i] = calloc(1, g->tensor_bytes);
 		ck_assert_int_eq(gpu_alloc(0, g->tensor_bytes, &gpu.data[i]),
 		    0);
+		/* the legacy stream: the plan's stream does not wait for it */
 		CK_CUDA(cudaMemset(gpu.data[i], 0, g->tensor_bytes));
 		cpu.free[cpu.nfree++] = P_NBUFS - 1 - i;
 		gpu.free[gpu.nfree++] = P_NBUFS - 1 - i;
 	}
+	CK_CUDA(cudaDeviceSynchronize());
 	cpu.maxrec = 1024;
 	cpu.rec = calloc(cpu.maxrec, sizeof(*cpu.rec));
 	gpu.scratch = malloc(g->tensor_bytes);
@@ -719,6 +722,7 @@ START_TEST(test_pinned_tensor_and_split)
 		pk[i].payload = frames[i] + T_HDR + 10;
 		pk[i].payload_len = 54;
 		pk[i].rx_ns = 1;
+		pk[i].stash = NULL;
 		if (i != 5)
 			cvt_slot_scalar(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP32,
 			    CFG_ENDIAN_HOST, frames[i] + T_HDR, 64,
