@@ -94,6 +94,9 @@ CFLAGS ?= $(OPT)
 ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
+# the host side of .cu files too (the kernels' CPU bodies, the backend)
+NVCC_SAN := -Xcompiler -fsanitize=address -Xcompiler -fsanitize=undefined \
+	-Xcompiler -fno-omit-frame-pointer -Xcompiler -fno-sanitize-recover=all
 endif
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -MMD -MP -pthread -fPIC $(WARN) $(CFLAGS) \
 	-DDAQIRI_VERSION=\"$(VERSION)\" -Iproto -Idaemon -Iclient \
@@ -131,7 +134,7 @@ PROGS := $(BUILD)/daqirid $(addprefix $(BUILD)/,$(CLIENT_TOOLS)) $(BUILD)/daqiri
 PYMOD := $(BUILD)/python/daqiri$(PY_EXT)
 STANDIN := $(BUILD)/standin/libcudart.so.13
 
-.PHONY: all check layout unit unit-run golden system system-tools system-asan fuzz fuzz-run asan demo run bench \
+.PHONY: all check layout unit unit-run unit-standin asan-standin golden system system-tools system-asan fuzz fuzz-run asan demo run bench \
 	python python-check python-asan \
 	install uninstall clean deps help
 .DEFAULT_GOAL := all
@@ -153,7 +156,7 @@ $(BUILD)/obj/daemon/http.o: ALL_CFLAGS += $(MHD_CFLAGS)
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
-	$(Q)$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+	$(Q)$(NVCC) $(NVCC_FLAGS) $(NVCC_SAN) -c $< -o $@
 
 # The default config is embedded in the daemon as text.
 $(BUILD)/obj/default_config.c: etc/daqirid.yaml
@@ -303,8 +306,32 @@ system-asan:
 	  if [ $$rc -eq 77 ]; then echo "system-asan: 36-tx-hostile skipped"; else exit $$rc; fi
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/41-direct-placement.sh
 
+# The suites that use CUDA once more on the CUDA stand-in: unit-run ran
+# their no-device paths, here their GPU cases run (kernels as CPU bodies,
+# device memory the host cannot read, streams that run only when waited on).
+STANDIN_UNIT := check_reorder_cuda check_mem check_client
+unit-standin: unit $(STANDIN)
+	@rc=0; for t in $(STANDIN_UNIT); do \
+	  echo "== $(BUILD)/tests/$$t on the CUDA stand-in"; \
+	  CK_FORK=yes CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-60} BUILD=$(BUILD) \
+	    sh scripts/cuda-standin $(BUILD)/tests/$$t || rc=1; \
+	done; exit $$rc
+
+# The kernel body, the CUDA backend's host code, the stand-in and its
+# suite once more with ASan and UBSan, in a tree of their own. The stand-in
+# suite makes host reads of device memory fault on purpose: ASan must let
+# that SIGSEGV through.
+asan-standin:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan-cuda SANITIZE=1 HAVE_CUDA=1 \
+	  OPT='-O1 -g' $(addprefix $(BUILD)/asan-cuda/tests/,$(STANDIN_UNIT) check_standin \
+	  check_reorder_kernel) $(BUILD)/asan-cuda/standin/libcudart.so.13
+	$(Q)CK_FORK=yes $(BUILD)/asan-cuda/tests/check_reorder_kernel
+	$(Q)CK_FORK=yes ASAN_OPTIONS=handle_segv=0 $(BUILD)/asan-cuda/tests/check_standin
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan-cuda SANITIZE=1 HAVE_CUDA=1 \
+	  OPT='-O1 -g' unit-standin UNIT_BIN='$(addprefix $(BUILD)/asan-cuda/tests/,$(STANDIN_UNIT))'
+
 # The same unit tests built again with AddressSanitizer and UBSan in their
-# own tree (CUDA left out: its runtime and ASan do not mix well without a GPU).
+# own tree, without CUDA (asan-standin runs the CUDA parts on the stand-in).
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' unit-run
 
@@ -331,9 +358,11 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory layout
 	$(Q)$(MAKE) --no-print-directory all unit
 	$(Q)$(MAKE) --no-print-directory unit-run
+	$(Q)$(if $(filter 1,$(HAVE_CUDA)),$(MAKE) --no-print-directory unit-standin,echo "unit-standin: not run: no nvcc, so no CUDA code and no stand-in")
 	$(Q)$(MAKE) --no-print-directory golden
 	$(Q)$(MAKE) --no-print-directory system
 	$(Q)$(MAKE) --no-print-directory asan
+	$(Q)$(if $(filter 1,$(HAVE_CUDA)),$(MAKE) --no-print-directory asan-standin,echo "asan-standin: not run: no nvcc")
 	$(Q)$(MAKE) --no-print-directory system-asan
 	$(Q)$(MAKE) --no-print-directory python-check
 	$(Q)$(MAKE) --no-print-directory python-asan

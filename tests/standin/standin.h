@@ -154,6 +154,7 @@ struct si_stream {
 	int legacy;
 	int polled;			/* a query said NotReady */
 	uint64_t id;
+	struct si_stream *retired;	/* next destroyed stream */
 };
 
 extern struct si_stream si_legacy;

@@ -330,6 +330,8 @@ cudaStreamCreate(cudaStream_t *ps)
 	return cudaStreamCreateWithFlags(ps, cudaStreamDefault);
 }
 
+static struct si_stream *retired_streams;	/* under the lock */
+
 cudaError_t
 cudaStreamDestroy(cudaStream_t h)
 {
@@ -345,8 +347,11 @@ cudaStreamDestroy(cudaStream_t h)
 	if (s->tail != NULL &&
 	    (e = si_run_until(s, s->tail->seq)) != cudaSuccess)
 		return si_leave(e);
-	/* The struct stays: a queued dependency may still name it. */
+	/* The struct stays (on a list, not leaked): a queued dependency may
+	 * still name it. */
 	si_ptr_remove((void **)g_streams, &g_nstreams, s);
+	s->retired = retired_streams;
+	retired_streams = s;
 	si_log("stream %" PRIu64 " destroyed", s->id);
 	return si_leave(cudaSuccess);
 }
