@@ -206,13 +206,75 @@ reorder_queue(struct pctx *x, const struct cfg_interface *ifc,
 	return q;
 }
 
+/* A bit field of a gpu reorder config, which the CPU reads, must lie in
+ * the host bytes of its queue's frames. */
+static void
+check_field_host(struct pctx *x, const struct cfg_reorder *r,
+		 const struct cfg_bitfield *b, const char *key,
+		 const struct cfg_queue *q, int dp, uint64_t host)
+{
+	uint64_t end = ((uint64_t)b->bit_offset + b->bit_width + 7) / 8;
+
+	if (end <= host)
+		return;
+	err_at(x, cfg_pos_of(x->c, &b->bit_offset, r->pos), "%s: ends in "
+	       "byte %llu, past the %llu bytes of each frame of rx queue "
+	       "'%s' in host memory ('%s'); the rest is in '%s', a device "
+	       "region, which the CPU cannot read: move the field into the "
+	       "first %llu bytes", key, (unsigned long long)end,
+	       (unsigned long long)host, q->name, q->region_names[0],
+	       q->region_names[dp], (unsigned long long)host);
+}
+
+/*
+ * The CPU reads only the host part of a frame of q (geometry.h): a cpu
+ * reorder config converts the whole payload, a gpu one reads its bit
+ * fields, and a payload that starts in the headers, on the CPU.
+ */
+static void
+check_reorder_host_part(struct pctx *x, const struct cfg_reorder *r,
+			const struct map *m, const struct cfg_queue *q,
+			uint64_t host, bool method_ok, bool offset_ok,
+			bool pb_given)
+{
+	int dp = geom_queue_device_part(x->c, q);
+
+	/* socket streams refuse device regions apart */
+	if (dp < 0 || host == 0 || (x->stream_known &&
+	    x->c->stream_type == CFG_STREAM_SOCKET))
+		return;
+	if (r->type == CFG_REORDER_CPU) {
+		err(x, mget(m, "reorder_type"), "reorder_type: a cpu reorder "
+		    "reads payloads with the CPU, but rx queue '%s' puts "
+		    "them in '%s', a device region (header-data split); use "
+		    "reorder_type: gpu, or a host, huge or host_pinned region "
+		    "for the payloads", q->name, q->region_names[dp]);
+		return;
+	}
+	if (method_ok) {
+		check_field_host(x, r, &r->seq, "sequence_number", q, dp, host);
+		if (r->method == CFG_METHOD_SEQ_BATCH_NUMBER)
+			check_field_host(x, r, &r->batch, "batch_number", q,
+					 dp, host);
+	}
+	if (offset_ok && r->payload_byte_offset < host && (!pb_given ||
+	    (uint64_t)r->payload_byte_offset + r->payload_bytes > host))
+		err(x, mget(m, "payload_byte_offset"), "payload_byte_offset: "
+		    "%u starts the payload in the %llu header bytes of rx "
+		    "queue '%s' ('%s') and it goes on in '%s', a device "
+		    "region, which the CPU cannot read to join the two; "
+		    "start it at byte %llu", r->payload_byte_offset,
+		    (unsigned long long)host, q->name, q->region_names[0],
+		    q->region_names[dp], (unsigned long long)host);
+}
+
 /* window (capped to half the batch-id space), payload_bytes, slot and
- * tensor size against the output region. */
+ * tensor size against the output region; the queue's host part. */
 void
 cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 			   struct cfg_reorder *r, const struct map *m,
-			   bool method_ok, bool offset_ok, bool flows_ok,
-			   bool pb_given)
+			   bool type_ok, bool method_ok, bool offset_ok,
+			   bool flows_ok, bool pb_given)
 {
 	const struct cfg_queue *q = NULL;
 	const struct cfg_region *out;
@@ -240,6 +302,10 @@ cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 		q = reorder_queue(x, ifc, r, mkey(m, "flow_ids"));
 	if (q != NULL)
 		frame = geom_queue_frame_bytes(x->c, ifc, q);
+	if (q != NULL && type_ok)
+		check_reorder_host_part(x, r, m, q,
+					geom_queue_host_bytes(x->c, ifc, q),
+					method_ok, offset_ok, pb_given);
 	if (!pb_given) {
 		if (q == NULL || frame == 0 || !offset_ok)
 			return;

@@ -378,12 +378,13 @@ const struct cfg_flow *cfg_flow_by_id(const struct cfg_flow *fs, int nf,
 void cfg_check_reorder_region(struct pctx *x, const yaml_node_t *at,
 			      const struct cfg_reorder *r, bool type_ok);
 /* window (capped to half the batch-id space), payload_bytes, slot and
- * tensor size against the output region. */
+ * tensor size against the output region; what r reads on the CPU against
+ * the host part of its queue's frames (type_ok: r->type was parsed). */
 void cfg_check_reorder_geometry(struct pctx *x,
 				const struct cfg_interface *ifc,
 				struct cfg_reorder *r, const struct map *m,
-				bool method_ok, bool offset_ok, bool flows_ok,
-				bool pb_given);
+				bool type_ok, bool method_ok, bool offset_ok,
+				bool flows_ok, bool pb_given);
 /* An interface address (node n) that the stream type can open. */
 void cfg_check_address(struct pctx *x, const yaml_node_t *n,
 		       const struct cfg_interface *ifc);

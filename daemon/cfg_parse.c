@@ -1057,8 +1057,8 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 	    !cfg_get_u32(x, "payload_bytes", v, 1, CFG_FRAME_MAX,
 			 &r->payload_bytes))
 		return;
-	cfg_check_reorder_geometry(x, ifc, r, &m, method_ok, offset_ok,
-				   flows_ok, v != NULL);
+	cfg_check_reorder_geometry(x, ifc, r, &m, type_ok, method_ok,
+				   offset_ok, flows_ok, v != NULL);
 }
 
 static void

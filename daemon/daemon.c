@@ -288,9 +288,12 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 		di->nstreams++;
 	}
 	for (int q = 0; q < ifc->rx.nqueues; q++) {
-		rc = stream_create_raw(&di->raws[q], ifc, &ifc->rx.queues[q],
-		    geom_queue_frame_bytes(c, ifc, &ifc->rx.queues[q]), err,
-		    sizeof(err));
+		const struct cfg_queue *cq = &ifc->rx.queues[q];
+
+		/* a raw stream copies what the CPU may read (geometry.h) */
+		rc = stream_create_raw(&di->raws[q], ifc, cq,
+		    geom_queue_host_bytes(c, ifc, cq),
+		    geom_queue_device_part(c, cq) >= 0, err, sizeof(err));
 		if (rc != 0) {
 			log_warnx("%s", err);
 			return -1;

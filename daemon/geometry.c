@@ -36,6 +36,37 @@ geom_queue_frame_bytes(const struct cfg *c, const struct cfg_interface *ifc,
 	return sum;
 }
 
+int
+geom_queue_device_part(const struct cfg *c, const struct cfg_queue *q)
+{
+	for (int i = 0; i < q->nregions; i++)
+		if (q->region_idx[i] < 0)
+			return -1;
+	/* a first region in device memory is no split (refused apart) */
+	if (q->nregions < 2 ||
+	    c->regions[q->region_idx[0]].kind == DAQIRI_MEM_DEVICE)
+		return -1;
+	for (int i = 1; i < q->nregions; i++)
+		if (c->regions[q->region_idx[i]].kind == DAQIRI_MEM_DEVICE)
+			return i;
+	return -1;
+}
+
+uint64_t
+geom_queue_host_bytes(const struct cfg *c, const struct cfg_interface *ifc,
+		      const struct cfg_queue *q)
+{
+	uint64_t frame = geom_queue_frame_bytes(c, ifc, q), hdr;
+
+	if (frame == 0 || (q->nregions > 0 &&
+	    c->regions[q->region_idx[0]].kind == DAQIRI_MEM_DEVICE))
+		return 0;
+	if (geom_queue_device_part(c, q) < 0)
+		return frame;
+	hdr = c->regions[q->region_idx[0]].buf_size;
+	return hdr < frame ? hdr : frame;
+}
+
 uint64_t
 geom_slot_bytes(const struct cfg_reorder *r, uint64_t n)
 {

@@ -47,6 +47,31 @@ uint64_t geom_queue_frame_bytes(const struct cfg *c,
 				const struct cfg_queue *q);
 
 /*
+ * The one rule for which bytes of a frame the CPU may read. With
+ * header-data split into device memory (q's second region is a device
+ * region) the CPU may read only the header part, the first region's
+ * bytes; any other queue whose first region is host memory (host, huge,
+ * host_pinned) is host memory throughout. A cpu reorder config needs the
+ * whole frame; a gpu one reads its bit fields, and joins a payload that
+ * starts in the header part, on the CPU (cfg_check.c refuses what would
+ * read past it); a raw stream copies only the header part (raw.c).
+ *
+ * geom_queue_device_part: with header-data split, the index into q's
+ * regions of the device region that holds the rest of each frame (1);
+ * -1 when there is none, when q's first region is itself a device region
+ * (no split: the checker refuses that queue apart), or when a region of
+ * q is not resolved.
+ * geom_queue_host_bytes: how many leading bytes of q's frames the CPU
+ * may read: geom_queue_frame_bytes() when geom_queue_device_part() is
+ * -1, else the first region's buf_size, at most that; 0 when a region
+ * of q is not resolved or the first is a device region.
+ */
+int geom_queue_device_part(const struct cfg *c, const struct cfg_queue *q);
+uint64_t geom_queue_host_bytes(const struct cfg *c,
+			       const struct cfg_interface *ifc,
+			       const struct cfg_queue *q);
+
+/*
  * Output bytes of one slot of reorder config r for n payload bytes per
  * packet: n copied when r has no data_types, else n's input elements
  * times the output element size. 0 when n is 0, not a whole number of

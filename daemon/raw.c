@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Raw bursts: frames copied whole into the slots of a burst tensor in
+ * Raw bursts: frames copied whole (or their header parts only, when the
+ * payloads are in device memory) into the slots of a burst tensor in
  * arrival order. One buffer is filled at a time; it is published when
  * full, at its deadline (timeout_us after its first frame) or at flush.
  */
@@ -24,6 +25,7 @@ struct raw_plan {
 	uint64_t slot_bytes;
 	uint64_t timeout_ns;
 	uint32_t words;			/* bitmap words */
+	bool hdr_only;			/* payload parts are device memory */
 	bool open;			/* a buffer is being filled */
 	struct reorder_buf buf;
 	uint32_t n;			/* frames in it */
@@ -43,7 +45,7 @@ raw_sidecar_bytes(uint32_t ppb)
 
 struct raw_plan *
 raw_create(uint32_t ppb, uint64_t slot_bytes, uint32_t timeout_us,
-	   const struct reorder_owner *owner)
+	   bool hdr_only, const struct reorder_owner *owner)
 {
 	struct raw_plan *p;
 
@@ -59,6 +61,7 @@ raw_create(uint32_t ppb, uint64_t slot_bytes, uint32_t timeout_us,
 	p->slot_bytes = slot_bytes;
 	p->timeout_ns = (uint64_t)timeout_us * 1000u;
 	p->words = (ppb + 63) / 64;
+	p->hdr_only = hdr_only;
 	return p;
 }
 
@@ -94,7 +97,9 @@ raw_burst(struct raw_plan *p, const struct rx_frame *pkts, unsigned n,
 {
 	for (unsigned i = 0; i < n; i++) {
 		const struct rx_frame *f = &pkts[i];
-		uint64_t len = (uint64_t)f->hdr_len + f->payload_len;
+		/* the CPU must not read a payload in device memory */
+		uint32_t plen = p->hdr_only ? 0 : f->payload_len;
+		uint64_t len = (uint64_t)f->hdr_len + plen;
 		uint32_t *lens;
 		uint8_t *dst;
 
@@ -119,8 +124,8 @@ raw_burst(struct raw_plan *p, const struct rx_frame *pkts, unsigned n,
 		/* either part may be absent (NULL, 0) */
 		if (f->hdr_len != 0)
 			memcpy(dst, f->hdr, f->hdr_len);
-		if (f->payload_len != 0)
-			memcpy(dst + f->hdr_len, f->payload, f->payload_len);
+		if (plen != 0)
+			memcpy(dst + f->hdr_len, f->payload, plen);
 		lens = (uint32_t *)(void *)(p->buf.bitmap + p->words);
 		lens[p->n] = (uint32_t)len;
 		p->buf.bitmap[p->n / 64] |= 1ull << (p->n % 64);

@@ -2,12 +2,14 @@
 /*
  * Raw bursts: the stream of one RX queue for frames no reorder config
  * takes (a flow without one, or unmatched frames when flow_isolation is
- * off). Frames are copied whole, in arrival order, one per slot of a
+ * off). Frames are copied whole (only their header parts when the
+ * payloads are in device memory), in arrival order, one per slot of a
  * burst tensor, with their lengths in the sidecar after the bitmap.
  */
 #ifndef DAQIRI_RAW_H
 #define DAQIRI_RAW_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "reorder.h"
@@ -35,10 +37,13 @@ struct raw_plan;
  * A plan of ppb slots of slot_bytes; a started burst is published after
  * timeout_us (0 = only when full, or at flush). The sidecar the owner
  * lends with each buffer holds the bitmap (ceil(ppb/64) words) followed
- * by ppb uint32 lengths. NULL with errno on failure.
+ * by ppb uint32 lengths: the bytes of each slot. hdr_only: frames'
+ * payload parts are device memory (header-data split into a device
+ * region, geom_queue_device_part()), which the CPU must not read: a
+ * slot gets the header part only. NULL with errno on failure.
  */
 struct raw_plan *raw_create(uint32_t ppb, uint64_t slot_bytes,
-			    uint32_t timeout_us,
+			    uint32_t timeout_us, bool hdr_only,
 			    const struct reorder_owner *owner);
 void raw_destroy(struct raw_plan *p);
 void raw_burst(struct raw_plan *p, const struct rx_frame *pkts,

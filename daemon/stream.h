@@ -72,12 +72,13 @@ int stream_create(struct stream **out, const struct cfg_interface *ifc,
 
 /*
  * Create the raw stream of rx queue q: RAW_NBUFS buffers of batch_size
- * slots of frame_bytes in a memfd of its own. Same return as
- * stream_create().
+ * slots of frame_bytes in a memfd of its own; hdr_only: frames' payload
+ * parts are device memory, copy only their header parts (raw_create()).
+ * Same return as stream_create().
  */
 int stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
 		      const struct cfg_queue *q, uint64_t frame_bytes,
-		      char *err, size_t errlen);
+		      bool hdr_only, char *err, size_t errlen);
 
 /*
  * Limits from the daemon section, before the stream's worker runs and

@@ -253,8 +253,8 @@ fail:
 
 int
 stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
-		  const struct cfg_queue *q, uint64_t frame_bytes, char *err,
-		  size_t errlen)
+		  const struct cfg_queue *q, uint64_t frame_bytes, bool hdr_only,
+		  char *err, size_t errlen)
 {
 	struct cfg_region cr = { .kind = DAQIRI_MEM_HOST, .num_bufs = RAW_NBUFS };
 	struct reorder_owner owner;
@@ -290,7 +290,8 @@ stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
 	s->geom = &s->raw_geom;
 	s->window = g.window;
 	stream_owner_init(s, &owner);
-	s->raw = raw_create(g.ppb, g.slot_bytes, q->timeout_us, &owner);
+	s->raw = raw_create(g.ppb, g.slot_bytes, q->timeout_us, hdr_only,
+	    &owner);
 	if (s->raw == NULL) {
 		rc = -errno;
 		snprintf(err, errlen, "stream '%s': %s", s->name, strerror(errno));

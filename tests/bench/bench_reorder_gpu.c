@@ -191,7 +191,9 @@ bench_plan(const struct variant *v, int pinned)
 {
 	struct cfg_reorder r;
 	struct bowner o;
-	struct reorder_owner ow = { &o, b_get, b_put, b_publish };
+	struct reorder_owner ow = {
+		.ctx = &o, .get = b_get, .put = b_put, .publish = b_publish,
+	};
 	struct rx_frame *pk;
 	struct reorder_plan *p;
 	struct reorder_cuda_stats st;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit tests for daemon/geometry.c: frame bytes of a queue, slot bytes
- * from payload bytes and dtypes, the batch-id space, the window cap,
- * tensor bytes, the whole reorder geometry with what it refuses, the raw
- * stream's geometry, and that a parsed config and the reorder stage
- * derive the same numbers.
+ * Unit tests for daemon/geometry.c: frame bytes of a queue and the part
+ * the CPU may read, slot bytes from payload bytes and dtypes, the
+ * batch-id space, the window cap, tensor bytes, the whole reorder
+ * geometry with what it refuses, the raw stream's geometry, and that a
+ * parsed config and the reorder stage derive the same numbers.
  */
 #include <check.h>
 #include <stdbool.h>
@@ -81,6 +81,63 @@ START_TEST(test_frame_bytes_socket)
 	cfgs.interfaces[0].socket.present = false;
 	cfgs.interfaces[0].socket.max_payload_size = 1000;
 	ck_assert_uint_eq(geom_queue_frame_bytes(&cfgs, ifc, q), 9000);
+}
+END_TEST
+
+/* What the CPU may read of a frame: all of it, unless header-data split
+ * puts the rest in a device region; then the header part only. */
+START_TEST(test_host_bytes)
+{
+	const struct cfg_interface *ifc = &cfgs.interfaces[0];
+	const enum daqiri_mem_kind host[] = {
+		DAQIRI_MEM_HOST, DAQIRI_MEM_HUGE, DAQIRI_MEM_HOST_PINNED,
+	};
+	const struct cfg_queue *q;
+
+	for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++) {
+		for (size_t j = 0; j < sizeof(host) / sizeof(host[0]); j++) {
+			q = one_queue(2, 64, 1984);
+			cfgs.regions[0].kind = host[i];
+			cfgs.regions[1].kind = host[j];
+			ck_assert_int_eq(geom_queue_device_part(&cfgs, q), -1);
+			ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q),
+					  2048);
+		}
+		/* [host, device]: the headers only */
+		q = one_queue(2, 64, 1984);
+		cfgs.regions[0].kind = host[i];
+		cfgs.regions[1].kind = DAQIRI_MEM_DEVICE;
+		ck_assert_int_eq(geom_queue_device_part(&cfgs, q), 1);
+		ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q), 64);
+		/* one host region: the whole frame */
+		q = one_queue(1, 2048, 0);
+		cfgs.regions[0].kind = host[i];
+		ck_assert_int_eq(geom_queue_device_part(&cfgs, q), -1);
+		ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q), 2048);
+	}
+	/* a header region past the longest frame: at most the frame */
+	q = one_queue(2, 1 << 20, 1984);
+	cfgs.regions[0].kind = DAQIRI_MEM_HOST;
+	cfgs.regions[1].kind = DAQIRI_MEM_DEVICE;
+	ck_assert_int_eq(geom_queue_device_part(&cfgs, q), 1);
+	ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q),
+			  GEOM_ETH_IP_UDP_HDR + GEOM_UDP_PAYLOAD_MAX);
+	/* a device region first is no split: none of it */
+	q = one_queue(1, 2048, 0);
+	cfgs.regions[0].kind = DAQIRI_MEM_DEVICE;
+	ck_assert_int_eq(geom_queue_device_part(&cfgs, q), -1);
+	ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q), 0);
+	q = one_queue(2, 64, 1984);
+	cfgs.regions[0].kind = DAQIRI_MEM_DEVICE;
+	cfgs.regions[1].kind = DAQIRI_MEM_HOST;
+	ck_assert_int_eq(geom_queue_device_part(&cfgs, q), -1);
+	ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q), 0);
+	/* a region that did not resolve */
+	q = one_queue(2, 64, 1984);
+	cfgs.regions[1].kind = DAQIRI_MEM_DEVICE;
+	cfgs.interfaces[0].rx.queues[0].region_idx[1] = -1;
+	ck_assert_int_eq(geom_queue_device_part(&cfgs, q), -1);
+	ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q), 0);
 }
 END_TEST
 
@@ -307,6 +364,7 @@ geometry_suite(void)
 	tc = tcase_create("sizes");
 	tcase_add_test(tc, test_frame_bytes);
 	tcase_add_test(tc, test_frame_bytes_socket);
+	tcase_add_test(tc, test_host_bytes);
 	tcase_add_test(tc, test_slot_bytes);
 	tcase_add_test(tc, test_id_space_window);
 	suite_add_tcase(s, tc);

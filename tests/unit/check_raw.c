@@ -2,7 +2,8 @@
 /*
  * Unit tests for daemon/raw.c, the raw burst plan: frames copied whole in
  * arrival order with their lengths after the bitmap, publication when
- * full, at the deadline or at flush, oversize and no-buffer drops, and
+ * full, at the deadline or at flush, header parts only when payloads are
+ * in device memory, oversize and no-buffer drops, and
  * the accounting invariant, through a fake buffer owner that records
  * every publication.
  */
@@ -11,6 +12,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "raw.h"
 
@@ -166,7 +169,7 @@ plan_new(struct pool *p, uint32_t timeout_us)
 	struct reorder_owner o = {
 		.ctx = p, .get = p_get, .put = p_put, .publish = p_publish,
 	};
-	struct raw_plan *r = raw_create(p->ppb, p->slot, timeout_us, &o);
+	struct raw_plan *r = raw_create(p->ppb, p->slot, timeout_us, false, &o);
 
 	ck_assert_ptr_nonnull(r);
 	return r;
@@ -267,10 +270,10 @@ START_TEST(test_create_rejects)
 	};
 
 	errno = 0;
-	ck_assert_ptr_null(raw_create(0, 64, 0, &o));
+	ck_assert_ptr_null(raw_create(0, 64, 0, false, &o));
 	ck_assert_int_eq(errno, EINVAL);
 	errno = 0;
-	ck_assert_ptr_null(raw_create(4, 0, 0, &o));
+	ck_assert_ptr_null(raw_create(4, 0, 0, false, &o));
 	ck_assert_int_eq(errno, EINVAL);
 	raw_destroy(NULL);
 }
@@ -360,6 +363,53 @@ START_TEST(test_null_part)
 	check_invariant(r);
 	raw_destroy(r);
 	pool_fini(&p);
+}
+END_TEST
+
+/*
+ * Header-data split into device memory (raw_create's hdr_only): a slot
+ * gets the header part and its length only, and the payload part is
+ * never read. It lies on a page that may not be read at all, as device
+ * memory is for the CPU: a read would end the test with SIGSEGV.
+ */
+START_TEST(test_hdr_only)
+{
+	struct pool p;
+	struct raw_plan *r;
+	struct reorder_owner o = {
+		.ctx = &p, .get = p_get, .put = p_put, .publish = p_publish,
+	};
+	struct frame f[2], h[2];
+	struct rx_frame k[2];
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *dev;
+
+	dev = mmap(NULL, (size_t)pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+	    -1, 0);
+	ck_assert_ptr_ne(dev, MAP_FAILED);
+	/* slots the whole frames would fit: only hdr_only keeps them out */
+	pool_init(&p, 1, 2, FRAME_MAX);
+	r = raw_create(2, FRAME_MAX, 0, true, &o);
+	ck_assert_ptr_nonnull(r);
+	frame_make(&f[0], 0, 100);
+	frame_make(&f[1], 1, 200);
+	for (int i = 0; i < 2; i++) {
+		k[i] = pkt_of(&f[i], 16, T0 + (uint64_t)i);
+		k[i].payload = dev;		/* 84 and 184 unreadable bytes */
+		h[i] = f[i];
+		h[i].len = 16;
+	}
+	raw_burst(r, k, 2, T0 + 2);
+	ck_assert_int_eq(p.npub, 1);
+	ck_assert_uint_eq(raw_counters(r)->placed, 2);
+	ck_assert_uint_eq(raw_counters(r)->oversize, 0);
+	check_slot(&p, &p.pubs[0], 0, &h[0]);
+	check_slot(&p, &p.pubs[0], 1, &h[1]);
+	check_invariant(r);
+	ck_assert(guards_intact(&p));
+	raw_destroy(r);
+	pool_fini(&p);
+	munmap(dev, (size_t)pg);
 }
 END_TEST
 
@@ -765,6 +815,7 @@ raw_suite(void)
 	tcase_add_test(tc, test_full_burst_copies_frames);
 	tcase_add_test(tc, test_multiword_bitmap);
 	tcase_add_test(tc, test_null_part);
+	tcase_add_test(tc, test_hdr_only);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("publish");

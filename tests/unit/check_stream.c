@@ -1405,7 +1405,7 @@ START_TEST(test_raw_stream)
 	snprintf(q.name, sizeof(q.name), "rawq");
 	q.batch_size = 4;
 	q.timeout_us = 0;
-	ck_assert_msg(stream_create_raw(&s, ifc, &q, 64, errs,
+	ck_assert_msg(stream_create_raw(&s, ifc, &q, 64, false, errs,
 	    sizeof(errs)) == 0, "stream_create_raw: %s", errs);
 	ck_assert_str_eq(stream_name(s), "eth1/rawq");
 	ck_assert_ptr_null(stream_plan(s));
