@@ -24,13 +24,14 @@
 #define B_PAYLOAD	8000		/* payload bytes */
 #define B_HDR		64		/* frame bytes before the payload */
 #define B_FRAME		(B_HDR + B_PAYLOAD)
-#ifndef B_ITERS				/* -D for a quick run */
-#define B_ITERS		50
-#endif
-#define B_WARMUP	3
-#ifndef B_PLAN_BATCHES
-#define B_PLAN_BATCHES	64		/* tensors through the plan */
-#endif
+/* Launches timed per variant, tensors through the plan: the defaults, or
+ * BENCH_GPU_ITERS and BENCH_GPU_PLAN_BATCHES (a quick run, e.g. on the
+ * CUDA stand-in, where only "it runs" means anything). */
+static int b_iters = 50;
+static uint32_t b_plan_batches = 64;
+#define B_ITERS		b_iters
+#define B_WARMUP	(b_iters < 3 ? b_iters : 3)
+#define B_PLAN_BATCHES	b_plan_batches
 
 struct variant {
 	const char *name;
@@ -300,6 +301,16 @@ main(void)
 	struct cudaDeviceProp prop;
 	int v;
 
+	if (getenv("BENCH_GPU_ITERS") != NULL)
+		b_iters = atoi(getenv("BENCH_GPU_ITERS"));
+	if (getenv("BENCH_GPU_PLAN_BATCHES") != NULL)
+		b_plan_batches = (uint32_t)atoi(getenv(
+		    "BENCH_GPU_PLAN_BATCHES"));
+	if (b_iters < 1 || b_plan_batches < 1 || b_plan_batches > 1u << 20) {
+		fprintf(stderr, "bench gpu: BENCH_GPU_ITERS and "
+		    "BENCH_GPU_PLAN_BATCHES must be at least 1\n");
+		return 2;
+	}
 	if (!gpu_available(why, sizeof(why))) {
 		printf("bench gpu: %s (skipped)\n", why);
 		return 0;
