@@ -76,8 +76,11 @@
  *   convert_cpu.c    worker: vectorised payload conversion for the CPU
  *                    backend (element arithmetic in convert.h)
  *   raw.c            worker: raw bursts copied into burst tensors
- *   reorder_cuda.cu  worker (plans made on main): the CUDA backend, its
- *                    placement and conversion kernels
+ *   reorder_cuda.cu  worker (plans made on main): the CUDA backend and
+ *                    its kernel launches; the kernel's body is
+ *                    reorder_kernel.h's (C11 and CUDA), which kernel.h's
+ *                    grid runner also runs on the CPU (tests, the CUDA
+ *                    stand-in)
  *   gpu.cu           CUDA device management: allocations, pinned host
  *                    memory, IPC handles and events (main), the range and
  *                    event lookups the backend makes (worker)
