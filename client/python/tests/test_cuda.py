@@ -49,6 +49,11 @@ if _cudart_paths() != {str(STANDIN.resolve())}:
                 f"{sys.executable} -m pytest {__file__}, with PYTHONPATH "
                 f"and DAQIRI_BUILD as for the other tests)", pytrace=False)
 
+# The checks below tell a wait from none by the stand-in's lazy queues.
+if os.environ.get("DAQIRI_STANDIN_EAGER", "0") not in ("", "0"):
+    pytest.fail("test_cuda.py needs the stand-in's lazy queues: unset "
+                "DAQIRI_STANDIN_EAGER", pytrace=False)
+
 # driver_types.h
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_READY = 600
@@ -325,6 +330,11 @@ def test_cuda_array_interface(make_daemon):
             assert (ct.seq, ct.buf_index) == (t.seq, t.buf_index)
             assert ct.device == 0 and ct.event
             assert t.device == 0 and t.complete
+            # no host view of device memory (a host read would fault)
+            with pytest.raises(TypeError):
+                t.numpy()
+            with pytest.raises(TypeError):
+                memoryview(t)
             assert query(LEGACY) == CUDA_SUCCESS, "legacy stream not idle"
             cai = t.__cuda_array_interface__
             assert set(cai) == {"version", "data", "shape", "typestr",
