@@ -278,16 +278,16 @@ $(BUILD)/obj/tests/system/closed-loop.o: ALL_CFLAGS += -Iscripts
 
 # The Python module's tests (client/python/tests/, pytest) against the
 # daemon and simulator of $(BUILD). test_cuda.py's device tensors need the
-# daemon and the interpreter on the CUDA stand-in: a second run of its
-# own under scripts/cuda-standin (it skips itself where no stand-in is
-# built, a build without nvcc).
+# daemon and the interpreter on the CUDA stand-in (built with CUDA's
+# headers): a second run of its own under scripts/cuda-standin. Without
+# the stand-in it skips itself in the first run.
 PYTEST := PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider
 PY_CUDA_TEST := client/python/tests/test_cuda.py
 python-check: all python $(SYS_TOOLS)
 	$(Q)PYTHONPATH=$(BUILD)/python DAQIRI_BUILD=$(BUILD) $(PYTEST) \
-	  --ignore=$(PY_CUDA_TEST) client/python/tests
-	$(Q)PYTHONPATH=$(BUILD)/python DAQIRI_BUILD=$(BUILD) \
-	  $(if $(filter 1,$(HAVE_CUDA)),BUILD=$(BUILD) scripts/cuda-standin env) $(PYTEST) $(PY_CUDA_TEST)
+	  $(if $(filter 1,$(HAVE_CUDA)),--ignore=$(PY_CUDA_TEST)) client/python/tests
+	$(if $(filter 1,$(HAVE_CUDA)),$(Q)PYTHONPATH=$(BUILD)/python DAQIRI_BUILD=$(BUILD) \
+	  BUILD=$(BUILD) scripts/cuda-standin env $(PYTEST) $(PY_CUDA_TEST))
 
 # The tests marked asan once more, the module and client library built
 # with ASan and UBSan, their runtimes preloaded into the interpreter (the
