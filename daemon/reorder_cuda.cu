@@ -153,9 +153,9 @@ static int
 rcuda_check(enum daqiri_dtype in, enum daqiri_dtype out, uint32_t in_bytes,
 	    uint64_t slot_bytes)
 {
-	if (rcuda_pick(in, out) == nullptr) {
+	if (!rk_conversion_ok(in, out) || rcuda_pick(in, out) == nullptr) {
 		gpu_set_error("gpu reorder cannot convert %d to %d (outputs: "
-		    "fp16, bf16, fp32, fp64, int32)", (int)in, (int)out);
+		    RK_OUTPUTS ")", (int)in, (int)out);
 		return -EINVAL;
 	}
 	if (in_bytes == 0 || cvt_in_elems(in, in_bytes) == 0) {

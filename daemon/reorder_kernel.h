@@ -45,6 +45,27 @@ struct rk_params {
 /* Words a thread's widest output chunk holds (8 int4 -> 8 fp64). */
 #define RK_MAX_WORDS	16
 
+/*
+ * Whether the kernel converts in to out: raw copies (out raw), and every
+ * integer input converts to fp16, bf16, fp32, fp64 or int32. The one rule
+ * of the CUDA backend (reorder_cuda.cu) and of the config checker.
+ */
+K_HD int
+rk_conversion_ok(enum daqiri_dtype in, enum daqiri_dtype out)
+{
+	if (in == DAQIRI_DTYPE_RAW)
+		return out == DAQIRI_DTYPE_RAW;
+	if (in != DAQIRI_DTYPE_INT4 && in != DAQIRI_DTYPE_INT8 &&
+	    in != DAQIRI_DTYPE_INT16 && in != DAQIRI_DTYPE_INT32)
+		return 0;
+	return out == DAQIRI_DTYPE_FP16 || out == DAQIRI_DTYPE_BF16 ||
+	    out == DAQIRI_DTYPE_FP32 || out == DAQIRI_DTYPE_FP64 ||
+	    out == DAQIRI_DTYPE_INT32;
+}
+
+/* The outputs rk_conversion_ok() allows, for messages. */
+#define RK_OUTPUTS	"fp16, bf16, fp32, fp64 or int32"
+
 /* Input elements in 4 input bytes, bytes per output element. */
 K_HD uint32_t
 rk_in_per_word(enum daqiri_dtype in)

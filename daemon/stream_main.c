@@ -233,9 +233,12 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 	s->plan = reorder_create(r, &owner, backend);
 	if (s->plan == NULL) {
 		rc = -errno;
-		snprintf(err, errlen, "stream '%s': reorder plan (%s backend): %s",
-		    s->name, backend != NULL ? backend->name : "cpu",
-		    strerror(errno));
+		/* the CUDA backend says why (gpu.h's last error) */
+		snprintf(err, errlen, "stream '%s': reorder plan (%s backend): "
+		    "%s%s%s", s->name, backend != NULL ? backend->name : "cpu",
+		    strerror(errno), backend != NULL &&
+		    gpu_last_error()[0] != '\0' ? ": " : "",
+		    backend != NULL ? gpu_last_error() : "");
 		goto fail;
 	}
 	s->geom = reorder_geom(s->plan);
