@@ -17,6 +17,7 @@
 
 #include "cfg_internal.h"
 #include "geometry.h"
+#include "reorder_kernel.h"
 
 /* ---------------------------------------------------------------------
  * Regions, queues and flows named by others.
@@ -302,6 +303,12 @@ cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 		q = reorder_queue(x, ifc, r, mkey(m, "flow_ids"));
 	if (q != NULL)
 		frame = geom_queue_frame_bytes(x->c, ifc, q);
+	/* the conversions the CUDA kernel makes (reorder_kernel.h) */
+	if (type_ok && r->type == CFG_REORDER_GPU && r->has_data_types &&
+	    !rk_conversion_ok(r->input_type, r->output_type))
+		err(x, mget(m, "data_types"), "data_types: output_type %s: a "
+		    "gpu reorder writes " RK_OUTPUTS " (use one of those, or "
+		    "reorder_type: cpu)", daqiri_dtype_name(r->output_type));
 	if (q != NULL && type_ok)
 		check_reorder_host_part(x, r, m, q,
 					geom_queue_host_bytes(x->c, ifc, q),

@@ -379,7 +379,8 @@ void cfg_check_reorder_region(struct pctx *x, const yaml_node_t *at,
 			      const struct cfg_reorder *r, bool type_ok);
 /* window (capped to half the batch-id space), payload_bytes, slot and
  * tensor size against the output region; what r reads on the CPU against
- * the host part of its queue's frames (type_ok: r->type was parsed). */
+ * the host part of its queue's frames, and a gpu r's conversion against
+ * the kernel's (type_ok: r->type was parsed). */
 void cfg_check_reorder_geometry(struct pctx *x,
 				const struct cfg_interface *ifc,
 				struct cfg_reorder *r, const struct map *m,

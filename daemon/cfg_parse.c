@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "cfg_internal.h"
-#include "reorder_kernel.h"
 
 /* ---------------------------------------------------------------------
  * Defaults, before anything is read.
@@ -893,12 +892,6 @@ parse_data_types(struct pctx *x, yaml_node_t *n, struct cfg_reorder *r)
 	if (en != NULL && cfg_get_enum(x, "endianness", en,
 				       KEYS(cfg_endian_names), &k))
 		r->endianness = (enum cfg_endian)k;
-	if (ok && r->type == CFG_REORDER_GPU &&
-	    !rk_conversion_ok(r->input_type, r->output_type)) {
-		err(x, out, "output_type: a gpu reorder writes " RK_OUTPUTS
-		    " (use one of those, or reorder_type: cpu)");
-		ok = false;
-	}
 	r->has_data_types = ok;
 	if (!ok)
 		r->input_type = r->output_type = DAQIRI_DTYPE_RAW;
