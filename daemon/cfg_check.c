@@ -73,20 +73,25 @@ claim_rx_region(struct pctx *x, const yaml_node_t *e, int ri,
 }
 
 void
-cfg_check_queue_region(struct pctx *x, const yaml_node_t *e, int ri, int nth,
-		       bool tx, const char *name)
+cfg_check_queue_region(struct pctx *x, const yaml_node_t *e,
+		       const struct cfg_queue *q, int ri, int nth, bool tx,
+		       const char *name)
 {
 	if (!tx)
 		claim_rx_region(x, e, ri, name);
 	/* The CPU reads flows and sequence numbers from a frame's
-	 * first part (socket streams get their own message below). */
-	if (!tx && nth == 0 && x->stream_known &&
-	    x->c->stream_type == CFG_STREAM_RAW &&
-	    x->c->regions[ri].kind == DAQIRI_MEM_DEVICE)
-		err(x, e, "memory_regions: '%s' is a device region, but "
-		    "the CPU reads each frame's headers from the first "
-		    "region; list a host region first (header-data "
-		    "split: [headers, %s])", name, name);
+	 * first part, or from the header shadow of a frame that landed
+	 * whole in device memory (geometry.h); a device region first and
+	 * more after it is neither (socket streams get their own message
+	 * below). */
+	if (!tx && nth == 1 && x->stream_known &&
+	    x->c->stream_type == CFG_STREAM_RAW && q->region_idx[0] >= 0 &&
+	    x->c->regions[q->region_idx[0]].kind == DAQIRI_MEM_DEVICE)
+		err(x, e, "memory_regions: the first region is a device region "
+		    "and '%s' follows it, but the CPU reads each frame's "
+		    "headers from the first; list a host region first "
+		    "(header-data split: [headers, payloads]), or give the "
+		    "device region alone (whole frames in GPU memory)", name);
 	if (!tx && x->stream_known &&
 	    x->c->stream_type == CFG_STREAM_SOCKET &&
 	    x->c->regions[ri].kind == DAQIRI_MEM_DEVICE)
@@ -218,6 +223,15 @@ check_field_host(struct pctx *x, const struct cfg_reorder *r,
 
 	if (end <= host)
 		return;
+	if (dp == 0) {
+		err_at(x, cfg_pos_of(x->c, &b->bit_offset, r->pos), "%s: ends "
+		       "in byte %llu, but the frames of rx queue '%s' land "
+		       "whole in '%s', a device region, and the CPU reads "
+		       "only the copy of their first %llu bytes: move the "
+		       "field into them", key, (unsigned long long)end,
+		       q->name, q->region_names[0], (unsigned long long)host);
+		return;
+	}
 	err_at(x, cfg_pos_of(x->c, &b->bit_offset, r->pos), "%s: ends in "
 	       "byte %llu, past the %llu bytes of each frame of rx queue "
 	       "'%s' in host memory ('%s'); the rest is in '%s', a device "
@@ -247,9 +261,10 @@ check_reorder_host_part(struct pctx *x, const struct cfg_reorder *r,
 	if (r->type == CFG_REORDER_CPU) {
 		err(x, mget(m, "reorder_type"), "reorder_type: a cpu reorder "
 		    "reads payloads with the CPU, but rx queue '%s' puts "
-		    "them in '%s', a device region (header-data split); use "
+		    "them in '%s', a device region (%s); use "
 		    "reorder_type: gpu, or a host, huge or host_pinned region "
-		    "for the payloads", q->name, q->region_names[dp]);
+		    "for the payloads", q->name, q->region_names[dp],
+		    dp == 0 ? "whole frames" : "header-data split");
 		return;
 	}
 	if (method_ok) {
@@ -258,7 +273,9 @@ check_reorder_host_part(struct pctx *x, const struct cfg_reorder *r,
 			check_field_host(x, r, &r->batch, "batch_number", q,
 					 dp, host);
 	}
-	if (offset_ok && r->payload_byte_offset < host && (!pb_given ||
+	/* a whole frame's payload is all in device memory, where the GPU
+	 * reads it; a split one's must not begin in the headers */
+	if (dp > 0 && offset_ok && r->payload_byte_offset < host && (!pb_given ||
 	    (uint64_t)r->payload_byte_offset + r->payload_bytes > host))
 		err(x, mget(m, "payload_byte_offset"), "payload_byte_offset: "
 		    "%u starts the payload in the %llu header bytes of rx "

@@ -363,10 +363,12 @@ require(struct pctx *x, const struct map *m, const char *name)
 /* A region name of a queue or reorder config: index, or -1 (reported). */
 int cfg_find_region(struct pctx *x, const char *key, const yaml_node_t *n,
 		    const char *name);
-/* Region ri, entry `nth` of a queue's memory_regions (node e): who may
- * receive into it, and whether its kind serves the stream type. */
-void cfg_check_queue_region(struct pctx *x, const yaml_node_t *e, int ri,
-			    int nth, bool tx, const char *name);
+/* Region ri, entry `nth` of queue q's memory_regions (node e; q holds
+ * the entries so far): who may receive into it, and whether its kind
+ * serves the stream type and its place in the list. */
+void cfg_check_queue_region(struct pctx *x, const yaml_node_t *e,
+			    const struct cfg_queue *q, int ri, int nth,
+			    bool tx, const char *name);
 /* A flow action's target queue id exists in set. */
 void cfg_check_queue_id(struct pctx *x, const char *key,
 			const yaml_node_t *n, const struct queue_set *set,

@@ -305,7 +305,7 @@ parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		ri = cfg_find_region(x, "memory_regions", e, name);
 		q->region_idx[q->nregions++] = ri;
 		if (ri >= 0)
-			cfg_check_queue_region(x, e, ri, i, tx, name);
+			cfg_check_queue_region(x, e, q, ri, i, tx, name);
 	}
 	if (q->nregions == 2 && tx)
 		err(x, n, "memory_regions: a tx queue takes one region (its "

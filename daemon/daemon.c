@@ -77,7 +77,10 @@
  *                    backend (element arithmetic in convert.h)
  *   raw.c            worker: raw bursts copied into burst tensors
  *   reorder_cuda.cu  worker (plans made on main): the CUDA backend and
- *                    its kernel launches; the kernel's body is
+ *                    its kernel launches, and the header shadow of
+ *                    frames that land whole in device memory (the
+ *                    worker's, made on main); the kernels' bodies are
+ *                    shadow_kernel.h's and
  *                    reorder_kernel.h's (C11 and CUDA), which kernel.h's
  *                    grid runner also runs on the CPU (tests, the CUDA
  *                    stand-in)
@@ -303,8 +306,11 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 		}
 		if (apply_stream_limits(c, di->raws[q]) != 0)
 			return -1;
+		/* frames whole in device memory: a header shadow */
 		rc = worker_create(&di->workers[q], ifc, q, di->eng, di->flows,
-		    di->streams, di->reorder_cfgs, di->nstreams, di->raws[q], err,
+		    di->streams, di->reorder_cfgs, di->nstreams, di->raws[q],
+		    geom_queue_device_part(c, cq) == 0 ?
+		    (uint32_t)geom_queue_host_bytes(c, ifc, cq) : 0, err,
 		    sizeof(err));
 		if (rc != 0) {
 			log_warnx("%s", err);

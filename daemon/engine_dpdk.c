@@ -752,12 +752,16 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 			    data->name, hdr->name);
 	}
 	/* The CPU classifies frames and reads their sequence numbers: a
-	 * frame's first part must be host memory. */
-	if (data != NULL && !mem_host_visible(data) && !split) {
+	 * frame's first part must be host memory, or the frame whole in
+	 * device memory (one region), which the worker reads through its
+	 * header shadow (geometry.h). A split the NIC cannot make would
+	 * land whole frames where the config expects payloads only. */
+	if (data != NULL && !mem_host_visible(data) && !split && hdr != NULL) {
 		log_seterr(err, errlen, "interface '%s': queue '%s': frames in "
 		    "device memory (region '%s') need header-data split (a "
 		    "host region for the headers first, on a NIC that can "
-		    "split): flows and sequence numbers are read by the CPU",
+		    "split), or the device region alone (whole frames): flows "
+		    "and sequence numbers are read by the CPU",
 		    ifc->name, cq->name, data->name);
 		return -EINVAL;
 	}
@@ -1137,6 +1141,7 @@ dpdk_poll(struct dpdk_rxq *q, struct rx_frame *f, unsigned max)
 		}
 		f[out].rx_ns = ns;
 		f[out].stash = NULL;
+		f[out].flags = 0;	/* the worker shadows device frames */
 		q->st.rx_bytes += m->pkt_len;
 		slot = q->oldest + q->nheld;
 		if (slot >= q->cap)

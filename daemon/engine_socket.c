@@ -589,6 +589,7 @@ sock_emit(struct sock_rxq *q, struct rx_frame *f, unsigned max)
 			f[n].stash = NULL;
 		}
 		f[n].rx_ns = q->rd_ns;
+		f[n].flags = 0;
 		q->st.rx_bytes += ENGINE_SYNTH_HDR_LEN + len;
 		n++;
 		if (++q->rd_seg >= r->nspec + r->nsegs) {

@@ -42,7 +42,10 @@ geom_queue_device_part(const struct cfg *c, const struct cfg_queue *q)
 	for (int i = 0; i < q->nregions; i++)
 		if (q->region_idx[i] < 0)
 			return -1;
-	/* a first region in device memory is no split (refused apart) */
+	if (q->nregions == 1 &&
+	    c->regions[q->region_idx[0]].kind == DAQIRI_MEM_DEVICE)
+		return 0;	/* whole frames in device memory */
+	/* device first, then more: no split (refused apart) */
 	if (q->nregions < 2 ||
 	    c->regions[q->region_idx[0]].kind == DAQIRI_MEM_DEVICE)
 		return -1;
@@ -57,13 +60,16 @@ geom_queue_host_bytes(const struct cfg *c, const struct cfg_interface *ifc,
 		      const struct cfg_queue *q)
 {
 	uint64_t frame = geom_queue_frame_bytes(c, ifc, q), hdr;
+	int dp;
 
-	if (frame == 0 || (q->nregions > 0 &&
-	    c->regions[q->region_idx[0]].kind == DAQIRI_MEM_DEVICE))
+	if (frame == 0)
 		return 0;
-	if (geom_queue_device_part(c, q) < 0)
-		return frame;
-	hdr = c->regions[q->region_idx[0]].buf_size;
+	dp = geom_queue_device_part(c, q);
+	if (dp < 0)
+		return c->regions[q->region_idx[0]].kind == DAQIRI_MEM_DEVICE ?
+		    0 : frame;
+	hdr = dp == 0 ? GEOM_SHADOW_BYTES :
+	    c->regions[q->region_idx[0]].buf_size;
 	return hdr < frame ? hdr : frame;
 }
 

@@ -55,17 +55,23 @@ uint64_t geom_queue_frame_bytes(const struct cfg *c,
  * whole frame; a gpu one reads its bit fields, and joins a payload that
  * starts in the header part, on the CPU (cfg_check.c refuses what would
  * read past it); a raw stream copies only the header part (raw.c).
+ * Frames that land whole in device memory (q's only region is a device
+ * region, the reference library's GPUDirect path) are read by the CPU
+ * through their header shadow: a copy of each frame's first
+ * GEOM_SHADOW_BYTES (gpu.h gpu_shadow_burst()).
  *
- * geom_queue_device_part: with header-data split, the index into q's
- * regions of the device region that holds the rest of each frame (1);
- * -1 when there is none, when q's first region is itself a device region
- * (no split: the checker refuses that queue apart), or when a region of
- * q is not resolved.
+ * geom_queue_device_part: the index into q's regions of the device
+ * region that holds the rest of each frame: 1 with header-data split, 0
+ * for whole frames in device memory; -1 when there is none, when q's
+ * first region is a device region followed by others (the checker
+ * refuses that queue apart), or when a region of q is not resolved.
  * geom_queue_host_bytes: how many leading bytes of q's frames the CPU
  * may read: geom_queue_frame_bytes() when geom_queue_device_part() is
- * -1, else the first region's buf_size, at most that; 0 when a region
- * of q is not resolved or the first is a device region.
+ * -1, else the first region's buf_size (split) or GEOM_SHADOW_BYTES
+ * (whole frames), at most the frame; 0 when a region of q is not
+ * resolved or its regions are refused.
  */
+#define GEOM_SHADOW_BYTES	128
 int geom_queue_device_part(const struct cfg *c, const struct cfg_queue *q);
 uint64_t geom_queue_host_bytes(const struct cfg *c,
 			       const struct cfg_interface *ifc,

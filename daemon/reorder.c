@@ -239,6 +239,8 @@ reorder_field(const struct rx_frame *pkt, uint32_t bit_offset,
 		return false;
 	first = bit_offset / 8;
 	last = (uint32_t)((end - 1) / 8);
+	if (last >= pkt->hdr_len && (pkt->flags & RX_FRAME_DEV_PAYLOAD))
+		return false;	/* past the header shadow */
 	for (i = first; i <= last; i++)
 		acc = acc << 8 | (i < pkt->hdr_len ? pkt->hdr[i] :
 		    pkt->payload[i - pkt->hdr_len]);
@@ -582,6 +584,10 @@ payload_of(struct reorder_plan *p, const struct rx_frame *pkt)
 {
 	uint32_t off = p->cfg.payload_byte_offset, n = p->g.in_bytes, h;
 
+	/* a frame whole in device memory: hdr copies its first bytes,
+	 * payload goes on right after them there */
+	if (pkt->flags & RX_FRAME_DEV_PAYLOAD)
+		return pkt->payload - pkt->hdr_len + off;
 	if (off >= pkt->hdr_len)
 		return pkt->payload + (off - pkt->hdr_len);
 	if ((uint64_t)off + n <= pkt->hdr_len)

@@ -22,6 +22,7 @@
 #include "convert.h"
 #include "gpu.h"
 #include "reorder_kernel.h"
+#include "shadow_kernel.h"
 
 static_assert(sizeof(struct reorder_cuda_job) == 16, "job layout");
 
@@ -101,6 +102,14 @@ rcuda_pick(enum daqiri_dtype in, enum daqiri_dtype out)
 	}
 }
 
+__global__ void __launch_bounds__(SHADOW_THREADS)
+rcuda_shadow_kernel(struct shadow_params p)
+{
+	const struct kidx ix = k_idx();
+
+	shadow_kernel(&p, &ix);
+}
+
 /*
  * Every specialisation's CPU body, offered to the CUDA stand-in
  * (tests/standin/) when a program runs on it: the stand-in runs
@@ -125,6 +134,9 @@ rcuda_offer_cpu_bodies(void)
 		RCUDA_OFFER_OUTS(DAQIRI_DTYPE_INT8),
 		RCUDA_OFFER_OUTS(DAQIRI_DTYPE_INT16),
 		RCUDA_OFFER_OUTS(DAQIRI_DTYPE_INT32),
+		{ (const void *)rcuda_shadow_kernel, "rcuda_shadow_kernel",
+		  shadow_cpu_launch, 1, { sizeof(struct shadow_params), 0, 0,
+		  0 } },
 	};
 	kstandin_register_fn reg;
 
@@ -736,3 +748,126 @@ extern "C" const struct reorder_backend reorder_backend_cuda = {
 	rcuda_finish,
 	rcuda_set_fill,
 };
+
+/* ------------------------------------------------------------------ */
+/* the header shadow of frames whole in device memory */
+
+struct gpu_shadow {
+	int dev;
+	cudaStream_t stream;
+	cudaEvent_t done;
+	uint32_t max, bytes;
+	struct shadow_job *jobs;	/* pinned, mapped: the kernel reads */
+	struct shadow_job *jobs_dev;	/* ... through this alias */
+	uint8_t *host;			/* pinned, mapped: max x bytes */
+	uint8_t *host_dev;
+};
+
+extern "C" void
+gpu_shadow_destroy(struct gpu_shadow *s)
+{
+	if (s == nullptr)
+		return;
+	(void)cudaSetDevice(s->dev);
+	if (s->stream != nullptr)
+		(void)cudaStreamSynchronize(s->stream);
+	if (s->jobs != nullptr)
+		(void)cudaFreeHost(s->jobs);
+	if (s->host != nullptr)
+		(void)cudaFreeHost(s->host);
+	if (s->done != nullptr)
+		(void)cudaEventDestroy(s->done);
+	if (s->stream != nullptr)
+		(void)cudaStreamDestroy(s->stream);
+	(void)cudaGetLastError();
+	free(s);
+}
+
+extern "C" int
+gpu_shadow_create(uint32_t max, uint32_t bytes, struct gpu_shadow **out)
+{
+	struct gpu_shadow *s;
+	cudaError_t e;
+	void *d;
+	int rc;
+
+	*out = nullptr;
+	if (!gpu_available(nullptr, 0))
+		return -ENODEV;
+	if (max == 0 || bytes == 0 || bytes > 4096) {
+		gpu_set_error("header shadow: %u frames of %u bytes", max,
+		    bytes);
+		return -EINVAL;
+	}
+	if ((s = (struct gpu_shadow *)calloc(1, sizeof(*s))) == nullptr) {
+		gpu_set_error("header shadow: out of memory");
+		return -ENOMEM;
+	}
+	s->max = max;
+	s->bytes = bytes;
+	if ((e = cudaGetDevice(&s->dev)) != cudaSuccess ||
+	    (e = cudaStreamCreateWithFlags(&s->stream,
+	    cudaStreamNonBlocking)) != cudaSuccess ||
+	    (e = cudaEventCreateWithFlags(&s->done,
+	    cudaEventDisableTiming)) != cudaSuccess ||
+	    (e = cudaHostAlloc((void **)&s->jobs, max * sizeof(*s->jobs),
+	    cudaHostAllocMapped)) != cudaSuccess ||
+	    (e = cudaHostGetDevicePointer(&d, s->jobs, 0)) != cudaSuccess) {
+		rc = gpu_cuda_error("header shadow", e);
+		gpu_shadow_destroy(s);
+		return rc;
+	}
+	s->jobs_dev = (struct shadow_job *)d;
+	if ((e = cudaHostAlloc((void **)&s->host, (size_t)max * bytes,
+	    cudaHostAllocMapped)) != cudaSuccess ||
+	    (e = cudaHostGetDevicePointer(&d, s->host, 0)) != cudaSuccess) {
+		rc = gpu_cuda_error("header shadow", e);
+		gpu_shadow_destroy(s);
+		return rc;
+	}
+	s->host_dev = (uint8_t *)d;
+	*out = s;
+	return 0;
+}
+
+extern "C" int
+gpu_shadow_burst(struct gpu_shadow *s, struct rx_frame *f, unsigned n)
+{
+	struct shadow_params p;
+	void *args[1] = { &p };
+	cudaError_t e;
+	unsigned i;
+
+	if (n == 0)
+		return 0;
+	if (n > s->max)
+		return -E2BIG;
+	for (i = 0; i < n; i++) {
+		/* whole frames: one part only */
+		if (f[i].hdr_len != 0 && f[i].payload_len != 0)
+			return -EINVAL;
+		s->jobs[i].src = f[i].hdr_len != 0 ? f[i].hdr : f[i].payload;
+		s->jobs[i].len = (uint64_t)f[i].hdr_len + f[i].payload_len;
+	}
+	p.jobs = s->jobs_dev;
+	p.dst = s->host_dev;
+	p.pitch = s->bytes;
+	(void)cudaSetDevice(s->dev);
+	if ((e = cudaLaunchKernel((const void *)rcuda_shadow_kernel,
+	    dim3(1, n), dim3(SHADOW_THREADS), args, 0, s->stream)) !=
+	    cudaSuccess || (e = cudaEventRecord(s->done, s->stream)) !=
+	    cudaSuccess || (e = cudaEventSynchronize(s->done)) != cudaSuccess)
+		return gpu_cuda_error("header shadow", e);
+	for (i = 0; i < n; i++) {
+		const uint8_t *src = s->jobs[i].src;
+		uint32_t len = (uint32_t)s->jobs[i].len;
+		uint32_t c = len < s->bytes ? len : s->bytes;
+
+		f[i].hdr = s->host + (size_t)i * s->bytes;
+		f[i].hdr_len = c;
+		f[i].payload = src + c;
+		f[i].payload_len = len - c;
+		f[i].flags |= RX_FRAME_DEV_PAYLOAD;
+	}
+	return 0;
+}

@@ -112,9 +112,54 @@ int reorder_cuda_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out,
 			    const struct reorder_cuda_job *jobs_dev,
 			    uint32_t njobs, void *stream);
 
+/*
+ * The header shadow of frames that land whole in device memory (a queue
+ * whose only region is a device region; geometry.h). gpu_shadow_create()
+ * makes one for bursts of up to max frames and bytes (<= 128) bytes of
+ * shadow each, on the current device (main thread; 0, -ENODEV,
+ * -ENOMEM or -EINVAL with gpu_last_error()). gpu_shadow_burst(), on the
+ * RX worker, copies the first bytes of each of the n frames f[] (each
+ * whole in device memory: hdr/hdr_len, or payload/payload_len when hdr_len
+ * is 0) into pinned host memory with one kernel launch and one wait, then
+ * rewrites each frame as its shadow plus device payload (rx_frame.h
+ * RX_FRAME_DEV_PAYLOAD). The shadows stay valid until the next call. 0,
+ * or a negative errno with the frames untouched. gpu_shadow_destroy() is
+ * NULL-safe.
+ */
+struct gpu_shadow;
+int gpu_shadow_create(uint32_t max, uint32_t bytes, struct gpu_shadow **out);
+int gpu_shadow_burst(struct gpu_shadow *s, struct rx_frame *f, unsigned n);
+void gpu_shadow_destroy(struct gpu_shadow *s);
+
 #else /* !DAQIRI_HAVE_CUDA */
 
 #define REORDER_CUDA_NO_BUILD	GPU_NO_BUILD
+
+struct gpu_shadow;
+
+static inline int
+gpu_shadow_create(uint32_t max, uint32_t bytes, struct gpu_shadow **out)
+{
+	(void)max;
+	(void)bytes;
+	*out = NULL;
+	return -ENOSYS;
+}
+
+static inline int
+gpu_shadow_burst(struct gpu_shadow *s, struct rx_frame *f, unsigned n)
+{
+	(void)s;
+	(void)f;
+	(void)n;
+	return -ENOSYS;
+}
+
+static inline void
+gpu_shadow_destroy(struct gpu_shadow *s)
+{
+	(void)s;
+}
 
 static inline const struct reorder_backend *
 reorder_cuda_backend(void)

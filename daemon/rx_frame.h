@@ -33,6 +33,14 @@ struct rx_frame {
 	 * something else first copies the payload into (and reads it from
 	 * there on). NULL for every other frame. */
 	uint8_t *stash;
+	uint32_t flags;			/* RX_FRAME_* */
 };
+
+/* The frame arrived whole in device memory: hdr is a copy of its first
+ * hdr_len bytes in host memory (its header shadow, reorder_cuda.h
+ * gpu_shadow_burst()) and payload the device address of the bytes after
+ * them, so payload - hdr_len is the frame's device address. No CPU code
+ * reads payload then: a field past the shadow is taken as malformed. */
+#define RX_FRAME_DEV_PAYLOAD	0x1u
 
 #endif

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "reorder_cuda.h"
 #include "seqlock.h"
 #include "worker.h"
 
@@ -64,6 +65,10 @@ struct worker {
 	uint32_t batch;
 	struct engine *eng;
 	struct engine_rxq *q;
+	/* frames that land whole in device memory: their header shadow
+	 * (geometry.h), else NULL; a failed burst is logged once */
+	struct gpu_shadow *shadow;
+	bool shadow_warned;
 	struct flow_table *flows;	/* the worker's own copy */
 	int *rule_stream;		/* per flow rule: ws index or
 					 * WS_ROUTE_* */
@@ -278,6 +283,24 @@ wedge(struct worker *w)
 	return false;
 }
 
+/* Frames whole in device memory: the CPU reads their header shadow. A
+ * burst the GPU could not copy goes back to the engine unread (an rx
+ * error, logged once); its frames reach no stream. */
+static int
+shadow(struct worker *w, int n)
+{
+	if (gpu_shadow_burst(w->shadow, w->frames, (unsigned)n) == 0)
+		return n;
+	if (!w->shadow_warned) {
+		log_warnx("queue '%s': header shadow of %d frames: %s (the "
+		    "burst is dropped; counted in rx_errors)", w->name, n,
+		    gpu_last_error());
+		w->shadow_warned = true;
+	}
+	w->eng->ops->release(w->q, (unsigned)n);
+	return -EIO;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -302,6 +325,8 @@ worker_main(void *arg)
 		timeout = deadline > now ? (int64_t)(deadline - now) : 0;
 		hint_place(w);
 		n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
+		if (n > 0 && w->shadow != NULL)
+			n = shadow(w, n);
 		now = daqiri_mono_ns();
 		/* A flow change posted before this burst arrived applies to
 		 * it: daqirictl's reply comes after the post. */
@@ -543,7 +568,8 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	      struct engine *eng, const struct flow_table *flows,
 	      struct stream *const *streams,
 	      const struct cfg_reorder *const *stream_cfg, int nstreams,
-	      struct stream *raw, char *err, size_t errlen)
+	      struct stream *raw, uint32_t shadow_bytes, char *err,
+	      size_t errlen)
 {
 	const struct cfg_queue *cq = &ifc->rx.queues[qi];
 	struct worker *w;
@@ -578,6 +604,17 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 		    "the engine has no such queue" : "out of memory");
 		worker_destroy(w);
 		return rc;
+	}
+	if (shadow_bytes > 0) {
+		int rc = gpu_shadow_create(w->batch, shadow_bytes, &w->shadow);
+
+		if (rc != 0) {
+			snprintf(err, errlen, "queue '%s': its frames land "
+			    "whole in device memory, and their header shadow "
+			    "needs CUDA: %s", w->name, gpu_last_error());
+			worker_destroy(w);
+			return rc;
+		}
 	}
 
 	/* The streams this queue owns. */
@@ -676,6 +713,7 @@ worker_destroy(struct worker *w)
 	if (w->wake_fd >= 0)
 		close(w->wake_fd);
 	worker_reap(w);
+	gpu_shadow_destroy(w->shadow);
 	flow_change_free(w->pending);
 	flow_table_free(w->flows);
 	free(w->rule_stream);

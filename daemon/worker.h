@@ -41,7 +41,8 @@ struct worker_counters {
 	uint64_t no_stream;		/* for a raw stream when there is none */
 	uint64_t misrouted;		/* a stream another queue's worker owns */
 	uint64_t bursts;
-	uint64_t rx_errors;		/* failed rx_burst calls */
+	uint64_t rx_errors;		/* failed rx_burst calls, and bursts
+					 * whose header shadow failed */
 	uint64_t streams_packets_in;	/* its streams' packets_in, taken at
 					 * the same instant as the rest */
 	struct engine_stats engine;
@@ -55,14 +56,18 @@ struct worker;
  * streams of this interface, stream_cfg[i] their reorder configs; the
  * worker feeds those whose first flow targets its queue. raw is the
  * queue's raw stream (frames of flows without a reorder config, and
- * unmatched frames with flow_isolation off), NULL for none. Returns 0 and
+ * unmatched frames with flow_isolation off), NULL for none. shadow_bytes,
+ * when not 0, says that the queue's frames land whole in device memory:
+ * the worker reads their first shadow_bytes through a header shadow
+ * (reorder_cuda.h gpu_shadow_burst()), which needs CUDA. Returns 0 and
  * *out, or a negative errno with a message in err.
  */
 int worker_create(struct worker **out, const struct cfg_interface *ifc,
 		  int qi, struct engine *eng, const struct flow_table *flows,
 		  struct stream *const *streams,
 		  const struct cfg_reorder *const *stream_cfg, int nstreams,
-		  struct stream *raw, char *err, size_t errlen);
+		  struct stream *raw, uint32_t shadow_bytes, char *err,
+		  size_t errlen);
 /*
  * A flow change in two steps, so that one table can go to every worker of
  * an interface or to none: prepare copies t for w (the caller keeps t) and

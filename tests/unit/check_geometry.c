@@ -122,11 +122,16 @@ START_TEST(test_host_bytes)
 	ck_assert_int_eq(geom_queue_device_part(&cfgs, q), 1);
 	ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q),
 			  GEOM_ETH_IP_UDP_HDR + GEOM_UDP_PAYLOAD_MAX);
-	/* a device region first is no split: none of it */
+	/* a device region alone: whole frames, read through a header
+	 * shadow of GEOM_SHADOW_BYTES, at most the frame */
 	q = one_queue(1, 2048, 0);
 	cfgs.regions[0].kind = DAQIRI_MEM_DEVICE;
-	ck_assert_int_eq(geom_queue_device_part(&cfgs, q), -1);
-	ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q), 0);
+	ck_assert_int_eq(geom_queue_device_part(&cfgs, q), 0);
+	ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q),
+			  GEOM_SHADOW_BYTES);
+	q = one_queue(1, 100, 0);
+	ck_assert_uint_eq(geom_queue_host_bytes(&cfgs, ifc, q), 100);
+	/* a device region first and more after it: none of it */
 	q = one_queue(2, 64, 1984);
 	cfgs.regions[0].kind = DAQIRI_MEM_DEVICE;
 	cfgs.regions[1].kind = DAQIRI_MEM_HOST;

@@ -329,7 +329,10 @@ END_TEST
 #define P_MAX_PKTS	8192
 #define P_MAX_BURST	64
 
-enum pmem { PMEM_HOST, PMEM_PINNED, PMEM_DEVICE };
+/* Where the GPU plan's packets are: payloads in host, registered host or
+ * device memory (header-data split), or whole frames in device memory,
+ * read by the CPU through their header shadow (gpu_shadow_burst()). */
+enum pmem { PMEM_HOST, PMEM_PINNED, PMEM_DEVICE, PMEM_WHOLE };
 
 struct tdesc {
 	struct daqiri_desc d;
@@ -463,6 +466,14 @@ static const struct pcase pcases[] = {
 	  PMEM_PINNED },
 	{ DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_BF16, CFG_ENDIAN_HOST, DAQIRI_FILL_NAN, 999,
 	  PMEM_DEVICE },
+	{ DAQIRI_DTYPE_INT4, DAQIRI_DTYPE_FP16, CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 1000,
+	  PMEM_WHOLE },
+	{ DAQIRI_DTYPE_INT16, DAQIRI_DTYPE_FP32, CFG_ENDIAN_NETWORK, DAQIRI_FILL_NAN,
+	  1002, PMEM_WHOLE },
+	{ DAQIRI_DTYPE_RAW, DAQIRI_DTYPE_RAW, CFG_ENDIAN_HOST, DAQIRI_FILL_ZERO, 1001,
+	  PMEM_WHOLE },
+	{ DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP64, CFG_ENDIAN_HOST, DAQIRI_FILL_NAN, 60,
+	  PMEM_WHOLE },		/* whole frames shorter than a shadow */
 };
 #define NPCASES ((int)(sizeof(pcases) / sizeof(pcases[0])))
 
@@ -527,7 +538,7 @@ gen_stream(struct tpkt *pk, uint32_t in_bytes, uint64_t *s)
 static void
 run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
 	   uint8_t (*hdr)[T_HDR], uint8_t *pay, uint32_t pitch, uint64_t seed,
-	   int poison, enum pmem mem)
+	   int poison, enum pmem mem, struct gpu_shadow *sh)
 {
 	struct rx_frame b[P_MAX_BURST];
 	uint64_t now = 1000000, s = seed;
@@ -540,14 +551,29 @@ run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
 			b[k].hdr_len = T_HDR;
 			b[k].payload = pay + (uint64_t)pk[i].pay * pitch;
 			b[k].payload_len = pk[i].len;
+			if (mem == PMEM_WHOLE) {
+				/* frame pitch T_HDR + pitch, as a NIC wrote it */
+				b[k].hdr = pay + (uint64_t)pk[i].pay *
+				    (T_HDR + pitch);
+				b[k].hdr_len = T_HDR + pk[i].len;
+				b[k].payload = NULL;
+				b[k].payload_len = 0;
+			}
 			b[k].rx_ns = now;
 			b[k].stash = NULL;	/* not placed directly */
+			b[k].flags = 0;
 			now += 500;
 		}
+		if (mem == PMEM_WHOLE)
+			ck_assert_int_eq(gpu_shadow_burst(sh, b, k), 0);
 		reorder_burst(p, b, k, now);
 		while (poison && k > 0) {
 			k--;
-			if (mem == PMEM_DEVICE)
+			if (mem == PMEM_WHOLE)
+				CK_CUDA(cudaMemset((void *)(b[k].payload -
+				    b[k].hdr_len), 0x77, b[k].hdr_len +
+				    b[k].payload_len));
+			else if (mem == PMEM_DEVICE)
 				CK_CUDA(cudaMemset((void *)b[k].payload, 0x77,
 				    b[k].payload_len));
 			else
@@ -574,7 +600,8 @@ START_TEST(test_plan_vs_cpu)
 	struct reorder_cuda_stats st;
 	struct tpkt *pk;
 	uint8_t (*hdr)[T_HDR];
-	uint8_t *pay, *gpay = NULL;
+	uint8_t *pay, *gpay = NULL, *whole;
+	struct gpu_shadow *sh = NULL;
 	uint64_t s = 0x5EED0000ull + (uint64_t)_i;
 	uint32_t n, i, k, pitch = (c->in_bytes + 15) & ~15u;
 	const struct reorder_geom *g;
@@ -618,7 +645,7 @@ START_TEST(test_plan_vs_cpu)
 		for (k = 0; k < pitch; k++)
 			pay[(uint64_t)i * pitch + k] = (uint8_t)rnd(&s);
 	}
-	run_stream(pc, pk, n, hdr, pay, pitch, 77, 0, PMEM_HOST);
+	run_stream(pc, pk, n, hdr, pay, pitch, 77, 0, PMEM_HOST, NULL);
 	gpu.rec = cpu.rec;
 	gpu.nrec = cpu.nrec;
 
@@ -637,8 +664,26 @@ START_TEST(test_plan_vs_cpu)
 		CK_CUDA(cudaMemcpy(gpay, pay, (uint64_t)n * pitch,
 		    cudaMemcpyHostToDevice));
 		break;
+	case PMEM_WHOLE:
+		/* each frame whole, as a NIC's DMA writes it to GPU memory */
+		whole = malloc((uint64_t)n * (T_HDR + pitch));
+		ck_assert_ptr_nonnull(whole);
+		for (i = 0; i < n; i++) {
+			memcpy(whole + (uint64_t)i * (T_HDR + pitch), hdr[i],
+			    T_HDR);
+			memcpy(whole + (uint64_t)i * (T_HDR + pitch) + T_HDR,
+			    pay + (uint64_t)i * pitch, pitch);
+		}
+		ck_assert_int_eq(gpu_alloc(0, (uint64_t)n * (T_HDR + pitch),
+		    (void **)&gpay), 0);
+		CK_CUDA(cudaMemcpy(gpay, whole, (uint64_t)n * (T_HDR + pitch),
+		    cudaMemcpyHostToDevice));
+		free(whole);
+		ck_assert_int_eq(gpu_shadow_create(P_MAX_BURST, 128, &sh), 0);
+		break;
 	}
-	run_stream(pg, pk, n, hdr, gpay, pitch, 77, 1, c->mem);
+	run_stream(pg, pk, n, hdr, gpay, pitch, 77, 1, c->mem, sh);
+	gpu_shadow_destroy(sh);
 	reorder_cuda_stats(pg, &st);
 
 	ck_assert_msg(gpu.fail[0] == '\0', "%s", gpu.fail);
@@ -665,7 +710,7 @@ START_TEST(test_plan_vs_cpu)
 	reorder_destroy(pc);
 	if (c->mem == PMEM_PINNED)
 		gpu_host_unregister(pay);
-	if (c->mem == PMEM_DEVICE)
+	if (c->mem == PMEM_DEVICE || c->mem == PMEM_WHOLE)
 		gpu_free(gpay);
 	for (i = 0; i < P_NBUFS; i++) {
 		free(cpu.data[i]);
@@ -723,6 +768,7 @@ START_TEST(test_pinned_tensor_and_split)
 		pk[i].payload_len = 54;
 		pk[i].rx_ns = 1;
 		pk[i].stash = NULL;
+		pk[i].flags = 0;
 		if (i != 5)
 			cvt_slot_scalar(DAQIRI_DTYPE_INT8, DAQIRI_DTYPE_FP32,
 			    CFG_ENDIAN_HOST, frames[i] + T_HDR, 64,
@@ -747,6 +793,66 @@ START_TEST(test_pinned_tensor_and_split)
 		gpu_host_unregister(o.data[i]);
 		free(o.data[i]);
 	}
+}
+END_TEST
+
+/* The header shadow: each frame's first 128 bytes (or all of a shorter
+ * one) copied to host memory, the frame rewritten as shadow plus device
+ * payload; bursts it cannot take leave the frames as they were. */
+START_TEST(test_shadow_burst)
+{
+	static const uint32_t lens[] = { 1, 60, 127, 128, 129, 1000, 9000 };
+	enum { NF = sizeof(lens) / sizeof(lens[0]) };
+	struct rx_frame f[NF], g[2];
+	struct gpu_shadow *sh;
+	uint8_t *h, *d;
+	uint64_t s = 9, off[NF], o = 0;
+	uint32_t i, k, c;
+
+	for (i = 0; i < NF; i++) {
+		off[i] = o + i % 4;		/* odd starts too */
+		o = off[i] + lens[i] + 3;
+	}
+	h = malloc(o);
+	ck_assert_ptr_nonnull(h);
+	for (k = 0; k < o; k++)
+		h[k] = (uint8_t)rnd(&s);
+	ck_assert_int_eq(gpu_alloc(0, o, (void **)&d), 0);
+	CK_CUDA(cudaMemcpy(d, h, o, cudaMemcpyHostToDevice));
+	ck_assert_int_eq(gpu_shadow_create(NF, 128, &sh), 0);
+	memset(f, 0, sizeof(f));
+	for (i = 0; i < NF; i++) {
+		f[i].hdr = d + off[i];
+		f[i].hdr_len = lens[i];
+		if (i == 2) {	/* an engine may give a whole frame as payload */
+			f[i].payload = f[i].hdr;
+			f[i].payload_len = lens[i];
+			f[i].hdr = NULL;
+			f[i].hdr_len = 0;
+		}
+	}
+	ck_assert_int_eq(gpu_shadow_burst(sh, f, NF), 0);
+	for (i = 0; i < NF; i++) {
+		c = lens[i] < 128 ? lens[i] : 128;
+		ck_assert_uint_eq(f[i].hdr_len, c);
+		ck_assert_int_eq(memcmp(f[i].hdr, h + off[i], c), 0);
+		ck_assert_ptr_eq(f[i].payload, d + off[i] + c);
+		ck_assert_uint_eq(f[i].payload_len, lens[i] - c);
+		ck_assert_uint_eq(f[i].flags, RX_FRAME_DEV_PAYLOAD);
+	}
+	/* too many frames, or a frame in two parts: nothing changes */
+	memset(g, 0, sizeof(g));
+	g[0].hdr = d;
+	g[0].hdr_len = 10;
+	g[0].payload = d + 10;
+	g[0].payload_len = 10;
+	ck_assert_int_eq(gpu_shadow_burst(sh, g, 1), -EINVAL);
+	ck_assert_ptr_eq(g[0].hdr, d);
+	ck_assert_uint_eq(g[0].flags, 0);
+	ck_assert_int_eq(gpu_shadow_burst(sh, f, NF + 1), -E2BIG);
+	gpu_shadow_destroy(sh);
+	gpu_free(d);
+	free(h);
 }
 END_TEST
 
@@ -808,6 +914,7 @@ cuda_suite(void)
 	tcase_add_loop_test(tc, test_kernel_vs_scalar, 0, 1);
 	tcase_add_loop_test(tc, test_plan_vs_cpu, 0, NPCASES);
 	tcase_add_test(tc, test_pinned_tensor_and_split);
+	tcase_add_test(tc, test_shadow_burst);
 	tcase_add_test(tc, test_ipc_handles);
 	tcase_add_test(tc, test_unsupported);
 	suite_add_tcase(s, tc);

@@ -7,8 +7,9 @@
  * with convert.h's scalar reference and the CPU backend (convert_cpu.c).
  * Every access goes through a watcher that fails the test on a misaligned
  * vector access, a load outside the job's table entry and payload, a store
- * outside its slot, or a byte written by two threads. The watcher and the
- * runner are tested too, so a pass means something.
+ * outside its slot, or a byte written by two threads. The header shadow
+ * kernel (shadow_kernel.h) likewise. The watcher and the runner are
+ * tested too, so a pass means something.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "convert.h"
 #include "convert_cpu.h"
 #include "reorder_kernel.h"
+#include "shadow_kernel.h"
 
 /* xorshift64*, fixed seeds: reproducible. */
 static uint64_t
@@ -32,11 +34,20 @@ rnd(uint64_t *s)
 
 /* ---- the watcher ---- */
 
+/* One block row's job: its table entry and source it may read, the
+ * destination it may write. */
+struct wrow {
+	const void *entry;
+	size_t entry_len;
+	const uint8_t *src;
+	uint64_t src_len;
+	uint8_t *dst;
+	uint64_t dst_len;
+};
+
 struct watch {
-	const struct reorder_cuda_job *jobs;
+	const struct wrow *rows;	/* what block row y may touch */
 	uint32_t njobs;
-	uint32_t in_bytes;
-	uint64_t slot_bytes;
 	uint8_t *arena;			/* every slot lies in here */
 	size_t arena_len;
 	uint64_t *writer;		/* per arena byte: thread id + 1 */
@@ -82,7 +93,7 @@ watch_access(void *ctx, const struct kidx *ix, uintptr_t a, uint32_t n,
 	     enum kmem_op op)
 {
 	struct watch *w = ctx;
-	const struct reorder_cuda_job *j;
+	const struct wrow *j;
 	uint64_t me, i, off;
 
 	w->accesses++;
@@ -95,16 +106,16 @@ watch_access(void *ctx, const struct kidx *ix, uintptr_t a, uint32_t n,
 		watch_fail(w, "block row %u has no job", ix->block.y);
 		return NULL;
 	}
-	j = &w->jobs[ix->block.y];
+	j = &w->rows[ix->block.y];
 	if (op == KMEM_LOAD) {
-		if (inside(a, n, j, sizeof(*j)) ||
-		    inside(a, n, j->src, w->in_bytes))
+		if (inside(a, n, j->entry, j->entry_len) ||
+		    inside(a, n, j->src, j->src_len))
 			return (void *)a;
 		watch_fail(w, "job %u: load of %u bytes at %#lx, outside its "
 		    "payload", ix->block.y, n, (unsigned long)a);
 		return NULL;
 	}
-	if (!inside(a, n, j->dst, w->slot_bytes)) {
+	if (!inside(a, n, j->dst, j->dst_len)) {
 		watch_fail(w, "job %u: store of %u bytes at %#lx, outside its "
 		    "slot", ix->block.y, n, (unsigned long)a);
 		return NULL;
@@ -121,6 +132,17 @@ watch_access(void *ctx, const struct kidx *ix, uintptr_t a, uint32_t n,
 		w->writer[off + i] = me;
 	}
 	return (void *)a;
+}
+
+/* What a placement job's block row may touch. */
+static struct wrow
+reorder_row(const struct reorder_cuda_job *j, uint32_t in_bytes,
+	    uint64_t slot_bytes)
+{
+	struct wrow r = { j, sizeof(*j), j->src, in_bytes, j->dst,
+	    slot_bytes };
+
+	return r;
 }
 
 /* Run the kernel over njobs jobs with shape (gx, bx), watched. */
@@ -221,6 +243,7 @@ START_TEST(test_kernel_matrix)
 		uint32_t nb = sizes[si], n = cvt_in_elems(in, nb), j;
 		uint64_t sb, ip, op, k;
 		struct reorder_cuda_job jobs[NJOBS];
+		struct wrow rows[NJOBS];
 		struct rk_params p;
 		struct watch w;
 		uint8_t *hin, *got, *want, *cpu;
@@ -268,10 +291,10 @@ START_TEST(test_kernel_matrix)
 		p.in = in;
 		p.out = out;
 		p.fill = fill;
-		w.jobs = jobs;
+		for (j = 0; j < NJOBS; j++)
+			rows[j] = reorder_row(&jobs[j], nb, sb);
+		w.rows = rows;
 		w.njobs = NJOBS;
-		w.in_bytes = nb;
-		w.slot_bytes = sb;
 		w.arena = got;
 		if (gx == 0) {
 			uint64_t units = in == DAQIRI_DTYPE_RAW ? nb / 16 :
@@ -413,11 +436,11 @@ START_TEST(test_watcher_catches)
 	struct kmem_hooks h = { watch_access, &w };
 	struct kdim grid = { 1, 1, 1 }, block = { 2, 1, 1 };
 
+	struct wrow row = reorder_row(&job, 16, 16);
+
 	memset(&w, 0, sizeof(w));
-	w.jobs = &job;
+	w.rows = &row;
 	w.njobs = 1;
-	w.in_bytes = 16;
-	w.slot_bytes = 16;
 	w.arena = dst;
 	w.arena_len = sizeof(dst);
 	w.writer = writer;
@@ -429,6 +452,74 @@ START_TEST(test_watcher_catches)
 }
 END_TEST
 
+/*
+ * The header shadow kernel (shadow_kernel.h): frames of every length
+ * around the pitch, at odd addresses, under every launch shape; each
+ * slot holds the frame's first bytes, the rest of it and everything
+ * around it untouched, no watcher complaint.
+ */
+START_TEST(test_shadow_matrix)
+{
+	static const uint32_t lens[] = { 0, 1, 3, 31, 32, 33, 64, 127, 128,
+	    129, 1500, 9000 };
+	enum { NF = sizeof(lens) / sizeof(lens[0]), PITCH = 128 };
+	uint32_t gx = shapes[_i][0] == 0 ? 1 : shapes[_i][0];
+	uint32_t bx = shapes[_i][1], i, c;
+	struct shadow_job jobs[NF];
+	struct wrow rows[NF];
+	struct shadow_params p;
+	struct watch w;
+	uint8_t *src, *dst;
+	uint64_t s = 77 + (uint64_t)_i, k, o = 0;
+	void *args[1] = { &p };
+	struct kmem_hooks h = { watch_access, &w };
+	struct kdim grid = { gx, NF, 1 }, block = { bx, 1, 1 };
+
+	src = malloc(NF * 9100);
+	dst = malloc(NF * PITCH + 64);
+	memset(&w, 0, sizeof(w));
+	w.arena_len = NF * PITCH + 64;
+	w.writer = calloc(w.arena_len, sizeof(*w.writer));
+	ck_assert(src && dst && w.writer);
+	for (k = 0; k < NF * 9100; k++)
+		src[k] = (uint8_t)rnd(&s);
+	memset(dst, 0xA5, NF * PITCH + 64);
+	for (i = 0; i < NF; i++) {
+		jobs[i].src = src + o + i % 5;
+		jobs[i].len = lens[i];
+		o += 9100;
+		rows[i].entry = &jobs[i];
+		rows[i].entry_len = sizeof(jobs[i]);
+		rows[i].src = jobs[i].src;
+		rows[i].src_len = lens[i];
+		rows[i].dst = dst + 32 + (uint64_t)i * PITCH;
+		rows[i].dst_len = PITCH;
+	}
+	p.jobs = jobs;
+	p.dst = dst + 32;
+	p.pitch = PITCH;
+	w.rows = rows;
+	w.njobs = NF;
+	w.arena = dst;
+	shadow_cpu_launch(args, grid, block, s, &h);
+	ck_assert_msg(w.nerr == 0, "shape %ux%u: %s", gx, bx, w.err);
+	for (k = 0; k < 32; k++)
+		ck_assert_uint_eq(dst[k], 0xA5);
+	for (i = 0; i < NF; i++) {
+		c = lens[i] < PITCH ? lens[i] : PITCH;
+		ck_assert_msg(memcmp(rows[i].dst, jobs[i].src, c) == 0,
+		    "shape %ux%u: frame of %u bytes", gx, bx, lens[i]);
+		for (k = c; k < PITCH; k++)
+			ck_assert_uint_eq(rows[i].dst[k], 0xA5);
+	}
+	for (k = 32 + NF * PITCH; k < NF * PITCH + 64; k++)
+		ck_assert_uint_eq(dst[k], 0xA5);
+	free(src);
+	free(dst);
+	free(w.writer);
+}
+END_TEST
+
 static Suite *
 kernel_suite(void)
 {
@@ -437,6 +528,7 @@ kernel_suite(void)
 
 	tcase_set_timeout(tc, 240);
 	tcase_add_loop_test(tc, test_kernel_matrix, 0, NINS * NOUTS);
+	tcase_add_loop_test(tc, test_shadow_matrix, 0, NSHAPES);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("instruments");
 	tcase_add_test(tc, test_runner_visits_all);

@@ -128,6 +128,8 @@ feed(struct fix *f, uint32_t b, uint32_t mask, uint64_t rx_ns)
 	struct rx_frame k[PPB];
 	unsigned n = 0;
 
+	memset(k, 0, sizeof(k));	/* fields a frame may leave unset */
+
 	for (uint32_t s = 0; s < PPB; s++) {
 		uint32_t seq = b * PPB + s;
 
@@ -1434,6 +1436,7 @@ START_TEST(test_raw_stream)
 	ck_assert_ptr_ne(bm, MAP_FAILED);
 	stream_service(s, T0);
 
+	memset(k, 0, sizeof(k));
 	for (int j = 0; j < 5; j++) {
 		for (uint32_t i = 0; i < sizeof(fr[j]); i++)
 			fr[j][i] = (uint8_t)(j * 40 + i);
