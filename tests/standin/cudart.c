@@ -45,7 +45,8 @@
  * Those are scripts/gpu-check.sh's, on a GPU.
  *
  * Choices where CUDA leaves room or the stand-in cannot follow:
- *  - A fork()ed child of a process that used the stand-in gets
+ *  - A fork()ed child of a process that made a context (its first
+ *    runtime call; loading and registering kernels is not one) gets
  *    cudaErrorInitializationError from every call, as with a real CUDA
  *    context (exec first, or fork before the first call).
  *  - cudaFree, cudaFreeHost, cudaHostUnregister and cudaIpcCloseMemHandle
