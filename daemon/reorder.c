@@ -856,6 +856,20 @@ reorder_flush(struct reorder_plan *p, uint64_t now_ns)
 	commit(p, now_ns);
 }
 
+uint64_t
+reorder_fence(struct reorder_plan *p)
+{
+	return p->be->fence != NULL ? p->be->fence(p->be_state) : 0;
+}
+
+bool
+reorder_fence_done(struct reorder_plan *p, uint64_t mark, bool wait)
+{
+	if (mark == 0 || p->be->fence_done == NULL)
+		return true;
+	return p->be->fence_done(p->be_state, mark, wait) != 0;
+}
+
 /* Only the oldest open batch's deadline can publish anything: a newer
  * batch that expires first waits behind it (in-order publication). */
 uint64_t

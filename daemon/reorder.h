@@ -116,6 +116,14 @@ struct reorder_backend {
 	/* A reload changed fill: later fill() calls use it (plan's thread,
 	 * between bursts, nothing placed uncommitted). */
 	void (*set_fill)(void *state, enum daqiri_fill fill);
+	/* A backend that reads payloads after commit() returned (the GPU
+	 * reads them in place): fence() marks the work committed so far
+	 * (0: none reads a payload any more); fence_done() says whether the
+	 * work of a mark finished: 1 yes, 0 not yet, < 0 an error (taken
+	 * as done: the batches are failed); wait blocks until it did. NULL
+	 * where commit() leaves nothing to read (the CPU backend). */
+	uint64_t (*fence)(void *state);
+	int (*fence_done)(void *state, uint64_t mark, bool wait);
 };
 
 extern const struct reorder_backend reorder_backend_cpu;
@@ -131,6 +139,16 @@ struct reorder_plan *reorder_create(const struct cfg_reorder *r,
 
 /* Return every open buffer through owner.put() and free. NULL-safe. */
 void reorder_destroy(struct reorder_plan *p);
+
+/*
+ * The frames of a burst belong to the engine again only once the backend
+ * has read their payloads: reorder_fence() after reorder_burst() gives a
+ * mark (0: nothing left to read, release at once), reorder_fence_done()
+ * says whether the mark's reads finished (wait: block until they did;
+ * true then). Marks finish in order. Plan's thread.
+ */
+uint64_t reorder_fence(struct reorder_plan *p);
+bool reorder_fence_done(struct reorder_plan *p, uint64_t mark, bool wait);
 
 /* Most frames one reorder_burst() takes, and most destinations one
  * reorder_place_hints() gives. */

@@ -252,6 +252,7 @@ struct rcuda_table {
 	uint32_t staged;		/* staging bytes used */
 	bool direct;			/* some job reads caller memory */
 	bool busy;			/* launched; `done` not yet waited */
+	uint64_t gen;			/* its launch's number */
 	cudaEvent_t done;
 };
 
@@ -283,6 +284,9 @@ struct rcuda_state {
 	unsigned gx;
 	struct rk_params kp;
 	bool failed;			/* a CUDA error: stop using the GPU */
+	uint64_t gen;			/* launches so far */
+	uint64_t direct_gen;		/* the last that read caller memory */
+	uint64_t done_gen;		/* every launch up to it finished */
 	uint64_t lost_seen;		/* st.lost at the last commit */
 	unsigned cur;
 	struct rcuda_table t[REORDER_CUDA_NTABLES];
@@ -390,15 +394,12 @@ rcuda_flush(struct rcuda_state *s)
 		return -EIO;
 	}
 	t->busy = true;
+	t->gen = ++s->gen;
 	s->st.launches++;
-	/* payloads read in place belong to the engine after this burst */
-	if (t->direct) {
-		if ((e = cudaEventSynchronize(t->done)) != cudaSuccess) {
-			rcuda_fail(s, "gpu reorder: kernel", e);
-			return -EIO;
-		}
-		t->busy = false;
-	}
+	/* payloads read in place belong to the engine once this launch
+	 * finished: the caller waits for its fence (rcuda_fence) */
+	if (t->direct)
+		s->direct_gen = t->gen;
 	s->cur = (s->cur + 1) % REORDER_CUDA_NTABLES;
 	t = &s->t[s->cur];
 	if (t->busy) {
@@ -411,6 +412,8 @@ rcuda_flush(struct rcuda_state *s)
 			return -EIO;
 		}
 		t->busy = false;
+		if (t->gen > s->done_gen)	/* and all before it */
+			s->done_gen = t->gen;
 	}
 	t->njobs = 0;
 	t->staged = 0;
@@ -727,6 +730,50 @@ reorder_cuda_stats(const struct reorder_plan *p,
 		}
 }
 
+/* The last committed launch that reads caller memory, unless it is known
+ * finished. */
+static uint64_t
+rcuda_fence(void *state)
+{
+	struct rcuda_state *s = (struct rcuda_state *)state;
+
+	return s->direct_gen > s->done_gen ? s->direct_gen : 0;
+}
+
+/* Launches finish in order on the plan's stream; a table reused since
+ * was waited for then (done_gen). */
+static int
+rcuda_fence_done(void *state, uint64_t mark, bool wait)
+{
+	struct rcuda_state *s = (struct rcuda_state *)state;
+	struct rcuda_table *t;
+	cudaError_t e;
+	int i;
+
+	if (mark <= s->done_gen)
+		return 1;
+	if (s->failed)
+		return -EIO;
+	for (i = 0; i < REORDER_CUDA_NTABLES; i++) {
+		t = &s->t[i];
+		if (!t->busy || t->gen != mark)
+			continue;
+		(void)cudaSetDevice(s->dev);
+		e = wait ? cudaEventSynchronize(t->done) :
+		    cudaEventQuery(t->done);
+		if (e == cudaErrorNotReady)
+			return 0;
+		if (e != cudaSuccess) {
+			rcuda_fail(s, "gpu reorder: kernel", e);
+			return -EIO;
+		}
+		t->busy = false;
+		break;
+	}
+	s->done_gen = mark;
+	return 1;
+}
+
 /* A reload changed fill: the plan calls this between bursts, after its
  * commit, so no fill job queued with the old value is still waiting. */
 static void
@@ -747,6 +794,8 @@ extern "C" const struct reorder_backend reorder_backend_cuda = {
 	rcuda_fill_slots,
 	rcuda_finish,
 	rcuda_set_fill,
+	rcuda_fence,
+	rcuda_fence_done,
 };
 
 /* ------------------------------------------------------------------ */

@@ -19,10 +19,12 @@
  *    up in ranges declared with gpu_range_add() (gpu_alloc() and
  *    gpu_host_register() declare theirs), else asked of
  *    cudaPointerGetAttributes() once per 4 KiB page and cached.
- *  - A payload read in place is owned by the caller only for the burst:
- *    commit() waits for the kernel of such a burst before it returns, so
- *    the engine may reuse the packet buffer afterwards. Staged bursts are
- *    not waited for.
+ *  - A payload read in place stays the backend's after commit() until
+ *    the launch that reads it finished: the caller asks reorder_fence()
+ *    after the burst and gives the frames back to the engine once
+ *    reorder_fence_done() says so (the worker keeps such bursts in
+ *    flight, a bounded number). No CPU wait per burst. Staged payloads
+ *    were copied at place() and need no fence.
  *  - finish() records the buffer's interprocess event (one per tensor
  *    buffer, see gpu_event_ipc_handle()) after everything queued for it;
  *    for a buffer in registered host memory it also waits for that event,

@@ -201,6 +201,11 @@ int stream_consumers_json(struct stream *s, cJSON *arr);
 /* Feed one burst of packets belonging to this stream. */
 void stream_burst(struct stream *s, const struct rx_frame *pkts,
 		  unsigned n, uint64_t now_ns);
+/* After stream_burst(): the mark of the reads of its payloads still to
+ * come (0: none; the frames may go back to the engine), and whether a
+ * mark's reads finished (wait: block until they did). reorder_fence(). */
+uint64_t stream_fence(struct stream *s);
+bool stream_fence_done(struct stream *s, uint64_t mark, bool wait);
 /* Direct placement: where the stream's next payloads go, for the
  * engine's set_place() (reorder_place_hints()); 0 when it has none. */
 unsigned stream_place_hints(struct stream *s, uint8_t **dst, unsigned max,

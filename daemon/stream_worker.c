@@ -656,6 +656,18 @@ stream_burst(struct stream *s, const struct rx_frame *pkts, unsigned n,
 		raw_burst(s->raw, pkts, n, now_ns);
 }
 
+uint64_t
+stream_fence(struct stream *s)
+{
+	return s->plan != NULL ? reorder_fence(s->plan) : 0;
+}
+
+bool
+stream_fence_done(struct stream *s, uint64_t mark, bool wait)
+{
+	return s->plan == NULL || reorder_fence_done(s->plan, mark, wait);
+}
+
 unsigned
 stream_place_hints(struct stream *s, uint8_t **dst, unsigned max,
 		   uint32_t *payload_off, uint32_t *payload_len)

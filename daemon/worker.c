@@ -43,6 +43,20 @@ struct wstream {
 	struct rx_frame frames[ENGINE_MAX_BURST];	/* this burst's share */
 };
 
+/* A burst whose payloads a backend still reads in place (the GPU): its
+ * frames go back to the engine once every stream's mark is done, in
+ * burst order (the engine releases its oldest frames first). */
+struct inflight {
+	unsigned n;			/* frames of the burst */
+	int nmarks;
+	struct {
+		struct stream *s;
+		uint64_t mark;
+	} m[WORKER_MAX_STREAMS];
+};
+
+static void reap_inflight(struct worker *w, bool wait, bool wait_all);
+
 /* A new flow table and its routes, handed to the worker; the old pair
  * comes back in the same struct for the main thread to free. A reload
  * that adds or removes streams also hands a new set of streams (ws not
@@ -69,6 +83,9 @@ struct worker {
 	 * (geometry.h), else NULL; a failed burst is logged once */
 	struct gpu_shadow *shadow;
 	bool shadow_warned;
+	/* bursts in flight, oldest at fly_head (worker thread only) */
+	struct inflight fly[WORKER_INFLIGHT];
+	unsigned fly_head, fly_n;
 	struct flow_table *flows;	/* the worker's own copy */
 	int *rule_stream;		/* per flow rule: ws index or
 					 * WS_ROUTE_* */
@@ -113,6 +130,7 @@ publish_counters(struct worker *w)
 	w->ctr.matched = w->fstats.matched;
 	w->ctr.unmatched = w->fstats.unmatched;
 	w->ctr.streams_packets_in = w->removed_in;
+	w->ctr.inflight = w->fly_n;
 	for (int k = 0; k < w->nws; k++) {
 		stream_publish_counters(w->ws[k].s);
 		w->ctr.streams_packets_in += stream_packets_in(w->ws[k].s);
@@ -235,6 +253,8 @@ take_flow_change(struct worker *w, uint64_t now, int n)
 	if (fc->ws != NULL) {
 		struct wstream *old = w->ws;
 
+		/* no mark may name a stream that goes */
+		reap_inflight(w, true, true);
 		/* the streams change under the burst's frames */
 		for (int i = 0; i < n; i++)
 			if (w->frames[i].stash != NULL)
@@ -283,6 +303,42 @@ wedge(struct worker *w)
 	return false;
 }
 
+/* Give back the bursts in flight whose reads finished, oldest first;
+ * with wait, block until the oldest one's did (and so on while wait_all). */
+static void
+reap_inflight(struct worker *w, bool wait, bool wait_all)
+{
+	while (w->fly_n > 0) {
+		struct inflight *f = &w->fly[w->fly_head];
+
+		for (int i = 0; i < f->nmarks; i++)
+			if (!stream_fence_done(f->m[i].s, f->m[i].mark, wait))
+				return;
+		w->eng->ops->release(w->q, f->n);
+		w->fly_head = (w->fly_head + 1) % WORKER_INFLIGHT;
+		w->fly_n--;
+		wait = wait_all;
+	}
+}
+
+/* After a burst fed its streams: its frames go back to the engine now, or
+ * once the reads its streams' marks stand for finished (at most
+ * WORKER_INFLIGHT bursts wait; one more waits for the oldest). */
+static void
+release_burst(struct worker *w, const struct inflight *cur)
+{
+	if (cur->nmarks == 0 && w->fly_n == 0) {
+		w->eng->ops->release(w->q, cur->n);
+		return;
+	}
+	if (w->fly_n == WORKER_INFLIGHT) {
+		w->ctr.inflight_waits++;
+		reap_inflight(w, true, false);
+	}
+	w->fly[(w->fly_head + w->fly_n) % WORKER_INFLIGHT] = *cur;
+	w->fly_n++;
+}
+
 /* Frames whole in device memory: the CPU reads their header shadow. A
  * burst the GPU could not copy goes back to the engine unread (an rx
  * error, logged once); its frames reach no stream. */
@@ -323,6 +379,7 @@ worker_main(void *arg)
 				deadline = d;
 		}
 		timeout = deadline > now ? (int64_t)(deadline - now) : 0;
+		reap_inflight(w, false, false);
 		hint_place(w);
 		n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
 		if (n > 0 && w->shadow != NULL)
@@ -334,10 +391,14 @@ worker_main(void *arg)
 		if (n > 0) {
 			w->ctr.bursts++;
 			unsigned most = 0;
+			struct inflight cur;
 
+			cur.n = (unsigned)n;
+			cur.nmarks = 0;
 			route(w, (unsigned)n);
 			for (int k = 0; k < w->nws; k++) {
 				struct wstream *ws = &w->ws[k];
+				uint64_t mark;
 
 				if (ws->n == 0)
 					continue;
@@ -347,8 +408,12 @@ worker_main(void *arg)
 				}
 				stream_burst(ws->s, ws->frames, ws->n, now);
 				ws->n = 0;
+				if ((mark = stream_fence(ws->s)) != 0) {
+					cur.m[cur.nmarks].s = ws->s;
+					cur.m[cur.nmarks++].mark = mark;
+				}
 			}
-			w->eng->ops->release(w->q, (unsigned)n);
+			release_burst(w, &cur);
 			/* with a wedge file, at any burst while it exists */
 			if (w->wedge && (w->wedge_file == NULL ||
 			    access(w->wedge_file, F_OK) == 0)) {
@@ -384,6 +449,7 @@ worker_main(void *arg)
 		stream_service(w->ws[k].s, now);
 		stream_flush(w->ws[k].s, now);
 	}
+	reap_inflight(w, true, true);
 	publish_counters(w);
 	return NULL;
 }
@@ -758,7 +824,7 @@ worker_stats_json(struct worker *w, cJSON *o)
 #define F(x) { #x, offsetof(struct worker_counters, x) }
 		F(rx_packets), F(rx_bytes), F(matched), F(unmatched),
 		F(no_stream), F(misrouted), F(bursts), F(rx_errors),
-		F(streams_packets_in),
+		F(streams_packets_in), F(inflight), F(inflight_waits),
 #undef F
 /* the engine's drops under their reason names (proto/metrics.h) */
 		{ "kernel", offsetof(struct worker_counters, engine.kernel) },

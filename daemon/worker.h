@@ -27,6 +27,9 @@
  * while the file exists and resumes once it is gone. */
 #define WORKER_WEDGE_FILE_ENV	"DAQIRID_TEST_WEDGE_FILE"
 #define WORKER_MAX_STREAMS	CFG_MAX_REORDERS
+/* Bursts whose payloads the GPU may still read in place while the worker
+ * receives the next (their frames held by the engine). */
+#define WORKER_INFLIGHT		4
 /* Longest the counters the main thread reads lag behind while busy. */
 #define WORKER_SNAP_NS		(1000u * 1000u)
 
@@ -43,6 +46,9 @@ struct worker_counters {
 	uint64_t bursts;
 	uint64_t rx_errors;		/* failed rx_burst calls, and bursts
 					 * whose header shadow failed */
+	uint64_t inflight;		/* bursts the GPU still reads (now) */
+	uint64_t inflight_waits;	/* times WORKER_INFLIGHT were and the
+					 * worker waited for the oldest */
 	uint64_t streams_packets_in;	/* its streams' packets_in, taken at
 					 * the same instant as the rest */
 	struct engine_stats engine;

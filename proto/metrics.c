@@ -297,6 +297,13 @@ static const struct family families[] = {
 	{ "daqiri_rx_direct_total", true, AT_QUEUE,
 	  "Frames received straight into a tensor slot (direct placement)",
 	  { { NULL, "engine_direct", NULL, NULL } } },
+	{ "daqiri_rx_bursts_in_flight", false, AT_QUEUE,
+	  "Bursts whose payloads the GPU still reads where they landed",
+	  { { NULL, "inflight", NULL, NULL } } },
+	{ "daqiri_rx_in_flight_waits_total", true, AT_QUEUE,
+	  "Times the worker waited for the GPU to read the oldest burst in "
+	  "flight before taking another",
+	  { { NULL, "inflight_waits", NULL, NULL } } },
 	{ "daqiri_flow_matched_packets_total", true, AT_QUEUE,
 	  "Frames that matched a flow", { { NULL, "matched", NULL, NULL } } },
 	{ "daqiri_queue_streams_packets_in_total", true, AT_QUEUE,

@@ -6,7 +6,8 @@
 # their interprocess events and check every element (daqiri-consume
 # --verify), on a shuffled, lossy, duplicated stream, with the accounting
 # identity; every tensor they save is byte for byte what the CPU backend
-# made of the same traffic. Then the same with host_pinned tensors, and a
+# made of the same traffic. Then the same with host_pinned frames and
+# tensors (payloads read in place, bursts held until read), and a
 # daemon killed and started again while a consumer holds a device tensor,
 # which still reads the same. What only a GPU proves (nvcc's code, the
 # real driver, speed) is scripts/gpu-check.sh's.
@@ -90,9 +91,12 @@ phase device
 grep -q "device" "$T/daqirid.yaml" || fail "no device region in the config"
 same_tensors cpu device
 
-note "the GPU backend writing host_pinned tensors (consumers map the memfd)"
+note "host_pinned frames and tensors: the GPU reads payloads where they landed"
+# Registered host memory: the backend reads each payload in place, so the
+# worker must hold a burst's frames until the kernel that reads them ran
+# (a burst released early would be overwritten by the next receive).
 make_config -e "$DEADLINE" -e 's/reorder_type: cpu/reorder_type: gpu/' \
-	-e '/name: tensors/,/buf_size/s/kind: host$/kind: host_pinned/'
+	-e 's/kind: host$/kind: host_pinned/'
 phase pinned
 grep -q "without a CUDA device" "$T/daemon.log" &&
 	fail "host_pinned fell back to host memory on the stand-in"

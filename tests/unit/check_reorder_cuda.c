@@ -533,8 +533,8 @@ gen_stream(struct tpkt *pk, uint32_t in_bytes, uint64_t *s)
 }
 
 /* Feed the same stream to plan p: same bursts, same clock. poison:
- * overwrite each payload once its burst returned, as an engine reusing
- * the packet buffer would (mem says how). */
+ * overwrite each payload once its burst's fence is done, as an engine
+ * reusing the packet buffer would (mem says how). */
 static void
 run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
 	   uint8_t (*hdr)[T_HDR], uint8_t *pay, uint32_t pitch, uint64_t seed,
@@ -567,6 +567,8 @@ run_stream(struct reorder_plan *p, const struct tpkt *pk, uint32_t n,
 		if (mem == PMEM_WHOLE)
 			ck_assert_int_eq(gpu_shadow_burst(sh, b, k), 0);
 		reorder_burst(p, b, k, now);
+		/* the engine gets its buffers back once the GPU read them */
+		ck_assert(reorder_fence_done(p, reorder_fence(p), true));
 		while (poison && k > 0) {
 			k--;
 			if (mem == PMEM_WHOLE)
