@@ -406,5 +406,9 @@ void cfg_check_regions_used(struct pctx *x);
 
 /* The schema walk from the document's root (cfg_parse.c). */
 void cfg_parse_root(struct pctx *x, yaml_node_t *root);
+/* rx.reorder_configs (node n) of interface ifc, after its rx queues and
+ * flows (cfg_reorder.c). */
+void cfg_parse_reorders(struct pctx *x, yaml_node_t *n,
+			struct cfg_interface *ifc);
 
 #endif

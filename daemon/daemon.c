@@ -20,6 +20,8 @@
  *   cfg_yaml.c       the loader's YAML access: typed getters, maps with
  *                    "did you mean", the diagnostics list
  *   cfg_parse.c      the schema walk, section by section, with defaults
+ *   cfg_reorder.c    the walk's rx.reorder_configs section: methods, data
+ *                    types, and how a batch is finished
  *   cfg_check.c      the checks across sections (regions, queues, flows,
  *                    addresses, reorder geometry)
  *   cfg_print.c      the normalised printout (-n -v) and cfg_equal()
