@@ -71,6 +71,7 @@ extern const char *const cfg_method_names[CFG_METHOD_MAX];
 extern const char *const cfg_endian_names[CFG_ENDIAN_MAX];
 extern const char *const cfg_fill_names[DAQIRI_FILL_MAX];
 extern const char *const cfg_rx_mode_names[CFG_RX_MODE_MAX];
+extern const char *const cfg_missing_names[CFG_MISSING_MAX];
 #endif
 
 /* ---------------------------------------------------------------------

@@ -25,6 +25,9 @@ static const struct keydef reorder_keys[] = {
 	{ "fill", KEY_OK, NULL },
 	{ "timeout_us", KEY_OK, NULL },
 	{ "resync_after_us", KEY_OK, NULL },
+	{ "reorder_engine", KEY_OK, NULL },
+	{ "cyclic_sequence", KEY_OK, NULL },
+	{ "missing_action", KEY_OK, NULL },
 };
 
 static const struct keydef method_keys[] = {
@@ -326,6 +329,41 @@ parse_resync_after(struct pctx *x, const struct map *m, struct cfg_reorder *r)
 		    r->timeout_us);
 }
 
+/*
+ * The keys the reference added with its NIC hardware reorder:
+ * reorder_engine (sw, or hw: the NIC places each payload), cyclic_sequence
+ * (the sender's sequence field cycles; hw needs it) and missing_action
+ * (what a batch that did not complete becomes). daqiri's reorder is
+ * software, and its ids always wrap at the field's width, so only
+ * missing_action changes what it does (daqirid.yaml(5)).
+ */
+static void
+parse_batch_keys(struct pctx *x, const struct map *m, struct cfg_reorder *r)
+{
+	static const char *const engines[] = { "sw", "hw" };
+	yaml_node_t *v;
+	int k;
+
+	if ((v = mval(m, "reorder_engine")) != NULL &&
+	    cfg_get_enum(x, "reorder_engine", v, KEYS(engines), &k) && k == 1)
+		err(x, v, "reorder_engine: not supported by daqiri: NIC "
+		    "hardware reorder (daqiri places every payload in "
+		    "software, on the CPU or with its GPU kernel; use sw)");
+	if ((v = mval(m, "cyclic_sequence")) != NULL)
+		cfg_get_bool(x, "cyclic_sequence", v, &r->cyclic_sequence);
+	if ((v = mval(m, "missing_action")) != NULL &&
+	    cfg_get_enum(x, "missing_action", v, KEYS(cfg_missing_names),
+	    &k)) {
+		r->missing_action = (enum cfg_missing)k;
+		cfg_mark(x, &r->missing_action, v);
+		if (r->missing_action == CFG_MISSING_DROP &&
+		    mval(m, "fill") != NULL)
+			warn(x, mkey(m, "fill"), "fill: has no effect with "
+			    "missing_action drop (no tensor with a missing "
+			    "slot is published)");
+	}
+}
+
 static void
 parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 	      int ri)
@@ -402,6 +440,7 @@ parse_reorder(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc,
 	if ((v = mval(&m, "timeout_us")) != NULL)
 		cfg_get_u32(x, "timeout_us", v, 0, UINT32_MAX, &r->timeout_us);
 	parse_resync_after(x, &m, r);
+	parse_batch_keys(x, &m, r);
 	if ((v = mval(&m, "payload_bytes")) != NULL &&
 	    !cfg_get_u32(x, "payload_bytes", v, 1, CFG_FRAME_MAX,
 			 &r->payload_bytes))
