@@ -554,8 +554,11 @@ notify_status(struct daemon *d)
 		stream_snapshot(s, &reorder, &handoff);
 		placed += reorder.placed;
 		tensors += handoff.published;
+		/* incomplete ones were placed, then dropped with their
+		 * batch: in both */
 		dropped += reorder.duplicate + reorder.late + reorder.malformed +
-		    reorder.no_buffer + reorder.backend_error;
+		    reorder.no_buffer + reorder.backend_error +
+		    reorder.incomplete;
 	}
 	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
 	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,

@@ -530,7 +530,7 @@ START_TEST(test_counter_names)
 		"no_buffer", "batches_complete", "batches_timeout",
 		"batches_evicted", "batches_no_buffer", "resync",
 		"missing_slots", "backend_error",
-		"batches_backend_error",
+		"batches_backend_error", "incomplete", "batches_incomplete",
 	};
 	int i;
 
