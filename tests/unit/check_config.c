@@ -717,6 +717,27 @@ static const struct rule_case rules[] = {
 	{ "window 65", SOCK, "output_type: fp16}\n",
 	  "output_type: fp16}\n          window: @65\n", E,
 	  "window: must be between 1 and 64, got 65", NULL, NULL },
+	/* the reference's newest reorder keys */
+	{ "reorder_engine hw", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          reorder_engine: @hw\n", E,
+	  "reorder_engine: not supported by daqiri: NIC hardware reorder "
+	  "(daqiri places every payload in software, on the CPU or with its "
+	  "GPU kernel; use sw)", NULL, NULL },
+	{ "reorder_engine unknown", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          reorder_engine: @nic\n", E,
+	  "reorder_engine: unknown value 'nic' (valid: sw, hw)", NULL, NULL },
+	{ "missing_action unknown", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          missing_action: @skip\n", E,
+	  "missing_action: unknown value 'skip' (valid: passthrough, "
+	  "drop)", NULL, NULL },
+	{ "cyclic_sequence not a boolean", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          cyclic_sequence: @yes\n", E,
+	  "cyclic_sequence: expected true or false, got 'yes'", NULL, NULL },
+	{ "fill with missing_action drop", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          @fill: nan\n"
+	  "          missing_action: drop\n", W,
+	  "fill: has no effect with missing_action drop (no tensor with a "
+	  "missing slot is published)", NULL, NULL },
 	{ "window capped", RAW, "          window: 2\n",
 	  "          @window: 4\n", W,
 	  "window: 4 capped to 2: the batch-id space has only 4 ids", NULL, NULL },
@@ -1269,6 +1290,8 @@ START_TEST(test_defaults_and_geometry)
 	ck_assert_int_eq(r->fill, DAQIRI_FILL_ZERO);
 	ck_assert_uint_eq(r->timeout_us, CFG_REORDER_TIMEOUT_US_DEFAULT);
 	ck_assert_int_eq(r->endianness, CFG_ENDIAN_HOST);
+	ck_assert_int_eq(r->missing_action, CFG_MISSING_PASSTHROUGH);
+	ck_assert(!r->cyclic_sequence);
 
 	/* REFERENCE.md: seq {128,10} batch {144,2} -> ppb 256; int4 -> fp32
 	 * at offset 64 of 2048-byte frames: 1984 bytes in, 15872 a slot */
