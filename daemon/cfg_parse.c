@@ -670,9 +670,9 @@ static const struct keydef interface_keys[] = {
 	{ "socket_config", KEY_OK, NULL },
 	{ "rx", KEY_OK, NULL },
 	{ "tx", KEY_OK, NULL },
-	{ "roce_config", KEY_UNSUPPORTED, "RoCE is not supported by daqiri" },
-	{ "rdma_config", KEY_UNSUPPORTED,
-	  "RDMA is not supported by daqiri" },
+	/* signs of an RDMA interface (rdma_sign()), never read */
+	{ "roce_config", KEY_OK, NULL },
+	{ "rdma_config", KEY_OK, NULL },
 };
 
 static const struct keydef socket_keys[] = {
@@ -818,10 +818,73 @@ parse_tx(struct pctx *x, yaml_node_t *n, struct cfg_interface *ifc)
 	cfg_check_tx(x, ifc);
 }
 
+/* Is b before a in the file? */
+static bool
+node_before(const yaml_node_t *b, const yaml_node_t *a)
+{
+	return a == NULL || b->start_mark.line < a->start_mark.line ||
+	    (b->start_mark.line == a->start_mark.line &&
+	    b->start_mark.column < a->start_mark.column);
+}
+
+/*
+ * The first sign that interface map m belongs to the reference's RDMA
+ * engine: a roce:// (or rdma://) endpoint in its socket_config, or a
+ * roce_config or rdma_config key. NULL when there is none. Such an
+ * interface is not read at all: its queues name no regions and its
+ * client needs no remote_addr, so reading it would report only what
+ * follows from RDMA, which is one error (parse_cfg()).
+ */
+static const yaml_node_t *
+rdma_sign(struct pctx *x, const struct map *m)
+{
+	static const char *const keys[] = { "roce_config", "rdma_config" };
+	const yaml_node_t *first = NULL, *k, *v, *sc;
+
+	for (size_t i = 0; i < NELEM(keys); i++)
+		if ((k = mkey(m, keys[i])) != NULL && node_before(k, first))
+			first = k;
+	sc = mget(m, "socket_config");
+	if (sc == NULL || sc->type != YAML_MAPPING_NODE)
+		return first;
+	for (yaml_node_pair_t *p = sc->data.mapping.pairs.start;
+	    p < sc->data.mapping.pairs.top; p++) {
+		k = node_at(x, p->key);
+		v = node_at(x, p->value);
+		if (k == NULL || v == NULL || v->type != YAML_SCALAR_NODE ||
+		    !(scalar_is(k, "local_addr") || scalar_is(k, "remote_addr")))
+			continue;
+		if ((slen(v) >= 7 && memcmp(sval(v), "roce://", 7) == 0) ||
+		    (slen(v) >= 7 && memcmp(sval(v), "rdma://", 7) == 0))
+			if (node_before(v, first))
+				first = v;
+	}
+	return first;
+}
+
+/* Interface ifc is an RDMA one, first seen at sign. */
+static void
+note_rdma(struct pctx *x, const yaml_node_t *sign,
+	  const struct cfg_interface *ifc)
+{
+	size_t len = strlen(x->rdma_ifaces);
+	char *at = x->rdma_ifaces + len;
+	size_t room = sizeof(x->rdma_ifaces) - len;
+
+	if (x->nrdma++ == 0) {
+		x->rdma_at = pos_of(sign);
+		snprintf(at, room, "'%s'", ifc->name);
+	} else {
+		snprintf(at, room, ", '%s' (line %d)", ifc->name,
+		    pos_of(sign).line);
+	}
+}
+
 static void
 parse_interface(struct pctx *x, yaml_node_t *n, int idx)
 {
 	struct cfg_interface *ifc = &x->c->interfaces[idx];
+	const yaml_node_t *sign;
 	struct map m;
 	yaml_node_t *v;
 
@@ -847,6 +910,10 @@ parse_interface(struct pctx *x, yaml_node_t *n, int idx)
 			err(x, v, "address: must not be empty");
 		else
 			cfg_check_address(x, v, ifc);
+	}
+	if ((sign = rdma_sign(x, &m)) != NULL) {
+		note_rdma(x, sign, ifc);
+		return;
 	}
 	if ((v = mval(&m, "socket_config")) != NULL) {
 		if (x->stream_known &&
@@ -1015,6 +1082,12 @@ parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
 			c->ninterfaces++;
 		}
 	}
+	if (x->nrdma > 0)
+		err_at(x, x->rdma_at, "not supported by daqiri: RDMA: "
+		    "interface%s %s %s not read (daqiri receives and sends "
+		    "UDP, through the socket or the DPDK engine)",
+		    x->nrdma > 1 ? "s" : "", x->rdma_ifaces,
+		    x->nrdma > 1 ? "are" : "is");
 	if ((v = mval(&m, "daemon")) != NULL) {
 		if (nested)
 			err(x, mkey(&m, "daemon"), "daemon: goes beside cfg "
@@ -1022,7 +1095,9 @@ parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
 		else
 			parse_daemon(x, v);
 	}
-	cfg_check_regions_used(x);
+	/* regions of RDMA interfaces are used by what was not read */
+	if (x->nrdma == 0)
+		cfg_check_regions_used(x);
 }
 
 void

@@ -162,6 +162,11 @@ struct rule_case {
 	const char *to2;
 };
 
+/* The one error of a file whose only interface, sensor0, is RDMA. */
+#define RDMA_SENSOR0 "not supported by daqiri: RDMA: interface 'sensor0' " \
+	"is not read (daqiri receives and sends UDP, through the socket or " \
+	"the DPDK engine)"
+
 static const struct rule_case rules[] = {
 	/* unknown and duplicate keys, YAML shape */
 	{ "unknown key, suggestion", SOCK, "          batch_size: 64",
@@ -322,13 +327,22 @@ static const struct rule_case rules[] = {
 	{ "socket_config on raw", RAW, "      address: net_pcap0\n",
 	  "      address: net_pcap0\n      @socket_config: {mode: server}\n",
 	  E, "socket_config: only for stream_type socket", NULL, NULL },
+	/* RDMA: one error at the first sign, nothing of the interface read
+	 * (its client needs no remote_addr, its queues name no regions) */
 	{ "roce_config", SOCK, "      rx:\n",
 	  "      @roce_config: {transport_mode: RC}\n      rx:\n", E,
-	  "roce_config: RoCE is not supported by daqiri", NULL, NULL },
+	  RDMA_SENSOR0, NULL, NULL },
 	{ "roce endpoint", SOCK, "local_addr: udp://127.0.0.1:5005",
-	  "local_addr: @roce://127.0.0.1:5005", E,
-	  "local_addr: RoCE endpoints (roce://) are not supported by "
-	  "daqiri", NULL, NULL },
+	  "local_addr: @roce://127.0.0.1:5005", E, RDMA_SENSOR0, NULL, NULL },
+	{ "roce client without remote_addr", SOCK,
+	  "        mode: server\n        local_addr: udp://127.0.0.1:5005\n",
+	  "        mode: client\n        local_addr: @roce://127.0.0.1\n", E,
+	  RDMA_SENSOR0, NULL, NULL },
+	{ "roce_config before the endpoint", SOCK,
+	  "      socket_config:\n",
+	  "      @rdma_config: {}\n      socket_config:\n", E,
+	  RDMA_SENSOR0, "local_addr: udp://127.0.0.1:5005",
+	  "local_addr: roce://127.0.0.1:5005" },
 	{ "endpoint scheme", SOCK, "local_addr: udp://127.0.0.1:5005",
 	  "local_addr: @udq://127.0.0.1:5005", E,
 	  "local_addr: unknown scheme 'udq' (valid: udp, tcp)", NULL, NULL },
