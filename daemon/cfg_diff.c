@@ -388,8 +388,8 @@ bitfield_eq(const struct cfg_bitfield *a, const struct cfg_bitfield *b)
 	return a->bit_offset == b->bit_offset && a->bit_width == b->bit_width;
 }
 
-/* Everything of a reorder config but timeout_us, resync_after_us, fill
- * and window. */
+/* Everything of a reorder config but timeout_us, resync_after_us, fill,
+ * window, missing_action and cyclic_sequence. */
 static const char *
 reorder_fixed_diff(const struct cfg_reorder *a, const struct cfg_reorder *b)
 {
@@ -439,8 +439,9 @@ region_free_in(const struct cfg *ca, const char *name)
 }
 
 /* Streams are matched by name: one kept changes only timeout_us,
- * resync_after_us, fill and window live; one added or removed is live too (its memory region
- * made or let go, its subscribers ended). */
+ * resync_after_us, fill, window and missing_action live (cyclic_sequence
+ * too: it changes nothing); one added or removed is live too (its memory
+ * region made or let go, its subscribers ended). */
 static void
 diff_reorders(const struct cfg *ca, const struct cfg *cb,
 	      const struct cfg_interface *ia, const struct cfg_interface *ib,
@@ -474,7 +475,8 @@ diff_reorders(const struct cfg *ca, const struct cfg *cb,
 		if ((key = reorder_fixed_diff(ra, rb)) != NULL)
 			change(o, false, rb->pos, "stream '%s/%s': %s changed: "
 			    "needs a restart (only timeout_us, resync_after_us, "
-			    "fill and window apply live)", ib->name, rb->name, key);
+			    "fill, window and missing_action apply live)",
+			    ib->name, rb->name, key);
 		else if (reorder_queue(a, ra) != reorder_queue(b, rb))
 			change(o, false, rb->pos, "stream '%s/%s': its first "
 			    "flow now targets queue %lld, not %lld: the queue "
@@ -502,6 +504,19 @@ diff_reorders(const struct cfg *ca, const struct cfg *cb,
 			change(o, true, cfg_pos_of(cb, &rb->window, rb->pos),
 			    "stream '%s/%s': window: %u -> %u", ib->name,
 			    rb->name, ra->window, rb->window);
+		if (ra->missing_action != rb->missing_action)
+			change(o, true, cfg_pos_of(cb, &rb->missing_action,
+			    rb->pos), "stream '%s/%s': missing_action: %s -> "
+			    "%s", ib->name, rb->name, name_or(cfg_missing_names,
+			    CFG_MISSING_MAX, (int)ra->missing_action),
+			    name_or(cfg_missing_names, CFG_MISSING_MAX,
+			    (int)rb->missing_action));
+		if (ra->cyclic_sequence != rb->cyclic_sequence)
+			change(o, true, cfg_pos_of(cb, &rb->cyclic_sequence,
+			    rb->pos), "stream '%s/%s': cyclic_sequence: %s -> "
+			    "%s (no effect in daqiri)", ib->name, rb->name,
+			    ra->cyclic_sequence ? "true" : "false",
+			    rb->cyclic_sequence ? "true" : "false");
 	}
 }
 

@@ -41,6 +41,7 @@
 #define CFG_SUGGEST_LEN_MAX	64		/* longer keys get no suggestion */
 #define CFG_FLOW_DEPTH_MAX	64		/* nested [ and { */
 #define CFG_ACCESS_NAMES	3		/* bits of enum cfg_access */
+#define CFG_RDMA_NAMES_MAX	256		/* RDMA interfaces named */
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 /* A name table as the (names, count) arguments of cfg_get_enum(). */
@@ -71,6 +72,7 @@ extern const char *const cfg_method_names[CFG_METHOD_MAX];
 extern const char *const cfg_endian_names[CFG_ENDIAN_MAX];
 extern const char *const cfg_fill_names[DAQIRI_FILL_MAX];
 extern const char *const cfg_rx_mode_names[CFG_RX_MODE_MAX];
+extern const char *const cfg_missing_names[CFG_MISSING_MAX];
 #endif
 
 /* ---------------------------------------------------------------------
@@ -90,6 +92,11 @@ struct pctx {
 	int reorder_line_of[CFG_MAX_REGIONS];	/* its reorder's line, 0 none */
 	char reorder_of[CFG_MAX_REGIONS][CFG_NAME_MAX];
 	struct cfg_pos num_bufs_at[CFG_MAX_REGIONS];	/* line 0: not given */
+	/* Interfaces of the reference's RDMA engine (roce://, roce_config):
+	 * not read, and one error for them all after the walk. */
+	int nrdma;
+	struct cfg_pos rdma_at;			/* the first one's first sign */
+	char rdma_ifaces[CFG_RDMA_NAMES_MAX];	/* "'a', 'b' (line 9)" */
 };
 
 /* Maps: every key is checked against the keys that map knows, once. */
@@ -408,5 +415,9 @@ void cfg_check_regions_used(struct pctx *x);
 
 /* The schema walk from the document's root (cfg_parse.c). */
 void cfg_parse_root(struct pctx *x, yaml_node_t *root);
+/* rx.reorder_configs (node n) of interface ifc, after its rx queues and
+ * flows (cfg_reorder.c). */
+void cfg_parse_reorders(struct pctx *x, yaml_node_t *n,
+			struct cfg_interface *ifc);
 
 #endif

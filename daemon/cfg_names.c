@@ -31,6 +31,7 @@ const char *const cfg_method_names[] = {
 const char *const cfg_endian_names[] = { "host", "network" };
 const char *const cfg_fill_names[] = { "zero", "nan", "keep" };
 const char *const cfg_rx_mode_names[] = { "blocking", "busy_poll" };
+const char *const cfg_missing_names[] = { "passthrough", "drop" };
 
 _Static_assert(NELEM(cfg_stream_type_names) == CFG_STREAM_MAX, "stream names");
 _Static_assert(NELEM(cfg_rx_mode_names) == CFG_RX_MODE_MAX, "rx mode names");
@@ -46,6 +47,8 @@ _Static_assert(NELEM(cfg_reorder_type_names) == CFG_REORDER_MAX, "reorders");
 _Static_assert(NELEM(cfg_method_names) == CFG_METHOD_MAX, "method names");
 _Static_assert(NELEM(cfg_endian_names) == CFG_ENDIAN_MAX, "endian names");
 _Static_assert(NELEM(cfg_fill_names) == DAQIRI_FILL_MAX, "fill names");
+_Static_assert(NELEM(cfg_missing_names) == CFG_MISSING_MAX,
+    "missing_action names");
 
 const char *
 cfg_log_level_name(enum cfg_log_level l)

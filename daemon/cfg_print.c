@@ -195,6 +195,11 @@ print_reorder(FILE *fp, const struct cfg_reorder *r)
 	fprintf(fp, "          fill: %s\n", cfg_fill_names[r->fill]);
 	fprintf(fp, "          timeout_us: %u\n", r->timeout_us);
 	fprintf(fp, "          resync_after_us: %u\n", r->resync_after_us);
+	fprintf(fp, "          reorder_engine: sw\n");
+	fprintf(fp, "          cyclic_sequence: %s\n",
+		r->cyclic_sequence ? "true" : "false");
+	fprintf(fp, "          missing_action: %s\n",
+		cfg_missing_names[r->missing_action]);
 }
 
 static void
@@ -442,6 +447,8 @@ reorder_equal(const struct cfg_reorder *a, const struct cfg_reorder *b)
 	EQ(fill);
 	EQ(timeout_us);
 	EQ(resync_after_us);
+	EQ(missing_action);
+	EQ(cyclic_sequence);
 	return 1;
 }
 

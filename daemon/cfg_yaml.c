@@ -707,8 +707,8 @@ cfg_get_endpoint(struct pctx *x, const char *key, const yaml_node_t *n,
 	} else if (strcmp(buf, "tcp") == 0) {
 		e->transport = CFG_TRANSPORT_TCP;
 	} else if (strcmp(buf, "roce") == 0 || strcmp(buf, "rdma") == 0) {
-		err(x, n, "%s: RoCE endpoints (%s://) are not supported by "
-		    "daqiri", key, buf);
+		err(x, n, "%s: not supported by daqiri: RDMA (%s://)", key,
+		    buf);
 		return false;
 	} else {
 		err(x, n, "%s: unknown scheme '%s' (valid: udp, tcp)", key,

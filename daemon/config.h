@@ -67,6 +67,11 @@ enum cfg_method {
 	CFG_METHOD_MAX
 };
 enum cfg_endian { CFG_ENDIAN_HOST, CFG_ENDIAN_NETWORK, CFG_ENDIAN_MAX };
+/* What a reorder config does with a batch that did not complete
+ * (missing_action): publish it with its gaps filled, or drop it. */
+enum cfg_missing {
+	CFG_MISSING_PASSTHROUGH, CFG_MISSING_DROP, CFG_MISSING_MAX
+};
 /* How RX workers wait for packets (daemon.rx_mode). */
 enum cfg_rx_mode { CFG_RX_BLOCKING, CFG_RX_BUSY_POLL, CFG_RX_MODE_MAX };
 
@@ -198,6 +203,11 @@ struct cfg_reorder {
 	 * a new epoch; given or derived from timeout_us; 0 = never by time */
 	uint32_t resync_after_us;
 	bool resync_after_given;	/* false: derived (follows timeout_us) */
+	enum cfg_missing missing_action;	/* default passthrough */
+	/* The reference's statement that the sender's sequence field cycles;
+	 * daqiri's ids always wrap at the field's width, so it is kept only
+	 * to be printed (daqirid.yaml(5) cyclic_sequence). */
+	bool cyclic_sequence;
 	struct cfg_pos pos;
 };
 

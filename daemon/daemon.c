@@ -20,6 +20,8 @@
  *   cfg_yaml.c       the loader's YAML access: typed getters, maps with
  *                    "did you mean", the diagnostics list
  *   cfg_parse.c      the schema walk, section by section, with defaults
+ *   cfg_reorder.c    the walk's rx.reorder_configs section: methods, data
+ *                    types, and how a batch is finished
  *   cfg_check.c      the checks across sections (regions, queues, flows,
  *                    addresses, reorder geometry)
  *   cfg_print.c      the normalised printout (-n -v) and cfg_equal()
@@ -558,8 +560,11 @@ notify_status(struct daemon *d)
 		stream_snapshot(s, &reorder, &handoff);
 		placed += reorder.placed;
 		tensors += handoff.published;
+		/* incomplete ones were placed, then dropped with their
+		 * batch: in both */
 		dropped += reorder.duplicate + reorder.late + reorder.malformed +
-		    reorder.no_buffer + reorder.backend_error;
+		    reorder.no_buffer + reorder.backend_error +
+		    reorder.incomplete;
 	}
 	sd_notifyf(0, "STATUS=%llu tensors published, %llu packets placed, "
 	    "%llu dropped (see daqirictl stats)", (unsigned long long)tensors,

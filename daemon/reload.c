@@ -85,7 +85,8 @@ static bool
 tune_differs(const struct cfg_reorder *a, const struct cfg_reorder *b)
 {
 	return a->timeout_us != b->timeout_us || a->fill != b->fill ||
-	    a->window != b->window || a->resync_after_us != b->resync_after_us;
+	    a->window != b->window || a->resync_after_us != b->resync_after_us ||
+	    a->missing_action != b->missing_action;
 }
 
 /* The running stream of di named like reorder config name, its index in
@@ -222,6 +223,8 @@ plan_make(struct daemon *d, const struct cfg *nc, struct reload_plan *p,
 			}
 			reorder_tune_set_resync_after(p->tunes[i][j],
 			    nr->resync_after_us);
+			reorder_tune_set_missing(p->tunes[i][j],
+			    nr->missing_action);
 		}
 	}
 	return 0;

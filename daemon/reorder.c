@@ -95,6 +95,27 @@
  * failure is logged, then at most one line per REORDER_ERROR_LOG_NS with
  * the count since the last line.
  *
+ * Missing action (missing_action, the reference's key). passthrough
+ * publishes a batch that did not complete as above (HAS_GAPS plus its
+ * cause). drop publishes only complete batches: one whose deadline
+ * passed, or that a slide, a resync or a flush pushes out, while a slot
+ * is missing goes back through owner.put() unfilled, counts once in
+ * batches_incomplete (not in batches_timeout or batches_evicted: the
+ * batch outcomes stay a partition) and its packets in `incomplete`; it
+ * takes no descriptor seq, so the seq of published tensors stays gapless
+ * and the dropped batch shows, as a lost one does, as a gap in batch_id.
+ * A RESYNC mark waits for the next tensor published. Its packets stay in
+ * placed: placed says a packet's write was confirmed, which is known at
+ * commit(), while its batch's fate is known only later, and a counter
+ * read as a Prometheus counter must never go down. So the identity
+ * packets_in = placed + duplicate + late + malformed + no_buffer +
+ * backend_error stays exact at every instant, and incomplete is a part
+ * of placed (incomplete <= placed): packets in published tensors =
+ * placed - incomplete - those of batches still open. A batch that failed
+ * (backend_error) or had no buffer (no_buffer) is counted there, never
+ * as incomplete. A reload can change missing_action live (batches open
+ * then are finished by the new one).
+ *
  * Direct placement (CPU backend copying raw bytes only). Before a
  * receive, reorder_place_hints() names the slots the next packets take if
  * they come in order: after the last packet placed, through its batch and
@@ -128,7 +149,8 @@ const char *const reorder_counter_names[REORDER_NCOUNTERS] = {
 	"packets_in", "placed", "duplicate", "late", "malformed",
 	"no_buffer", "batches_complete", "batches_timeout",
 	"batches_evicted", "batches_no_buffer", "resync", "missing_slots",
-	"backend_error", "batches_backend_error",
+	"backend_error", "batches_backend_error", "incomplete",
+	"batches_incomplete",
 };
 
 _Static_assert(REORDER_CLOSED_MAX >= CFG_WINDOW_MAX &&
@@ -489,19 +511,23 @@ publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 	struct rbatch *r = slot_of(p, p->head_pos);
 	struct daqiri_desc d;
 	uint64_t q, end;
-	bool complete = false;
+	bool complete = false, drop = false;
 	int rc;
 
 	if (r->has_buf && p->sf_n > 0)
 		guard_buf(p, &r->buf);
 	if (r->has_buf) {
 		complete = r->received == p->g.ppb;
-		if (!complete && !r->failed) {
+		drop = !complete &&
+		    p->cfg.missing_action == CFG_MISSING_DROP;
+		if (!complete && !drop && !r->failed) {
 			p->be->fill(p->be_state, &r->buf);
 			r->written = p->written = true;
 		}
+		/* a dropped batch is committed too: its packets are then
+		 * placed (or backend_error) like any other's */
 		commit(p, now_ns);
-		if (!r->failed && p->be->finish != NULL &&
+		if (!r->failed && !drop && p->be->finish != NULL &&
 		    (rc = p->be->finish(p->be_state, &r->buf)) != 0) {
 			r->failed = true;
 			backend_failed(p, "finish", rc, now_ns);
@@ -509,6 +535,10 @@ publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 	}
 	if (r->has_buf && r->failed) {
 		p->c.batches_backend_error++;
+		p->owner.put(p->owner.ctx, &r->buf);
+	} else if (r->has_buf && drop) {
+		p->c.batches_incomplete++;
+		p->c.incomplete += r->received;
 		p->owner.put(p->owner.ctx, &r->buf);
 	} else if (r->has_buf) {
 		memset(&d, 0, sizeof(d));
@@ -890,6 +920,8 @@ struct reorder_tune {
 	uint32_t window;		/* after the cap */
 	bool has_resync_after;
 	uint32_t resync_after_us;
+	bool has_missing;
+	enum cfg_missing missing_action;
 	uint32_t ring_mask;
 	struct rbatch *ring;		/* the new ring; after apply, the old */
 };
@@ -928,6 +960,13 @@ reorder_tune_set_resync_after(struct reorder_tune *t, uint32_t resync_after_us)
 	t->resync_after_us = resync_after_us;
 }
 
+void
+reorder_tune_set_missing(struct reorder_tune *t, enum cfg_missing missing_action)
+{
+	t->has_missing = true;
+	t->missing_action = missing_action;
+}
+
 uint32_t
 reorder_tune_window(const struct reorder_tune *t)
 {
@@ -950,6 +989,8 @@ reorder_tune_apply(struct reorder_plan *p, struct reorder_tune *t,
 		p->cfg.resync_after_us = t->resync_after_us;
 		p->resync_after_ns = (uint64_t)t->resync_after_us * 1000;
 	}
+	if (t->has_missing)
+		p->cfg.missing_action = t->missing_action;
 	/* A smaller window: the open batches must lie in [base, base + W).
 	 * Slide as a packet of the newest open batch would. */
 	if (t->window < p->g.window && p->nopen > 0) {

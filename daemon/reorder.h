@@ -24,7 +24,10 @@
  * succeeded); backend_error those whose write failed, and every
  * later packet of a batch that failed. A failed batch is never published:
  * its buffer goes back to the owner and it counts once in
- * batches_backend_error. */
+ * batches_backend_error. With missing_action drop a batch that did not
+ * complete is not published either: it counts once in batches_incomplete
+ * and its packets, placed already, in incomplete, so incomplete <=
+ * placed (a part of placed, not a term beside it: reorder.c's top). */
 struct reorder_counters {
 	uint64_t packets_in;
 	uint64_t placed;
@@ -40,10 +43,12 @@ struct reorder_counters {
 	uint64_t missing_slots;
 	uint64_t backend_error;
 	uint64_t batches_backend_error;
+	uint64_t incomplete;
+	uint64_t batches_incomplete;
 };
 
 /* Names of the counters in struct order, for stats output. */
-#define REORDER_NCOUNTERS 14
+#define REORDER_NCOUNTERS 16
 
 /* A resync by volume needs this many consecutive late packets at least
  * (packets_per_batch of them, or this many when a batch is smaller). */
@@ -223,6 +228,11 @@ void reorder_tune_free(struct reorder_tune *t);
  * the plan keeps the one it has. Main thread, before the tune is posted. */
 void reorder_tune_set_resync_after(struct reorder_tune *t,
 				   uint32_t resync_after_us);
+/* Also set missing_action; without this call the plan keeps the one it
+ * has. Batches already open are finished by the new one. Main thread,
+ * before the tune is posted. */
+void reorder_tune_set_missing(struct reorder_tune *t,
+			      enum cfg_missing missing_action);
 /* The window t sets (after the cap). */
 uint32_t reorder_tune_window(const struct reorder_tune *t);
 

@@ -50,6 +50,9 @@ static const struct {
 	    "missed (DPDK imissed)" },
 	[DAQIRI_DROP_TRUNCATED] = { "truncated", DAQIRI_DROP_AT_ENGINE,
 	    "a datagram longer than a receive buffer" },
+	[DAQIRI_DROP_INCOMPLETE] = { "incomplete", DAQIRI_DROP_AT_TENSOR,
+	    "a packet placed in a batch that did not complete, dropped whole "
+	    "with missing_action drop (counted in placed too)" },
 };
 _Static_assert(sizeof(drops) / sizeof(drops[0]) == DAQIRI_DROP_MAX,
     "one entry per drop reason");
@@ -355,7 +358,8 @@ static const struct family families[] = {
 	    { "reorder", "batches_timeout", "outcome", "timeout" },
 	    { "reorder", "batches_evicted", "outcome", "evicted" },
 	    { "reorder", "batches_no_buffer", "outcome", "no_buffer" },
-	    { "reorder", "batches_backend_error", "outcome", "backend_error" } } },
+	    { "reorder", "batches_backend_error", "outcome", "backend_error" },
+	    { "reorder", "batches_incomplete", "outcome", "incomplete" } } },
 	{ "daqiri_stream_bursts_total", true, AT_STREAM,
 	  "Raw bursts published, by why",
 	  { { "raw", "bursts_full", "outcome", "full" },
@@ -554,7 +558,8 @@ emit_drops(struct mbuf *b, const cJSON *stats)
 		for (int r = 0; r < DAQIRI_DROP_MAX; r++) {
 			double v;
 
-			if (drops[r].scope != DAQIRI_DROP_AT_STREAM)
+			if (drops[r].scope != DAQIRI_DROP_AT_STREAM &&
+			    drops[r].scope != DAQIRI_DROP_AT_TENSOR)
 				continue;
 			v = num(c, drops[r].name, &ok);
 			if (!ok)
@@ -572,7 +577,8 @@ emit_drops(struct mbuf *b, const cJSON *stats)
 			for (int r = 0; r < DAQIRI_DROP_MAX; r++) {
 				double v;
 
-				if (drops[r].scope == DAQIRI_DROP_AT_STREAM)
+				if (drops[r].scope == DAQIRI_DROP_AT_STREAM ||
+				    drops[r].scope == DAQIRI_DROP_AT_TENSOR)
 					continue;
 				v = num(q, drops[r].name, &ok);
 				if (!ok)

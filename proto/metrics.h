@@ -32,6 +32,8 @@ enum daqiri_drop {
 	DAQIRI_DROP_MISROUTED,		/* queue: stream of another worker */
 	DAQIRI_DROP_KERNEL,		/* engine: before daqirid read it */
 	DAQIRI_DROP_TRUNCATED,		/* engine: datagram over a buffer */
+	DAQIRI_DROP_INCOMPLETE,		/* reorder: placed, batch incomplete and
+					 * missing_action drop */
 	DAQIRI_DROP_MAX
 };
 
@@ -44,6 +46,10 @@ enum daqiri_drop_scope {
 	DAQIRI_DROP_AT_QUEUE,
 	/* a queue's object, counted before rx_packets (never received) */
 	DAQIRI_DROP_AT_ENGINE,
+	/* a stream's "reorder" object, of packets placed and then dropped
+	 * with their tensor: a part of placed, not a term beside it
+	 * (packets in published tensors = placed - these - open ones) */
+	DAQIRI_DROP_AT_TENSOR,
 	DAQIRI_DROP_SCOPE_MAX
 };
 

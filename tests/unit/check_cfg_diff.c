@@ -219,6 +219,25 @@ START_TEST(test_live_fill)
 }
 END_TEST
 
+START_TEST(test_live_missing_action)
+{
+	edit("fill: zero\n", "fill: zero\n          missing_action: drop\n");
+	parse_both();
+	expect_one(true, "missing_action: passthrough -> drop",
+	    after("missing_action: "));
+}
+END_TEST
+
+/* cyclic_sequence changes nothing in daqiri: live, and says so. */
+START_TEST(test_live_cyclic_sequence)
+{
+	edit("fill: zero\n", "fill: zero\n          cyclic_sequence: true\n");
+	parse_both();
+	expect_one(true, "cyclic_sequence: false -> true (no effect in daqiri)",
+	    after("cyclic_sequence: "));
+}
+END_TEST
+
 START_TEST(test_live_window)
 {
 	edit("window: 4", "window: 2");
@@ -533,6 +552,8 @@ diff_suite(void)
 	tcase_add_test(tc, test_live_log_level);
 	tcase_add_test(tc, test_live_timeout);
 	tcase_add_test(tc, test_live_fill);
+	tcase_add_test(tc, test_live_missing_action);
+	tcase_add_test(tc, test_live_cyclic_sequence);
 	tcase_add_test(tc, test_live_resync_after);
 	tcase_add_test(tc, test_live_window);
 	tcase_add_test(tc, test_live_window_default);

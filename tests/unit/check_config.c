@@ -162,6 +162,11 @@ struct rule_case {
 	const char *to2;
 };
 
+/* The one error of a file whose only interface, sensor0, is RDMA. */
+#define RDMA_SENSOR0 "not supported by daqiri: RDMA: interface 'sensor0' " \
+	"is not read (daqiri receives and sends UDP, through the socket or " \
+	"the DPDK engine)"
+
 static const struct rule_case rules[] = {
 	/* unknown and duplicate keys, YAML shape */
 	{ "unknown key, suggestion", SOCK, "          batch_size: 64",
@@ -322,13 +327,22 @@ static const struct rule_case rules[] = {
 	{ "socket_config on raw", RAW, "      address: net_pcap0\n",
 	  "      address: net_pcap0\n      @socket_config: {mode: server}\n",
 	  E, "socket_config: only for stream_type socket", NULL, NULL },
+	/* RDMA: one error at the first sign, nothing of the interface read
+	 * (its client needs no remote_addr, its queues name no regions) */
 	{ "roce_config", SOCK, "      rx:\n",
 	  "      @roce_config: {transport_mode: RC}\n      rx:\n", E,
-	  "roce_config: RoCE is not supported by daqiri", NULL, NULL },
+	  RDMA_SENSOR0, NULL, NULL },
 	{ "roce endpoint", SOCK, "local_addr: udp://127.0.0.1:5005",
-	  "local_addr: @roce://127.0.0.1:5005", E,
-	  "local_addr: RoCE endpoints (roce://) are not supported by "
-	  "daqiri", NULL, NULL },
+	  "local_addr: @roce://127.0.0.1:5005", E, RDMA_SENSOR0, NULL, NULL },
+	{ "roce client without remote_addr", SOCK,
+	  "        mode: server\n        local_addr: udp://127.0.0.1:5005\n",
+	  "        mode: client\n        local_addr: @roce://127.0.0.1\n", E,
+	  RDMA_SENSOR0, NULL, NULL },
+	{ "roce_config before the endpoint", SOCK,
+	  "      socket_config:\n",
+	  "      @rdma_config: {}\n      socket_config:\n", E,
+	  RDMA_SENSOR0, "local_addr: udp://127.0.0.1:5005",
+	  "local_addr: roce://127.0.0.1:5005" },
 	{ "endpoint scheme", SOCK, "local_addr: udp://127.0.0.1:5005",
 	  "local_addr: @udq://127.0.0.1:5005", E,
 	  "local_addr: unknown scheme 'udq' (valid: udp, tcp)", NULL, NULL },
@@ -717,6 +731,27 @@ static const struct rule_case rules[] = {
 	{ "window 65", SOCK, "output_type: fp16}\n",
 	  "output_type: fp16}\n          window: @65\n", E,
 	  "window: must be between 1 and 64, got 65", NULL, NULL },
+	/* the reference's newest reorder keys */
+	{ "reorder_engine hw", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          reorder_engine: @hw\n", E,
+	  "reorder_engine: not supported by daqiri: NIC hardware reorder "
+	  "(daqiri places every payload in software, on the CPU or with its "
+	  "GPU kernel; use sw)", NULL, NULL },
+	{ "reorder_engine unknown", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          reorder_engine: @nic\n", E,
+	  "reorder_engine: unknown value 'nic' (valid: sw, hw)", NULL, NULL },
+	{ "missing_action unknown", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          missing_action: @skip\n", E,
+	  "missing_action: unknown value 'skip' (valid: passthrough, "
+	  "drop)", NULL, NULL },
+	{ "cyclic_sequence not a boolean", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          cyclic_sequence: @yes\n", E,
+	  "cyclic_sequence: expected true or false, got 'yes'", NULL, NULL },
+	{ "fill with missing_action drop", SOCK, "output_type: fp16}\n",
+	  "output_type: fp16}\n          @fill: nan\n"
+	  "          missing_action: drop\n", W,
+	  "fill: has no effect with missing_action drop (no tensor with a "
+	  "missing slot is published)", NULL, NULL },
 	{ "window capped", RAW, "          window: 2\n",
 	  "          @window: 4\n", W,
 	  "window: 4 capped to 2: the batch-id space has only 4 ids", NULL, NULL },
@@ -1269,6 +1304,8 @@ START_TEST(test_defaults_and_geometry)
 	ck_assert_int_eq(r->fill, DAQIRI_FILL_ZERO);
 	ck_assert_uint_eq(r->timeout_us, CFG_REORDER_TIMEOUT_US_DEFAULT);
 	ck_assert_int_eq(r->endianness, CFG_ENDIAN_HOST);
+	ck_assert_int_eq(r->missing_action, CFG_MISSING_PASSTHROUGH);
+	ck_assert(!r->cyclic_sequence);
 
 	/* REFERENCE.md: seq {128,10} batch {144,2} -> ppb 256; int4 -> fp32
 	 * at offset 64 of 2048-byte frames: 1984 bytes in, 15872 a slot */

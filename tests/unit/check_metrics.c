@@ -48,7 +48,9 @@ START_TEST(test_drop_table)
 		if (not_a_drop(n))
 			continue;
 		ck_assert_msg(r >= 0, "reorder counter %s is no drop reason", n);
-		ck_assert_int_eq(daqiri_drop_scope(r), DAQIRI_DROP_AT_STREAM);
+		/* incomplete: packets placed, then dropped with their batch */
+		ck_assert_int_eq(daqiri_drop_scope(r), strcmp(n, "incomplete")
+		    == 0 ? DAQIRI_DROP_AT_TENSOR : DAQIRI_DROP_AT_STREAM);
 	}
 	for (int i = 0; i < RAW_NCOUNTERS; i++) {
 		const char *n = raw_counter_names[i];
@@ -98,7 +100,8 @@ static const char stats_json[] =
 	"\"streams\":[{\"name\":\"if0/t\",\"kind\":\"reorder\","
 	"\"reorder\":{\"packets_in\":100,\"placed\":90,\"duplicate\":3,"
 	"\"late\":2,\"malformed\":1,\"no_buffer\":4,\"backend_error\":0,"
-	"\"batches_complete\":2,\"resync\":0},"
+	"\"batches_complete\":2,\"resync\":0,\"incomplete\":5,"
+	"\"batches_incomplete\":1},"
 	"\"handoff\":{\"published\":2,\"free_bufs\":7},"
 	"\"assembly_ns\":{\"le_ns\":[1000,2500,1000000000],"
 	"\"buckets\":[1,2,3,4],\"count\":10,\"sum_ns\":1500000000},"
@@ -196,6 +199,11 @@ START_TEST(test_drops_rendered)
 	    "queue=\"t0\",consumer=\"42\",tx=\"1\",reason=\"too_big\"} 1");
 	has_line(t, "daqiri_tx_channel_bytes_total{interface=\"if1\","
 	    "queue=\"t0\",consumer=\"44\",tx=\"3\"} 7");
+	/* incomplete: packets placed, then dropped with their batch */
+	has_line(t, "daqiri_packets_dropped_total{interface=\"if0\","
+	    "stream=\"if0/t\",reason=\"incomplete\"} 5");
+	has_line(t, "daqiri_stream_batches_total{interface=\"if0\","
+	    "stream=\"if0/t\",outcome=\"incomplete\"} 1");
 	/* a reason a stream does not count is left out, not made 0 */
 	ck_assert_ptr_null(strstr(t, "stream=\"if0/q0\",reason=\"late\""));
 	free(t);

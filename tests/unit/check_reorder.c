@@ -530,7 +530,7 @@ START_TEST(test_counter_names)
 		"no_buffer", "batches_complete", "batches_timeout",
 		"batches_evicted", "batches_no_buffer", "resync",
 		"missing_slots", "backend_error",
-		"batches_backend_error",
+		"batches_backend_error", "incomplete", "batches_incomplete",
 	};
 	int i;
 
@@ -1368,6 +1368,173 @@ START_TEST(test_backend_commit_error_fails_batches_of_burst)
 }
 END_TEST
 
+/* missing_action drop: only complete tensors are published. A batch
+ * that did not complete -- its deadline passed, a slide or a flush
+ * pushed it out -- goes back to the pool unfilled, counts once in
+ * batches_incomplete and its packets in incomplete (which stay in
+ * placed); published tensors keep a gapless seq, the dropped batches
+ * show as gaps in batch_id. */
+START_TEST(test_missing_drop_publishes_only_complete)
+{
+	struct cfg_reorder r = simple_cfg(4, 16, 2, 100);	/* 100 us */
+	struct harness *h = malloc(sizeof(*h));
+	uint64_t in_tensors = 0;
+	size_t i;
+
+	r.missing_action = CFG_MISSING_DROP;
+	h_init(h, &r, 4);
+	h->tp.release_at_publish = false;
+	/* batch 0: two of four slots, then its deadline */
+	h_send(h, 0, 0, 1000);
+	h_send(h, 1, 1, 1000);
+	ck_assert_int_eq(h->tp.state[0], B_LENT);
+	reorder_poll(h->p, 1000 + 100000);
+	check_invariant(C(h));
+	ck_assert_uint_eq(h->tp.nlog, 0);
+	ck_assert_int_eq(h->tp.state[0], B_FREE);	/* back, unpublished */
+	ck_assert_uint_eq(C(h)->batches_incomplete, 1);
+	ck_assert_uint_eq(C(h)->incomplete, 2);
+	ck_assert_uint_eq(C(h)->placed, 2);
+	ck_assert_uint_eq(C(h)->batches_timeout, 0);
+	ck_assert_uint_eq(C(h)->missing_slots, 0);
+	/* batch 1 complete: published first, seq 0 */
+	h_batch(h, 1, 200000);
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	ck_assert_uint_eq(h->tp.log[0].d.seq, 0);
+	ck_assert_uint_eq(h->tp.log[0].d.batch_id, 1);
+	ck_assert_uint_eq(h->tp.log[0].d.flags, DAQIRI_TENSOR_COMPLETE);
+	/* a slide pushes partial batch 2 out: dropped, not EVICTED */
+	h_send(h, 8, 8, 200001);	/* batch 2, one slot */
+	h_send(h, 12, 12, 200002);	/* batch 3, one slot */
+	h_send(h, 16, 16, 200003);	/* batch 4: 2 ahead of base 2 */
+	check_invariant(C(h));
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	ck_assert_uint_eq(C(h)->batches_incomplete, 2);
+	ck_assert_uint_eq(C(h)->incomplete, 3);
+	ck_assert_uint_eq(C(h)->batches_evicted, 0);
+	/* batch 3 completes: seq 1, no gap in seq */
+	h_send(h, 13, 13, 200004);
+	h_send(h, 14, 14, 200004);
+	h_send(h, 15, 15, 200004);
+	ck_assert_uint_eq(h->tp.nlog, 2);
+	ck_assert_uint_eq(h->tp.log[1].d.seq, 1);
+	ck_assert_uint_eq(h->tp.log[1].d.batch_id, 3);
+	ck_assert_uint_eq(h->tp.log[1].d.flags, DAQIRI_TENSOR_COMPLETE);
+	/* a flush drops partial batch 4 too */
+	reorder_flush(h->p, 200005);
+	check_invariant(C(h));
+	ck_assert_uint_eq(h->tp.nlog, 2);
+	ck_assert_uint_eq(C(h)->batches_incomplete, 3);
+	ck_assert_uint_eq(C(h)->incomplete, 4);
+	ck_assert_uint_eq(C(h)->batches_complete, 2);
+	/* every buffer not held by the consumer is free again */
+	for (i = 0; i < 4; i++)
+		ck_assert_int_ne(h->tp.state[i], B_LENT);
+	/* placed = packets in published tensors + incomplete */
+	for (i = 0; i < h->tp.nlog; i++) {
+		in_tensors += h->tp.log[i].d.packets_received;
+		ck_assert_uint_eq(h->tp.log[i].d.packets_received, 4);
+	}
+	ck_assert_uint_eq(C(h)->placed, in_tensors + C(h)->incomplete);
+	ck_assert_uint_eq(C(h)->packets_in, 12);
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
+/* A dropped batch takes no seq and no RESYNC mark: the first tensor
+ * published after a resync carries it. */
+START_TEST(test_missing_drop_keeps_resync_mark)
+{
+	struct cfg_reorder r = simple_cfg(2, 16, 2, 0);
+	struct harness *h = malloc(sizeof(*h));
+
+	r.missing_action = CFG_MISSING_DROP;
+	h_init(h, &r, 4);
+	h_batch(h, 100, 1);		/* seq 0 */
+	h_send(h, 202, 202, 2);		/* batch 101 partial */
+	h_send(h, 0, 0, 3);		/* restart: 101 dropped, 0 opens */
+	ck_assert_uint_eq(C(h)->resync, 1);
+	ck_assert_uint_eq(C(h)->batches_incomplete, 1);
+	h_send(h, 4, 4, 4);		/* batch 2: slides 0 out, dropped */
+	ck_assert_uint_eq(C(h)->batches_incomplete, 2);
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	h_send(h, 5, 5, 5);		/* batch 2 complete */
+	ck_assert_uint_eq(h->tp.nlog, 2);
+	ck_assert_uint_eq(h->tp.log[1].d.seq, 1);
+	ck_assert_uint_eq(h->tp.log[1].d.batch_id, 2);
+	ck_assert_uint_eq(h->tp.log[1].d.flags,
+	    DAQIRI_TENSOR_COMPLETE | DAQIRI_TENSOR_RESYNC);
+	ck_assert_uint_eq(C(h)->incomplete, 2);
+	ck_assert_uint_eq(C(h)->placed, 6);
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
+/* A batch that failed in the backend is counted there, not as
+ * incomplete, whatever missing_action says. */
+START_TEST(test_missing_drop_backend_error_first)
+{
+	struct cfg_reorder r = simple_cfg(4, 16, 4, 100);
+	struct harness *h = malloc(sizeof(*h));
+
+	r.missing_action = CFG_MISSING_DROP;
+	h_init_failing(h, &r, 2);
+	h_send(h, 0, 0, 1000);
+	fb.fail_commits = 1;
+	h_send(h, 1, 1, 1000);		/* its commit fails the batch */
+	reorder_poll(h->p, 1000 + 100000);
+	check_invariant(C(h));
+	ck_assert_uint_eq(C(h)->batches_backend_error, 1);
+	ck_assert_uint_eq(C(h)->batches_incomplete, 0);
+	ck_assert_uint_eq(C(h)->incomplete, 0);
+	ck_assert_int_eq(fb.fills, 0);	/* nothing filled for a drop */
+	ck_assert_uint_eq(h->tp.nlog, 0);
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
+/* missing_action changes live: a batch open at the reload is finished
+ * by the new one. */
+START_TEST(test_missing_retune_live)
+{
+	struct cfg_reorder r = simple_cfg(4, 16, 4, 100);
+	struct harness *h = malloc(sizeof(*h));
+	struct reorder_tune *t;
+
+	h_init(h, &r, 4);
+	h_send(h, 0, 0, 1000);
+	t = reorder_tune_prepare(h->p, 100, DAQIRI_FILL_ZERO, 4);
+	ck_assert_ptr_nonnull(t);
+	reorder_tune_set_missing(t, CFG_MISSING_DROP);
+	reorder_tune_apply(h->p, t, 1001);
+	reorder_tune_free(t);
+	ck_assert_int_eq(reorder_config(h->p)->missing_action,
+	    CFG_MISSING_DROP);
+	reorder_poll(h->p, 1000 + 100000);
+	ck_assert_uint_eq(h->tp.nlog, 0);
+	ck_assert_uint_eq(C(h)->batches_incomplete, 1);
+	/* and back: partial batches are published with their gaps again */
+	t = reorder_tune_prepare(h->p, 100, DAQIRI_FILL_ZERO, 4);
+	ck_assert_ptr_nonnull(t);
+	reorder_tune_set_missing(t, CFG_MISSING_PASSTHROUGH);
+	reorder_tune_apply(h->p, t, 200000);
+	reorder_tune_free(t);
+	h_send(h, 4, 4, 200000);
+	reorder_poll(h->p, 200000 + 100000);
+	ck_assert_uint_eq(h->tp.nlog, 1);
+	ck_assert_uint_eq(h->tp.log[0].d.seq, 0);
+	ck_assert_uint_eq(h->tp.log[0].d.flags,
+	    DAQIRI_TENSOR_TIMEOUT | DAQIRI_TENSOR_HAS_GAPS);
+	ck_assert_uint_eq(C(h)->batches_timeout, 1);
+	check_invariant(C(h));
+	h_fini(h);
+	free(h);
+}
+END_TEST
+
 /* A partial batch whose fill cannot be committed, and a batch whose
  * finish() fails, are dropped too; missing_slots and the timeout count
  * only what was published. */
@@ -1665,6 +1832,7 @@ struct model {
 	enum daqiri_dtype in, out;
 	enum cfg_endian en;
 	enum daqiri_fill fill;
+	bool drop;			/* missing_action drop */
 	const struct cfg_reorder *cfg;
 	/* state */
 	bool started;
@@ -1726,6 +1894,13 @@ m_publish(struct model *m, int i, uint32_t cause, uint64_t now)
 	m->base = (b.id + 1) % m->S;
 	if (b.nobuf)
 		return;
+	if (m->drop && b.received != m->ppb) {
+		/* back to the pool unpublished; its packets were placed */
+		m->c.batches_incomplete++;
+		m->c.incomplete += b.received;
+		m->bstate[b.buf] = B_FREE;
+		return;
+	}
 	if (m->npubs == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 64;
 		m->pubs = realloc(m->pubs, m->cap * sizeof(*m->pubs));
@@ -1971,6 +2146,10 @@ random_config(struct pstream *ps, struct rng *g)
 	}
 	r->window = 1 + rndn(g, 6);
 	r->fill = rndn(g, 3);
+	/* a quarter of the streams drop incomplete batches (from the seed,
+	 * so every other choice stays what it was) */
+	r->missing_action = ps->seed % 4 == 3 ? CFG_MISSING_DROP :
+	    CFG_MISSING_PASSTHROUGH;
 	r->timeout_us = timeouts[rndn(g, 5)];
 	ps->hold_max = (int)rndn(g, 3);
 	ps->calm = chance(g, 300);
@@ -2186,14 +2365,16 @@ run_stream(uint64_t seed)
 	if (getenv("REORDER_VERBOSE") != NULL)
 		fprintf(stderr, "seed %llu: method %d seq %u/%u batch %u/%u "
 		    "ppb %u off %u in %d out %d bytes %u slot %llu W %u "
-		    "fill %d timeout %u bufs %d hold %d frames %d\n",
+		    "fill %d missing %d timeout %u bufs %d hold %d "
+		    "frames %d\n",
 		    (unsigned long long)seed, ps.cfg.method,
 		    ps.cfg.seq.bit_offset, ps.sbits, ps.cfg.batch.bit_offset,
 		    ps.bbits, ps.ppb, ps.cfg.payload_byte_offset,
 		    ps.cfg.input_type, ps.cfg.output_type,
 		    ps.cfg.payload_bytes,
 		    (unsigned long long)ps.cfg.slot_bytes, ps.cfg.window,
-		    ps.cfg.fill, ps.cfg.timeout_us, ps.nbufs, ps.hold_max,
+		    ps.cfg.fill, ps.cfg.missing_action, ps.cfg.timeout_us,
+		    ps.nbufs, ps.hold_max,
 		    ps.nfr);
 	if (p == NULL)
 		ck_abort_msg("seed %llu: reorder_create: %s",
@@ -2216,6 +2397,7 @@ run_stream(uint64_t seed)
 	m->out = ps.cfg.has_data_types ? ps.cfg.output_type : DAQIRI_DTYPE_RAW;
 	m->en = ps.cfg.endianness;
 	m->fill = ps.cfg.fill;
+	m->drop = ps.cfg.missing_action == CFG_MISSING_DROP;
 	m->nbufs = ps.nbufs;
 	for (i = 0; i < ps.nbufs; i++)
 		memset(m->bdata[i], GUARD_BYTE, sizeof(m->bdata[i]));
@@ -2391,6 +2573,10 @@ reorder_suite(void)
 	tcase_add_test(tc, test_backend_fill_and_finish_errors);
 	tcase_add_test(tc, test_batch_id_wrap);
 	tcase_add_test(tc, test_no_buffer_batch_keeps_its_place);
+	tcase_add_test(tc, test_missing_drop_publishes_only_complete);
+	tcase_add_test(tc, test_missing_drop_keeps_resync_mark);
+	tcase_add_test(tc, test_missing_drop_backend_error_first);
+	tcase_add_test(tc, test_missing_retune_live);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("regressions");
