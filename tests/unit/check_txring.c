@@ -434,6 +434,33 @@ START_TEST(test_create_sealed)
 }
 END_TEST
 
+/* A device pool's channel: the ring alone (the pool is the caller's
+ * cudaMalloc), its header naming the same pool_bytes; a half-given pool
+ * is refused. */
+START_TEST(test_create_ring_only)
+{
+	struct daqiri_txring r, c;
+	const void *pool;
+	void *ring;
+	size_t rlen, plen;
+	int rfd, pfd;
+
+	ck_assert_int_eq(daqiri_txring_create(&r, 3, BSZ, &rfd, &ring, &rlen,
+	    &pfd, NULL, &plen), -EINVAL);
+	ck_assert_int_eq(daqiri_txring_create(&r, 3, BSZ, &rfd, &ring, &rlen,
+	    NULL, &pool, NULL), -EINVAL);
+	ck_assert_int_eq(daqiri_txring_create(&r, 3, BSZ, &rfd, &ring, &rlen,
+	    NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(rlen, daqiri_txring_size(4));
+	ck_assert_int_eq(daqiri_txring_attach(&c, ring, rlen), 0);
+	ck_assert_uint_eq(c.shm->pool_bytes, 4096);
+	ck_assert_uint_eq(c.nbufs, 3);
+	ck_assert(fcntl(rfd, F_GET_SEALS) & F_SEAL_SHRINK);
+	munmap(ring, rlen);
+	close(rfd);
+}
+END_TEST
+
 /* ---- the client's TX channels against a fake daemon */
 
 #define FQ		"sim/tx0"
@@ -541,6 +568,8 @@ fake_tx_open(void *ctx, const struct daqiri_tx_req *req,
 	    &info->pool_bytes);
 	info->ring_depth = daqiri_txring_depth(nb);
 	info->ring_bytes = daqiri_txring_size(info->ring_depth);
+	info->mem_kind = DAQIRI_MEM_HOST;
+	info->device = -1;
 	info->nfds = 3;
 	info->fds[0] = DAQIRI_FD_TX_RING;
 	info->fds[1] = DAQIRI_FD_TX_POOL;
@@ -1207,6 +1236,7 @@ txring_suite(void)
 	tcase_add_test(tc, test_hostile_positions);
 	tcase_add_test(tc, test_doorbells);
 	tcase_add_test(tc, test_create_sealed);
+	tcase_add_test(tc, test_create_ring_only);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tcc, 60);
 	client_tests(tcc);
