@@ -113,6 +113,7 @@ struct daqiri_tx {
 					 * device pool's IPC-opened address */
 	size_t pool_len;
 	bool pool_dev;			/* pool is cudaIpcOpenMemHandle()'s */
+	bool host_only;			/* DAQIRI_TX_HOST_ONLY */
 	uint8_t *state;			/* nbufs x enum client_txbuf */
 	uint32_t *free;			/* stack of free buffer indices */
 	uint32_t nfree;

@@ -84,6 +84,12 @@ ring_matches(const struct daqiri_tx *t)
 static int
 tx_open_device(struct daqiri_tx *t, int fd)
 {
+	if (t->host_only) {
+		snprintf(t->d->err, sizeof(t->d->err), "tx queue '%s' is in "
+		    "device memory (GPU %d), and this caller takes host pools "
+		    "only", t->info.queue, t->info.device);
+		return -ENOTSUP;
+	}
 #ifdef DAQIRI_HAVE_CUDA
 	cudaIpcMemHandle_t mh;
 	struct stat st;
@@ -279,6 +285,13 @@ daqiri_tx_open(struct daqiri *d, const char *queue,
 		    sizeof(opts->nbufs))
 			return -EINVAL;
 		req.nbufs = opts->nbufs;
+		if (opts->size >= offsetof(struct daqiri_tx_opts, flags) +
+		    sizeof(opts->flags) && (opts->flags &
+		    ~DAQIRI_TX_HOST_ONLY) != 0) {
+			snprintf(d->err, sizeof(d->err), "TX flags 0x%x: "
+			    "unknown", opts->flags);
+			return -EINVAL;
+		}
 	}
 	if (queue[0] == '\0' || strlen(queue) >= sizeof(req.queue)) {
 		snprintf(d->err, sizeof(d->err), "TX queue name '%s': empty or "
@@ -298,6 +311,9 @@ daqiri_tx_open(struct daqiri *d, const char *queue,
 		return -ENOMEM;
 	t->wake_fd = -1;
 	t->d = d;
+	t->host_only = opts != NULL && opts->size >=
+	    offsetof(struct daqiri_tx_opts, flags) + sizeof(opts->flags) &&
+	    (opts->flags & DAQIRI_TX_HOST_ONLY) != 0;
 	t->next = d->txs;
 	d->txs = t;
 	r = tx_open(t, &req);

@@ -248,6 +248,12 @@ int daqiri_unsubscribe(struct daqiri_sub *sub);
  */
 struct daqiri_tx;		/* one TX channel on a connection */
 
+/* daqiri_tx_opts.flags. */
+#define DAQIRI_TX_HOST_ONLY	0x1u	/* refuse a device pool (-ENOTSUP)
+					 * without touching CUDA: for a
+					 * caller that writes payloads with
+					 * the CPU */
+
 /* Options of daqiri_tx_open(); zero fields take the defaults. */
 struct daqiri_tx_opts {
 	size_t size;			/* sizeof(struct daqiri_tx_opts) */
@@ -255,6 +261,8 @@ struct daqiri_tx_opts {
 					 * default (DAQIRI_TX_NBUFS_DEFAULT,
 					 * at most the queue region's
 					 * num_bufs) */
+	/* Appended: a caller whose size ends before them gets none. */
+	uint32_t flags;			/* DAQIRI_TX_* */
 };
 
 /* A writable pool buffer: fill data[0 .. len) and send it. On a device
@@ -301,7 +309,8 @@ struct daqiri_tx_stats {
  * whose region is device memory has a device pool: opened here with
  * cudaIpcOpenMemHandle() on its GPU (made the calling thread's current
  * device), closed by daqiri_tx_close(); -ENODEV when CUDA cannot open
- * it, -ENOTSUP in a library built without CUDA. 0 and
+ * it, -ENOTSUP in a library built without CUDA or with
+ * DAQIRI_TX_HOST_ONLY. 0 and
  * *out, or -ENOENT (no such tx queue), -ENODEV (no such interface),
  * -EACCES (not root or the admin group), -EINVAL or -ERANGE (bad options, or nbufs over what the queue
  * allows), -ENOMEM (out of resources, or the queue has all the channels

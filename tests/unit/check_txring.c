@@ -834,6 +834,12 @@ START_TEST(test_tx_open_errors)
 	ck_assert_int_eq(daqiri_tx_open(d, FQ, &o, &t), -EINVAL);
 	o.size = 1;
 	ck_assert_int_eq(daqiri_tx_open(d, FQ, &o, &t), -EINVAL);
+	o.size = sizeof(o);
+	o.nbufs = 0;
+	o.flags = 0x2;
+	ck_assert_int_eq(daqiri_tx_open(d, FQ, &o, &t), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "flags 0x2"));
+	o.flags = DAQIRI_TX_HOST_ONLY;
 	ck_assert_int_eq(daqiri_tx_open(NULL, FQ, NULL, &t), -EINVAL);
 	ck_assert_int_eq(daqiri_tx_open(d, NULL, NULL, &t), -EINVAL);
 	ck_assert_int_eq(daqiri_tx_open(d, FQ, NULL, NULL), -EINVAL);
@@ -855,6 +861,8 @@ START_TEST(test_tx_open_errors)
 	ck_assert_str_eq(st.queue, FQ);
 	ck_assert_uint_eq(st.nbufs, 4);
 	ck_assert_uint_eq(st.buf_size, F_BSZ);
+	/* a host pool, which DAQIRI_TX_HOST_ONLY takes */
+	ck_assert_int_eq(st.device, -1);
 	ck_assert_uint_eq(st.free, 4);
 	ck_assert_uint_eq(st.sent + st.failed + st.ring_full, 0);
 	ck_assert_int_ge(daqiri_tx_fd(t), 0);
