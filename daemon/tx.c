@@ -1098,7 +1098,9 @@ pool_ipc_file(void *dev, int *out)
 }
 
 /* c's device pool of pool_bytes on the queue's GPU and its ipc fd. 0, or
- * a negative errno with err. */
+ * a negative errno with err: -ENOMEM (the GPU's memory or the memfd ran
+ * out), else -EIO (CUDA failed: never -ENODEV, which the consumer would
+ * read as "no such interface"). */
 static int
 pool_device(struct tx_worker *w, struct tx_chan *c, uint64_t pool_bytes,
 	    int *pool_fd, char *err, size_t errlen)
@@ -1111,7 +1113,7 @@ pool_device(struct tx_worker *w, struct tx_chan *c, uint64_t pool_bytes,
 		    "bytes on GPU %d: %s", w->name,
 		    (unsigned long long)pool_bytes, w->q->gpu,
 		    gpu_last_error());
-		return rc;
+		return rc == -ENOMEM ? rc : -EIO;
 	}
 	c->pool_mem = dev;
 	c->pool_len = (size_t)pool_bytes;
@@ -1120,7 +1122,8 @@ pool_device(struct tx_worker *w, struct tx_chan *c, uint64_t pool_bytes,
 		snprintf(err, errlen, "tx queue '%s': the device pool's CUDA "
 		    "IPC handle: %s", w->name, rc == -EIO || rc == -ENODEV ||
 		    rc == -EINVAL ? gpu_last_error() : strerror(-rc));
-		return rc;
+		return rc == -ENOMEM || rc == -EMFILE || rc == -ENFILE ? rc :
+		    -EIO;
 	}
 	return 0;
 }

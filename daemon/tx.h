@@ -91,8 +91,8 @@ int tx_worker_core(const struct tx_worker *w);
  * engine's queue says device) and put the consumer's fds into fds[0..2]
  * (control takes them). 0, or a negative errno with err: -ENOSPC
  * (TX_MAX_CHANNELS open), -EINVAL (nbufs over what the queue allows),
- * -ENOMEM / -EMFILE, -ENODEV / -EIO (the device pool; err names CUDA's
- * reason).
+ * -ENOMEM / -EMFILE, -EIO (CUDA failed making the device pool; err
+ * names CUDA's reason).
  */
 int tx_channel_open(struct tx_worker *w, uint64_t conn_id, uint32_t tx_id,
 		    pid_t pid, uint32_t nbufs, struct daqiri_tx_info *info,
