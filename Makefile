@@ -316,7 +316,7 @@ system-asan:
 # The suites that use CUDA once more on the CUDA stand-in: unit-run ran
 # their no-device paths, here their GPU cases run (kernels as CPU bodies,
 # device memory the host cannot read, streams that run only when waited on).
-STANDIN_UNIT := check_reorder_cuda check_mem check_client
+STANDIN_UNIT := check_reorder_cuda check_mem check_client check_tx
 unit-standin: unit $(STANDIN)
 	@rc=0; for t in $(STANDIN_UNIT); do \
 	  echo "== $(BUILD)/tests/$$t on the CUDA stand-in"; \

@@ -109,8 +109,11 @@ struct daqiri_tx {
 	int wake_fd;			/* our end of the doorbell socketpair */
 	void *ring_map;
 	size_t ring_len;
-	uint8_t *pool;			/* read-write, ours alone to write */
+	uint8_t *pool;			/* read-write, ours alone to write; a
+					 * device pool's IPC-opened address */
 	size_t pool_len;
+	bool pool_dev;			/* pool is cudaIpcOpenMemHandle()'s */
+	bool host_only;			/* DAQIRI_TX_HOST_ONLY */
 	uint8_t *state;			/* nbufs x enum client_txbuf */
 	uint32_t *free;			/* stack of free buffer indices */
 	uint32_t nfree;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libdaqiri-client (daqiri_client.h), the TX channels: the tx_open
- * handshake (reply, then the fds tx_ring, tx_pool and wake), the checked
- * attach of the ring pair and the read-write pool, the free buffers, the
+ * handshake (reply, then the fds tx_ring, tx_pool and wake; ipc instead
+ * of tx_pool for a device pool), the checked attach of the ring pair and
+ * the read-write pool (or the device pool opened by CUDA IPC), the free
+ * buffers, the
  * submissions with their doorbell, the completions, and the waiting in
  * daqiri_tx_flush() / daqiri_tx_wait(), which watches the control socket
  * too so a dead daemon or a channel it ended ends the wait.
@@ -20,6 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifdef DAQIRI_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 #include "client_internal.h"
 
 void
@@ -35,7 +41,11 @@ client_tx_free(struct daqiri_tx *t)
 				*pp = t->next;
 				break;
 			}
-	if (t->pool != NULL)
+#ifdef DAQIRI_HAVE_CUDA
+	if (t->pool != NULL && t->pool_dev)
+		cudaIpcCloseMemHandle(t->pool);
+#endif
+	if (t->pool != NULL && !t->pool_dev)
 		munmap(t->pool, t->pool_len);
 	if (t->ring_map != NULL)
 		munmap(t->ring_map, t->ring_len);
@@ -65,6 +75,60 @@ ring_matches(const struct daqiri_tx *t)
 	return 0;
 }
 
+/*
+ * A device pool: fd is a sealed memfd of DAQIRI_TX_IPC_FILE_BYTES holding
+ * its cudaIpcMemHandle_t; open it on the channel's GPU. 0, -EPROTO (not
+ * such a file), -ENODEV (CUDA refused; the reason in d->err) or
+ * -ENOTSUP (built without CUDA).
+ */
+static int
+tx_open_device(struct daqiri_tx *t, int fd)
+{
+	if (t->host_only) {
+		snprintf(t->d->err, sizeof(t->d->err), "tx queue '%s' is in "
+		    "device memory (GPU %d), and this caller takes host pools "
+		    "only", t->info.queue, t->info.device);
+		return -ENOTSUP;
+	}
+#ifdef DAQIRI_HAVE_CUDA
+	cudaIpcMemHandle_t mh;
+	struct stat st;
+	void *p = NULL;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != DAQIRI_TX_IPC_FILE_BYTES || seals < 0 ||
+	    !(seals & F_SEAL_WRITE) ||
+	    pread(fd, &mh, sizeof(mh), 0) != (ssize_t)sizeof(mh)) {
+		client_set_err(t->d, "the TX channel's device pool handle is "
+		    "not a sealed file of one CUDA IPC memory handle");
+		return -EPROTO;
+	}
+	if (cudaSetDevice(t->info.device) != cudaSuccess) {
+		snprintf(t->d->err, sizeof(t->d->err), "CUDA: cannot use GPU "
+		    "%d for the TX channel's device pool: %s", t->info.device,
+		    cudaGetErrorString(cudaGetLastError()));
+		return -ENODEV;
+	}
+	if (cudaIpcOpenMemHandle(&p, mh, cudaIpcMemLazyEnablePeerAccess) !=
+	    cudaSuccess) {
+		snprintf(t->d->err, sizeof(t->d->err), "CUDA: cannot open the "
+		    "TX channel's device pool: %s",
+		    cudaGetErrorString(cudaGetLastError()));
+		return -ENODEV;
+	}
+	t->pool = p;
+	t->pool_len = (size_t)t->info.pool_bytes;
+	t->pool_dev = true;
+	return 0;
+#else
+	(void)fd;
+	client_set_err(t->d, "device TX channel: this libdaqiri-client was "
+	    "built without CUDA");
+	return -ENOTSUP;
+#endif
+}
+
 static int
 tx_receive_fds(struct daqiri_tx *t)
 {
@@ -91,7 +155,11 @@ tx_receive_fds(struct daqiri_tx *t)
 		what = "the TX channel's ring is not laid out as the daemon's "
 		    "reply describes, or has something in flight";
 	}
-	if (r == 0) {
+	if (r == 0 && in->mem_kind == DAQIRI_MEM_DEVICE) {
+		/* tx_open_device() sets its own reason */
+		r = tx_open_device(t, fds[1]);
+		what = NULL;
+	} else if (r == 0) {
 		t->pool_len = (size_t)in->pool_bytes;
 		r = client_map_fd(fds[1], t->pool_len, PROT_READ | PROT_WRITE,
 		    &p);
@@ -108,7 +176,7 @@ tx_receive_fds(struct daqiri_tx *t)
 		t->wake_fd = fds[2];
 		fds[2] = -1;
 	}
-	if (r == -EPROTO)
+	if (r == -EPROTO && what != NULL)
 		client_set_err(t->d, what);
 	for (i = 0; i < in->nfds; i++)
 		if (fds[i] >= 0)
@@ -217,6 +285,13 @@ daqiri_tx_open(struct daqiri *d, const char *queue,
 		    sizeof(opts->nbufs))
 			return -EINVAL;
 		req.nbufs = opts->nbufs;
+		if (opts->size >= offsetof(struct daqiri_tx_opts, flags) +
+		    sizeof(opts->flags) && (opts->flags &
+		    ~DAQIRI_TX_HOST_ONLY) != 0) {
+			snprintf(d->err, sizeof(d->err), "TX flags 0x%x: "
+			    "unknown", opts->flags);
+			return -EINVAL;
+		}
 	}
 	if (queue[0] == '\0' || strlen(queue) >= sizeof(req.queue)) {
 		snprintf(d->err, sizeof(d->err), "TX queue name '%s': empty or "
@@ -236,6 +311,9 @@ daqiri_tx_open(struct daqiri *d, const char *queue,
 		return -ENOMEM;
 	t->wake_fd = -1;
 	t->d = d;
+	t->host_only = opts != NULL && opts->size >=
+	    offsetof(struct daqiri_tx_opts, flags) + sizeof(opts->flags) &&
+	    (opts->flags & DAQIRI_TX_HOST_ONLY) != 0;
 	t->next = d->txs;
 	d->txs = t;
 	r = tx_open(t, &req);
@@ -535,6 +613,7 @@ daqiri_tx_stats(struct daqiri_tx *t, struct daqiri_tx_stats *out)
 	x.too_big = t->failed[DAQIRI_TX_TOO_BIG];
 	x.engine_error = t->failed[DAQIRI_TX_ENGINE_ERROR];
 	x.stopped = t->failed[DAQIRI_TX_CLOSED];
+	x.device = t->pool_dev ? t->info.device : -1;
 	memcpy(out, &x, out->size < sizeof(x) ? out->size : sizeof(x));
 	return 0;
 }

@@ -248,6 +248,12 @@ int daqiri_unsubscribe(struct daqiri_sub *sub);
  */
 struct daqiri_tx;		/* one TX channel on a connection */
 
+/* daqiri_tx_opts.flags. */
+#define DAQIRI_TX_HOST_ONLY	0x1u	/* refuse a device pool (-ENOTSUP)
+					 * without touching CUDA: for a
+					 * caller that writes payloads with
+					 * the CPU */
+
 /* Options of daqiri_tx_open(); zero fields take the defaults. */
 struct daqiri_tx_opts {
 	size_t size;			/* sizeof(struct daqiri_tx_opts) */
@@ -255,9 +261,14 @@ struct daqiri_tx_opts {
 					 * default (DAQIRI_TX_NBUFS_DEFAULT,
 					 * at most the queue region's
 					 * num_bufs) */
+	/* Appended: a caller whose size ends before them gets none. */
+	uint32_t flags;			/* DAQIRI_TX_* */
 };
 
-/* A writable pool buffer: fill data[0 .. len) and send it. */
+/* A writable pool buffer: fill data[0 .. len) and send it. On a device
+ * channel (daqiri_tx_stats() device >= 0) data is a device pointer on
+ * that GPU: write it with kernels or cudaMemcpy, and have every write
+ * finished before daqiri_tx_send() (see daqiri_tx_send()). */
 struct daqiri_tx_buf {
 	void *data;
 	uint32_t cap;			/* the channel's largest payload */
@@ -285,13 +296,21 @@ struct daqiri_tx_stats {
 	uint64_t engine_error;		/* failed: the engine refused it */
 	uint64_t stopped;		/* failed: the channel or queue
 					 * stopped before it went */
+	int32_t device;			/* GPU ordinal of a device pool (the
+					 * tx queue's region is device
+					 * memory), -1 for a host pool */
 };
 
 /*
  * Open a TX channel on queue ("<interface>/<tx queue>"). opts NULL =
  * defaults. Maps the channel's ring read-write and its pool read-write
  * after checking both against the reply (sealed memfds of the sizes it
- * names, a ring laid out as txring.h says, nothing in flight). 0 and
+ * names, a ring laid out as txring.h says, nothing in flight). A queue
+ * whose region is device memory has a device pool: opened here with
+ * cudaIpcOpenMemHandle() on its GPU (made the calling thread's current
+ * device), closed by daqiri_tx_close(); -ENODEV when CUDA cannot open
+ * it, -ENOTSUP in a library built without CUDA or with
+ * DAQIRI_TX_HOST_ONLY. 0 and
  * *out, or -ENOENT (no such tx queue), -ENODEV (no such interface),
  * -EACCES (not root or the admin group), -EINVAL or -ERANGE (bad options, or nbufs over what the queue
  * allows), -ENOMEM (out of resources, or the queue has all the channels
@@ -315,7 +334,15 @@ int daqiri_tx_buf(struct daqiri_tx *tx, struct daqiri_tx_buf *buf);
  * caller's), or -EINVAL (a buffer not taken from this channel, taken
  * twice, or len over cap: nothing was submitted), -ENOTCONN (the daemon
  * closed the channel or the connection, as far as already seen),
- * -EPROTO. Never blocks, makes at most one system call. */
+ * -EPROTO. Never blocks, makes at most one system call.
+ * Device channels: the daemon reads a buffer as soon as it takes the
+ * submission and waits on nothing of yours, so every kernel and copy
+ * that wrote it must be finished before this call: synchronise the
+ * stream that wrote it (cudaStreamSynchronize(), or
+ * cudaDeviceSynchronize()). A synchronous cudaMemcpy() alone is not
+ * enough: from pageable memory it may return before the bytes reached
+ * the device. Until its completion the buffer is the daemon's: do not
+ * write it. */
 int daqiri_tx_send(struct daqiri_tx *tx, struct daqiri_tx_buf *bufs,
 		   unsigned n);
 /* Give back a buffer without sending it. 0 or -EINVAL. */

@@ -625,7 +625,9 @@ check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
 }
 
 /* A tx queue's first region gives its payload buffers' size (the
- * largest payload) and how many a channel may have. */
+ * largest payload), how many a channel may have, and where they live:
+ * a device region gives each channel a device pool (the socket engine
+ * stages it through host memory; the DPDK engine cannot send it yet). */
 static void
 check_tx_region(struct pctx *x, const struct cfg_queue *q)
 {
@@ -636,11 +638,13 @@ check_tx_region(struct pctx *x, const struct cfg_queue *q)
 		return;
 	r = &x->c->regions[q->region_idx[0]];
 	at = cfg_pos_of(x->c, q->region_names[0], q->pos);
-	if (r->kind == DAQIRI_MEM_DEVICE)
-		err_at(x, at, "memory_regions: '%s' is a device region; a tx "
-		       "queue's payloads are in host memory its consumer "
-		       "writes", r->name);
-	else if (r->buf_size < TX_BUF_MIN)
+	if (r->kind == DAQIRI_MEM_DEVICE && x->stream_known &&
+	    x->c->stream_type == CFG_STREAM_RAW)
+		err_at(x, at, "memory_regions: '%s' is a device region: not "
+		       "supported by daqiri yet: a tx queue in device memory "
+		       "on the dpdk engine (GPUDirect send); the socket engine "
+		       "sends it through host memory", r->name);
+	if (r->buf_size < TX_BUF_MIN)
 		err_at(x, at, "memory_regions: buf_size %llu of '%s' is less "
 		       "than the %u bytes a tx queue's buffers need at least",
 		       (unsigned long long)r->buf_size, r->name, TX_BUF_MIN);

@@ -64,9 +64,11 @@
  *                    creates, starts, stops it and posts flow changes
  *   tx.c             the TX worker of one tx queue (channels' rings,
  *                    checks, pacing, the engine's tx_burst, completions);
- *                    main opens and closes channels through its commands
+ *                    main opens and closes channels (host or device
+ *                    pools) through its commands
  *   engine_socket_tx.c  the socket engine's transmit half: a connected
- *                    UDP socket per tx queue, sendmmsg with UDP_SEGMENT
+ *                    UDP socket per tx queue, sendmmsg with UDP_SEGMENT;
+ *                    device payloads staged to host memory on the worker
  *   stream_main.c    main: streams made and freed, subscriptions admitted,
  *                    made, ended and reaped, counter snapshots and JSON
  *   stream_worker.c  worker: a stream's buffer pool, publishing into the
@@ -87,8 +89,9 @@
  *                    grid runner also runs on the CPU (tests, the CUDA
  *                    stand-in)
  *   gpu.cu           CUDA device management: allocations, pinned host
- *                    memory, IPC handles and events (main), the range and
- *                    event lookups the backend makes (worker)
+ *                    memory, IPC handles and events, TX device pools
+ *                    (main), the range and event lookups the backend
+ *                    makes and TX staging copies (workers)
  *
  * Shared headers: rx_frame.h is the one descriptor of a received frame,
  * from engine to stage; seqlock.h is the counter snapshot every worker

@@ -202,6 +202,11 @@ struct engine_txq {
 					 * the region's buf_size, the UDP
 					 * limit, max_payload_size and (DPDK)
 					 * the port's MTU less the headers */
+	bool device;			/* the channels' pools are device
+					 * memory (the queue's region is
+					 * kind device): tx_burst() gets
+					 * device pointers */
+	int gpu;			/* their GPU ordinal (device only) */
 };
 
 /* One payload to send. tag is the caller's (the channel and buffer it
@@ -224,6 +229,9 @@ struct engine_tx_stats {
 					 * UDP_SEGMENT (several payloads) */
 	uint64_t copied;		/* DPDK: payloads copied behind the
 					 * headers, not sent zero copy */
+	uint64_t staged;		/* socket: payloads in device memory
+					 * copied to host memory to be sent */
+	uint64_t staged_bytes;		/* their bytes */
 };
 
 struct engine_tx_ops {
@@ -233,6 +241,9 @@ struct engine_tx_ops {
 
 	/*
 	 * Send up to n payloads, in order, from the tx worker of q only.
+	 * With q->device each data is a device pointer whose bytes the
+	 * channel's owner finished writing before it submitted (PROTOCOL.md
+	 * "TX channels"); the engine sends them from there or stages them.
 	 * Returns how many were accepted (0..n). When fewer than n: *err is
 	 * -EAGAIN when the queue is full (p[ret] was not tried: offer it
 	 * again later), or another negative errno when p[ret] itself failed

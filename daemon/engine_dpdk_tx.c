@@ -8,6 +8,9 @@
  * The payload's tag goes back through tx_done() when the PMD frees that
  * mbuf (the free callback of its shared info). A port that cannot send
  * multi-segment frames gets the payload copied behind the headers.
+ * A tx queue in device memory is refused (not supported yet: sending GPU
+ * memory as external mbufs needs the pools registered with the port,
+ * rte_extmem_register + rte_dev_dma_map, and GPUDirect to test it).
  */
 #define ALLOW_EXPERIMENTAL_API 1	/* rte_eth_tx_done_cleanup */
 
@@ -510,6 +513,16 @@ dpdk_txq_init(struct dpdk_tx *t, struct engine *e, uint16_t port,
 		socket = SOCKET_ID_ANY;
 	if ((rc = dpdk_tx_check_dest(ifc, cq, err, errlen)) < 0)
 		return rc;
+	/* cfg_check.c refuses it at -n; a config that reached here anyway
+	 * gets the same words */
+	if (cq->nregions > 0 && cq->region_idx[0] >= 0 &&
+	    cq->region_idx[0] < c->nregions &&
+	    c->regions[cq->region_idx[0]].kind == DAQIRI_MEM_DEVICE) {
+		log_seterr(err, errlen, "interface '%s': tx queue '%s': not "
+		    "supported by daqiri yet: a tx queue in device memory on "
+		    "the dpdk engine (GPUDirect send)", ifc->name, cq->name);
+		return -ENOTSUP;
+	}
 	if ((q = aligned_alloc(DPDK_CACHE_LINE, sizeof(*q))) == NULL)
 		return -ENOMEM;
 	memset(q, 0, sizeof(*q));

@@ -9,6 +9,14 @@
  * one message with UDP_SEGMENT (GSO: the kernel cuts it into datagrams),
  * unless DAQIRID_TX_NO_GSO is set (to anything but "" or "0").
  * sendmmsg copies, so every accepted payload's tag is done at once.
+ *
+ * A queue whose region is device memory (its channels' pools are GPU
+ * memory, daemon/tx.c) cannot hand the kernel those bytes: tx_burst()
+ * first copies the payloads it may send to a host staging buffer
+ * (cudaMemcpyAsync device to host on a stream of the queue's own, then
+ * one wait, on the TX worker), and sends from there; payloads sent that
+ * way are counted as staged. The copy is done when the call returns, so
+ * the tags are done at once here too.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,6 +32,7 @@
 
 #include "engine.h"
 #include "engine_socket_internal.h"
+#include "gpu.h"
 #include "log.h"
 
 #ifndef SOL_UDP
@@ -40,6 +49,11 @@
 #define SOCK_GSO_MAX_BYTES	(65535u - 20u - 8u)
 #define SOCK_SNDBUF		(8u << 20)
 #define SOCK_DONE_MAX		(4 * ENGINE_MAX_BURST)
+/* A device queue's host staging buffer: payloads of one tx_burst(), at
+ * most this many bytes (64 of the largest UDP payload) and
+ * ENGINE_MAX_BURST payloads; each at a 64-byte aligned stride. */
+#define SOCK_STAGE_BYTES	(4u << 20)
+#define SOCK_STAGE_ALIGN	64u
 
 struct sock_txq {
 	struct engine_txq base;
@@ -58,6 +72,16 @@ struct sock_txq {
 	uint64_t done[SOCK_DONE_MAX];	/* tags sent, not yet returned */
 	uint32_t ndone;
 	struct engine_tx_stats st;
+	/* device queues only: the staging buffer and its copies */
+	uint8_t *stage;
+	size_t stage_len;
+	bool stage_pinned;		/* registered with CUDA */
+	uint32_t stage_stride;
+	uint32_t stage_max;		/* payloads it holds */
+	void *stream;			/* gpu_stream_create() */
+	bool stage_warned;		/* a failed copy was logged */
+	struct gpu_copy *copies;	/* stage_max */
+	struct engine_tx_pkt *spk;	/* stage_max: the staged payloads */
 };
 
 static const char *
@@ -66,6 +90,52 @@ ip_text(uint32_t host, char *buf, size_t cap)
 	struct in_addr a = { .s_addr = htonl(host) };
 
 	return inet_ntop(AF_INET, &a, buf, (socklen_t)cap);
+}
+
+/* A device queue: the staging buffer (pinned where CUDA allows, which
+ * only speeds the copies) and the stream of its copies. */
+static int
+sock_stage_init(struct sock_txq *q, const struct cfg_interface *ifc,
+		const struct cfg_queue *cq, const struct cfg_region *r,
+		char *err, size_t errlen)
+{
+	uint32_t stride = (q->base.max_payload + SOCK_STAGE_ALIGN - 1) /
+	    SOCK_STAGE_ALIGN * SOCK_STAGE_ALIGN;
+	int rc;
+
+	q->base.device = true;
+	q->base.gpu = r->affinity;
+	q->stage_stride = stride;
+	q->stage_max = SOCK_STAGE_BYTES / stride;
+	if (q->stage_max > ENGINE_MAX_BURST)
+		q->stage_max = ENGINE_MAX_BURST;
+	if (q->stage_max == 0)
+		q->stage_max = 1;
+	q->stage_len = (size_t)q->stage_max * stride;
+	q->copies = calloc(q->stage_max, sizeof(*q->copies));
+	q->spk = calloc(q->stage_max, sizeof(*q->spk));
+	if (q->copies == NULL || q->spk == NULL ||
+	    posix_memalign((void **)&q->stage, 4096, q->stage_len) != 0) {
+		q->stage = NULL;
+		return -ENOMEM;
+	}
+	memset(q->stage, 0, q->stage_len);
+	if ((rc = gpu_stream_create(r->affinity, &q->stream)) < 0) {
+		log_seterr(err, errlen, "interface '%s': tx queue '%s': its "
+		    "region '%s' is device memory, which the socket engine "
+		    "stages through host memory: %s", ifc->name, cq->name,
+		    r->name, gpu_last_error());
+		return rc;
+	}
+	q->stage_pinned = gpu_host_register(q->stage, q->stage_len) == 0;
+	if (!q->stage_pinned)
+		log_debug("interface '%s': tx queue '%s': staging buffer not "
+		    "pinned (%s): plain host memory", ifc->name, cq->name,
+		    gpu_last_error());
+	log_info("interface '%s': tx queue '%s': payloads in device memory "
+	    "(region '%s', GPU %d) are copied to host memory to be sent, "
+	    "counted in staged", ifc->name, cq->name, r->name, r->affinity);
+	return 0;
 }
 
 static int
@@ -109,6 +179,12 @@ sock_txq_init(struct sock_engine *se, const struct cfg *c,
 	    c->regions[cq->region_idx[0]].buf_size < maxp)
 		maxp = (uint32_t)c->regions[cq->region_idx[0]].buf_size;
 	q->base.max_payload = maxp;
+	if (cq->nregions > 0 && cq->region_idx[0] >= 0 &&
+	    cq->region_idx[0] < c->nregions &&
+	    c->regions[cq->region_idx[0]].kind == DAQIRI_MEM_DEVICE &&
+	    (rc = sock_stage_init(q, ifc, cq,
+	    &c->regions[cq->region_idx[0]], err, errlen)) < 0)
+		return rc;
 
 	q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (q->fd < 0) {
@@ -206,6 +282,12 @@ sock_tx_fini(struct sock_engine *se)
 			continue;
 		if (q->fd >= 0)
 			close(q->fd);
+		gpu_stream_destroy(q->stream);
+		if (q->stage_pinned)
+			gpu_host_unregister(q->stage);
+		free(q->stage);
+		free(q->copies);
+		free(q->spk);
 		free(q);
 		se->txq[i] = NULL;
 	}
@@ -270,10 +352,9 @@ sock_tx_build(struct sock_txq *q, const struct engine_tx_pkt *p, unsigned n)
 }
 
 static int
-sock_tx_burst(struct engine_txq *tq, const struct engine_tx_pkt *p,
-	      unsigned n, int *err)
+sock_tx_send(struct sock_txq *q, const struct engine_tx_pkt *p,
+	     unsigned n, int *err)
 {
-	struct sock_txq *q = (struct sock_txq *)tq;
 	unsigned m, sent = 0, room = SOCK_DONE_MAX - q->ndone;
 	int r, tries = 0;
 
@@ -344,6 +425,79 @@ again:
 	q->st.errors++;
 	*err = -r;
 	return (int)sent;
+}
+
+/*
+ * A device queue's burst: copy payloads to host memory, as many at a
+ * time as the staging buffer and the room for tags allow, and send
+ * each chunk; returns and sets *err as tx_burst(). A failed copy fails
+ * the chunk's first payload (engine_error; the caller goes on with the
+ * next) and is logged once per queue. A payload sent again after a full
+ * socket is copied again but counted staged once, when it is sent.
+ */
+static int
+sock_tx_staged(struct sock_txq *q, const struct engine_tx_pkt *p,
+	       unsigned n, int *err)
+{
+	unsigned done = 0, m, i;
+	int r;
+
+	*err = 0;
+	if (n > ENGINE_MAX_BURST)
+		n = ENGINE_MAX_BURST;
+	while (done < n) {
+		m = n - done;
+		if (m > q->stage_max)
+			m = q->stage_max;
+		if (m > SOCK_DONE_MAX - q->ndone)
+			m = SOCK_DONE_MAX - q->ndone;
+		if (m == 0) {
+			*err = -EAGAIN;
+			break;
+		}
+		for (i = 0; i < m; i++) {
+			q->copies[i].dst = q->stage + (size_t)i *
+			    q->stage_stride;
+			q->copies[i].src = p[done + i].data;
+			q->copies[i].len = p[done + i].len;
+			q->spk[i].data = q->copies[i].dst;
+			q->spk[i].len = p[done + i].len;
+			q->spk[i].tag = p[done + i].tag;
+		}
+		if ((r = gpu_copy_to_host(q->base.gpu, q->stream, q->copies,
+		    m)) < 0) {
+			if (!q->stage_warned) {
+				q->stage_warned = true;
+				log_warnx("tx queue %u: copying payloads from "
+				    "device memory: %s (counted in engine "
+				    "errors; not logged again)",
+				    q->base.queue_id, gpu_last_error());
+			}
+			q->st.errors++;
+			*err = r;
+			break;
+		}
+		r = sock_tx_send(q, q->spk, m, err);
+		for (i = 0; r > 0 && i < (unsigned)r; i++) {
+			q->st.staged++;
+			q->st.staged_bytes += p[done + i].len;
+		}
+		done += r > 0 ? (unsigned)r : 0;
+		if (r < 0 || (unsigned)r < m)
+			break;
+	}
+	return (int)done;
+}
+
+static int
+sock_tx_burst(struct engine_txq *tq, const struct engine_tx_pkt *p,
+	      unsigned n, int *err)
+{
+	struct sock_txq *q = (struct sock_txq *)tq;
+
+	if (q->base.device)
+		return sock_tx_staged(q, p, n, err);
+	return sock_tx_send(q, p, n, err);
 }
 
 static unsigned

@@ -3,8 +3,8 @@
  * CUDA device management for the whole daemon: whether a device can be
  * used, device and pinned allocations, the table of CUDA memory ranges the
  * reorder backend reads payloads from in place, IPC handles, the
- * interprocess event of each tensor buffer, and the thread-local text of
- * the last CUDA error. The main thread allocates, registers and frees
+ * interprocess event of each tensor buffer, device TX pools and their
+ * staging copies, and the thread-local text of the last CUDA error. The main thread allocates, registers and frees
  * (mem.c, stream_main.c); worker threads look ranges up (lock-free) and
  * fetch events (under gpu_mu) through reorder_cuda.cu.
  */
@@ -289,6 +289,83 @@ gpu_free(void *p)
 		(void)gpu_range_remove_locked(p);
 	}
 	(void)cudaFree(p);
+}
+
+extern "C" int
+gpu_alloc_pool(int ordinal, size_t bytes, void **out)
+{
+	cudaError_t e;
+	void *p = nullptr;
+	int rc;
+
+	*out = nullptr;
+	if (!gpu_available(nullptr, 0))
+		return -ENODEV;
+	if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
+		return gpu_cuda_error("gpu: cudaSetDevice", e);
+	if ((e = cudaMalloc(&p, bytes)) != cudaSuccess)
+		return gpu_cuda_error("gpu: cudaMalloc", e);
+	/* cudaMemset is asynchronous for device memory: wait for it, so
+	 * the pool is zero before its owner can open it */
+	if ((e = cudaMemset(p, 0, bytes)) != cudaSuccess ||
+	    (e = cudaStreamSynchronize(0)) != cudaSuccess) {
+		rc = gpu_cuda_error("gpu: zeroing a TX pool", e);
+		(void)cudaFree(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+extern "C" int
+gpu_stream_create(int ordinal, void **out)
+{
+	cudaStream_t s;
+	cudaError_t e;
+
+	*out = nullptr;
+	if (!gpu_available(nullptr, 0))
+		return -ENODEV;
+	if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
+		return gpu_cuda_error("gpu: cudaSetDevice", e);
+	if ((e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) !=
+	    cudaSuccess)
+		return gpu_cuda_error("gpu: cudaStreamCreateWithFlags", e);
+	*out = (void *)s;
+	return 0;
+}
+
+extern "C" void
+gpu_stream_destroy(void *stream)
+{
+	if (stream != nullptr)
+		(void)cudaStreamDestroy((cudaStream_t)stream);
+}
+
+extern "C" int
+gpu_copy_to_host(int ordinal, void *stream, const struct gpu_copy *v,
+		 unsigned n)
+{
+	cudaStream_t s = (cudaStream_t)stream;
+	cudaError_t e;
+	unsigned i;
+
+	/* the thread's current device is its own (one cheap call) */
+	if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
+		return gpu_cuda_error("gpu: cudaSetDevice", e);
+	for (i = 0; i < n; i++)
+		if ((e = cudaMemcpyAsync(v[i].dst, v[i].src, v[i].len,
+		    cudaMemcpyDeviceToHost, s)) != cudaSuccess) {
+			/* what was queued still runs: wait for it, so no
+			 * copy outlives the call */
+			(void)cudaStreamSynchronize(s);
+			return gpu_cuda_error("gpu: cudaMemcpyAsync (TX "
+			    "staging)", e);
+		}
+	if ((e = cudaStreamSynchronize(s)) != cudaSuccess)
+		return gpu_cuda_error("gpu: cudaStreamSynchronize (TX "
+		    "staging)", e);
+	return 0;
 }
 
 extern "C" int

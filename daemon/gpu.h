@@ -2,10 +2,12 @@
 /*
  * CUDA device management (gpu.cu): is there a device, device and pinned
  * allocations, the daemon-wide table of CUDA memory ranges, IPC handles,
- * the interprocess event of each tensor buffer, and the thread-local text
- * of the last CUDA error. The main thread allocates and frees (mem.c,
- * stream_main.c); the reorder backend (reorder_cuda.cu) looks ranges and
- * events up from the worker threads. In a build without CUDA every function is an
+ * the interprocess event of each tensor buffer, device TX pools and the
+ * copies that stage them to host memory, and the thread-local text of
+ * the last CUDA error. The main thread allocates and frees (mem.c,
+ * stream_main.c, tx.c); the reorder backend (reorder_cuda.cu) looks
+ * ranges and events up from the worker threads, and the socket engine's
+ * TX half (engine_socket_tx.c) copies from its TX worker. In a build without CUDA every function is an
  * inline stand-in that reports "built without CUDA", so callers need no
  * #ifdef. C-callable; no CUDA type appears here.
  */
@@ -61,9 +63,43 @@ int gpu_available(char *why, size_t len);
  * the range. 0, or -ENODEV / -ENOMEM with gpu_last_error(). */
 int gpu_alloc(int ordinal, size_t bytes, void **out);
 
-/* cudaFree a gpu_alloc() pointer, drop its range and the events of the
- * buffers inside it. NULL-safe. */
+/* cudaFree a gpu_alloc() or gpu_alloc_pool() pointer, drop its range
+ * and the events of the buffers inside it. NULL-safe. */
 void gpu_free(void *p);
+
+/*
+ * A TX channel's device pool (tx.c): cudaMalloc bytes on GPU ordinal,
+ * zeroed (a pool never shows what an earlier owner left in reused device
+ * memory), declaring no range: only the daemon's own copies and the
+ * owner's kernels touch it, so GPU_MAX_RANGES bounds regions alone.
+ * Main thread. 0, or -ENODEV / -ENOMEM / -EIO with gpu_last_error().
+ */
+int gpu_alloc_pool(int ordinal, size_t bytes, void **out);
+
+/* One device-to-host copy of gpu_copy_to_host(). */
+struct gpu_copy {
+	void *dst;			/* host memory */
+	const void *src;		/* device memory */
+	size_t len;
+};
+
+/* A CUDA stream of its own (non-blocking) on GPU ordinal, for one
+ * thread's copies. 0 or a negative errno with gpu_last_error(). */
+int gpu_stream_create(int ordinal, void **out);
+
+/* Destroy it (after its work). NULL-safe. */
+void gpu_stream_destroy(void *stream);
+
+/*
+ * Copy v[0..n) from device to host on stream (gpu_stream_create() of the
+ * same ordinal, made current on the calling thread first) and wait until every copy is done: on return the host bytes are there and
+ * the device memory is no longer read. Device memory another process
+ * writes must be complete before (that process synchronised). 0, or a
+ * negative errno with gpu_last_error() (then none of the host bytes may
+ * be trusted).
+ */
+int gpu_copy_to_host(int ordinal, void *stream, const struct gpu_copy *v,
+		     unsigned n);
 
 /* cudaHostRegister (portable, mapped) len bytes at p and declare the
  * range. 0 or a negative errno. */
@@ -152,6 +188,46 @@ static inline void
 gpu_free(void *p)
 {
 	(void)p;
+}
+
+static inline int
+gpu_alloc_pool(int ordinal, size_t bytes, void **out)
+{
+	(void)ordinal;
+	(void)bytes;
+	*out = NULL;
+	return -ENOSYS;
+}
+
+struct gpu_copy {
+	void *dst;
+	const void *src;
+	size_t len;
+};
+
+static inline int
+gpu_stream_create(int ordinal, void **out)
+{
+	(void)ordinal;
+	*out = NULL;
+	return -ENOSYS;
+}
+
+static inline void
+gpu_stream_destroy(void *stream)
+{
+	(void)stream;
+}
+
+static inline int
+gpu_copy_to_host(int ordinal, void *stream, const struct gpu_copy *v,
+		 unsigned n)
+{
+	(void)ordinal;
+	(void)stream;
+	(void)v;
+	(void)n;
+	return -ENOSYS;
 }
 
 static inline int

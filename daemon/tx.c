@@ -13,12 +13,22 @@
  * IPv4 and UDP headers, no preamble or FCS), against a virtual clock
  * that may lag the real one by at most TX_PACE_BURST_NS of credit.
  *
+ * A queue whose engine says its pools are device memory (engine_txq
+ * .device: the queue's region is kind device) gives each channel a
+ * device pool instead of a memfd: gpu_alloc_pool() on the queue's GPU,
+ * handed to the owner as a memfd holding its cudaIpcMemHandle_t (fd kind
+ * "ipc"). The worker passes device pointers to the engine, which sends
+ * them or stages them (the socket engine). The owner has finished
+ * writing a buffer when it submits it (its contract, PROTOCOL.md "TX
+ * channels"): nothing here waits on the owner's GPU work.
+ *
  * Ownership: main allocates and frees a channel; between the worker's
  * taking its ADD command and its setting `released`, only the worker
  * touches its ring, pool and in-flight state. Counters cross through a
  * seqlock per channel and one per queue.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -34,6 +44,7 @@
 #include <unistd.h>
 
 #include "desc.h"
+#include "gpu.h"
 #include "log.h"
 #include "ring.h"
 #include "seqlock.h"
@@ -44,6 +55,8 @@ _Static_assert(sizeof(struct tx_counters) % sizeof(uint64_t) == 0,
     "struct tx_counters is made of uint64_t only (seqlock copies)");
 _Static_assert(sizeof(struct engine_tx_stats) % sizeof(uint64_t) == 0,
     "struct engine_tx_stats is made of uint64_t only (seqlock copies)");
+_Static_assert(GPU_IPC_HANDLE_BYTES == DAQIRI_TX_IPC_FILE_BYTES,
+    "a device pool's ipc file is one cudaIpcMemHandle_t");
 
 const char *const tx_drop_names[TX_DROP_MAX] = {
 	[TX_DROP_TOO_BIG] = "too_big",
@@ -97,8 +110,9 @@ struct tx_chan {
 	struct daqiri_txring r;
 	void *ring_mem;
 	size_t ring_len;
-	const void *pool_mem;
+	const void *pool_mem;		/* a device pointer when pool_dev */
 	size_t pool_len;
+	bool pool_dev;			/* gpu_alloc_pool(), not a mapping */
 	int wake_fd;			/* daemon end of the doorbell */
 
 	/* worker's */
@@ -869,7 +883,9 @@ chan_free(struct tx_chan *c)
 		return;
 	if (c->ring_mem != NULL)
 		munmap(c->ring_mem, c->ring_len);
-	if (c->pool_mem != NULL)
+	if (c->pool_mem != NULL && c->pool_dev)
+		gpu_free((void *)c->pool_mem);
+	else if (c->pool_mem != NULL)
 		munmap((void *)c->pool_mem, c->pool_len);
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
@@ -1056,6 +1072,62 @@ tx_worker_set_idle(struct tx_worker *w, uint64_t idle_ns)
 	w->idle_ns = idle_ns > 0 && idle_ns < TX_IDLE_NS ? idle_ns : TX_IDLE_NS;
 }
 
+/* A device pool's "ipc" fd: a memfd holding its cudaIpcMemHandle_t,
+ * sealed whole. 0 and *out, or a negative errno. */
+static int
+pool_ipc_file(void *dev, int *out)
+{
+	uint8_t h[GPU_IPC_HANDLE_BYTES];
+	int fd, rc;
+
+	*out = -1;
+	if ((rc = gpu_ipc_handle(dev, h)) != 0)
+		return rc;
+	fd = memfd_create("daqiri-txipc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (pwrite(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+		rc = errno != 0 ? -errno : -EIO;
+		close(fd);
+		return rc;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* c's device pool of pool_bytes on the queue's GPU and its ipc fd. 0, or
+ * a negative errno with err: -ENOMEM (the GPU's memory or the memfd ran
+ * out), else -EIO (CUDA failed: never -ENODEV, which the consumer would
+ * read as "no such interface"). */
+static int
+pool_device(struct tx_worker *w, struct tx_chan *c, uint64_t pool_bytes,
+	    int *pool_fd, char *err, size_t errlen)
+{
+	void *dev;
+	int rc;
+
+	if ((rc = gpu_alloc_pool(w->q->gpu, (size_t)pool_bytes, &dev)) != 0) {
+		snprintf(err, errlen, "tx queue '%s': device pool of %llu "
+		    "bytes on GPU %d: %s", w->name,
+		    (unsigned long long)pool_bytes, w->q->gpu,
+		    gpu_last_error());
+		return rc == -ENOMEM ? rc : -EIO;
+	}
+	c->pool_mem = dev;
+	c->pool_len = (size_t)pool_bytes;
+	c->pool_dev = true;
+	if ((rc = pool_ipc_file(dev, pool_fd)) != 0) {
+		snprintf(err, errlen, "tx queue '%s': the device pool's CUDA "
+		    "IPC handle: %s", w->name, rc == -EIO || rc == -ENODEV ||
+		    rc == -EINVAL ? gpu_last_error() : strerror(-rc));
+		return rc == -ENOMEM || rc == -EMFILE || rc == -ENFILE ? rc :
+		    -EIO;
+	}
+	return 0;
+}
+
 int
 tx_channel_open(struct tx_worker *w, uint64_t conn_id, uint32_t tx_id,
 		pid_t pid, uint32_t nbufs, struct daqiri_tx_info *info,
@@ -1063,6 +1135,7 @@ tx_channel_open(struct tx_worker *w, uint64_t conn_id, uint32_t tx_id,
 {
 	struct tx_chan *c;
 	int slot = -1, ring_fd = -1, pool_fd = -1, theirs = -1, rc;
+	bool said = false;
 
 	fds[0] = fds[1] = fds[2] = -1;
 	if (nbufs == 0)
@@ -1095,13 +1168,21 @@ tx_channel_open(struct tx_worker *w, uint64_t conn_id, uint32_t tx_id,
 		chan_free(c);
 		return -ENOMEM;
 	}
-	rc = daqiri_txring_create(&c->r, nbufs, w->max_payload, &ring_fd,
-	    &c->ring_mem, &c->ring_len, &pool_fd, &c->pool_mem, &c->pool_len);
+	if (!w->q->device)
+		rc = daqiri_txring_create(&c->r, nbufs, w->max_payload,
+		    &ring_fd, &c->ring_mem, &c->ring_len, &pool_fd,
+		    &c->pool_mem, &c->pool_len);
+	else if ((rc = daqiri_txring_create(&c->r, nbufs, w->max_payload,
+	    &ring_fd, &c->ring_mem, &c->ring_len, NULL, NULL, NULL)) == 0 &&
+	    (rc = pool_device(w, c, c->r.shm->pool_bytes, &pool_fd, err,
+	    errlen)) != 0)
+		said = true;
 	if (rc == 0)
 		rc = daqiri_txwake_create(&c->wake_fd, &theirs);
 	if (rc != 0) {
-		snprintf(err, errlen, "tx queue '%s': channel memory: %s",
-		    w->name, strerror(-rc));
+		if (!said)
+			snprintf(err, errlen, "tx queue '%s': channel memory: "
+			    "%s", w->name, strerror(-rc));
 		if (ring_fd >= 0)
 			close(ring_fd);
 		if (pool_fd >= 0)
@@ -1119,12 +1200,14 @@ tx_channel_open(struct tx_worker *w, uint64_t conn_id, uint32_t tx_id,
 	info->pool_bytes = c->pool_len;
 	info->ring_depth = c->r.depth;
 	info->ring_bytes = c->ring_len;
+	info->mem_kind = c->pool_dev ? DAQIRI_MEM_DEVICE : DAQIRI_MEM_HOST;
+	info->device = c->pool_dev ? w->q->gpu : -1;
 	info->nfds = 3;
 	info->fds[0] = DAQIRI_FD_TX_RING;
-	info->fds[1] = DAQIRI_FD_TX_POOL;
+	info->fds[1] = c->pool_dev ? DAQIRI_FD_IPC : DAQIRI_FD_TX_POOL;
 	info->fds[2] = DAQIRI_FD_WAKE;
-	/* the memfds themselves go (the pool read-write): the daemon keeps
-	 * only its mappings */
+	/* the memfds themselves go (the pool read-write, or the device
+	 * pool's IPC handle): the daemon keeps only its mappings */
 	fds[0] = ring_fd;
 	fds[1] = pool_fd;
 	fds[2] = theirs;
@@ -1233,6 +1316,8 @@ tx_worker_stats_json(struct tx_worker *w, cJSON *o)
 	if (cJSON_AddStringToObject(o, "queue", w->name) == NULL ||
 	    cJSON_AddNumberToObject(o, "max_payload", w->max_payload) == NULL ||
 	    cJSON_AddNumberToObject(o, "pacing_mbps", w->pacing_mbps) == NULL ||
+	    cJSON_AddStringToObject(o, "memory", w->q->device ? "device" :
+		"host") == NULL ||
 	    cJSON_AddNumberToObject(o, "channels_open",
 		tx_worker_nchannels(w)) == NULL ||
 	    add_counters(o, &s.q, true) != 0 ||
@@ -1244,6 +1329,9 @@ tx_worker_stats_json(struct tx_worker *w, cJSON *o)
 	    cJSON_AddNumberToObject(e, "full", (double)s.e.full) == NULL ||
 	    cJSON_AddNumberToObject(e, "gso_sends", (double)s.e.gso_sends) == NULL ||
 	    cJSON_AddNumberToObject(e, "copied", (double)s.e.copied) == NULL ||
+	    cJSON_AddNumberToObject(e, "staged", (double)s.e.staged) == NULL ||
+	    cJSON_AddNumberToObject(e, "staged_bytes",
+		(double)s.e.staged_bytes) == NULL ||
 	    (chs = cJSON_AddArrayToObject(o, "channels")) == NULL)
 		return -ENOMEM;
 	for (int i = 0; i < TX_MAX_CHANNELS; i++) {

@@ -3,7 +3,8 @@
  * TX workers and channels (DESIGN.md "TX"): one thread per configured tx
  * queue sends what the queue's channels submit. A channel belongs to one
  * consumer connection: a payload pool only its owner can write (the
- * daemon maps it read-only), a submission/completion ring pair and a
+ * daemon maps it read-only; a queue in device memory has device pools
+ * its owner opens by CUDA IPC), a submission/completion ring pair and a
  * doorbell socket (proto/txring.h). The worker takes submissions round
  * robin, at most batch_size per channel per turn (a flooding channel
  * cannot starve the others), checks each (a buffer the channel does not
@@ -86,10 +87,12 @@ int tx_worker_core(const struct tx_worker *w);
 /*
  * Main thread: open a channel for connection conn_id (tx id tx_id) with
  * nbufs buffers (0 = default): fill *info (every field, fds in the order
- * tx_ring, tx_pool, wake) and put the consumer's fds into fds[0..2]
+ * tx_ring, tx_pool, wake; tx_ring, ipc, wake for a device pool, when the
+ * engine's queue says device) and put the consumer's fds into fds[0..2]
  * (control takes them). 0, or a negative errno with err: -ENOSPC
  * (TX_MAX_CHANNELS open), -EINVAL (nbufs over what the queue allows),
- * -ENOMEM / -EMFILE.
+ * -ENOMEM / -EMFILE, -EIO (CUDA failed making the device pool; err
+ * names CUDA's reason).
  */
 int tx_channel_open(struct tx_worker *w, uint64_t conn_id, uint32_t tx_id,
 		    pid_t pid, uint32_t nbufs, struct daqiri_tx_info *info,

@@ -346,6 +346,13 @@ static const struct family families[] = {
 	  "Payloads the DPDK engine copied into its frame instead of sending "
 	  "from the pool (a port without multi-segment transmit, or a PCI "
 	  "port)", { { "engine", "copied", NULL, NULL } } },
+	{ "daqiri_tx_staged_total", true, AT_TXQUEUE,
+	  "Payloads in device memory the socket engine copied to host memory "
+	  "to send them (a tx queue whose region is device)",
+	  { { "engine", "staged", NULL, NULL } } },
+	{ "daqiri_tx_staged_bytes_total", true, AT_TXQUEUE,
+	  "Bytes of those payloads",
+	  { { "engine", "staged_bytes", NULL, NULL } } },
 	/* streams */
 	{ "daqiri_stream_packets_in_total", true, AT_STREAM,
 	  "Packets the stream took in (placed + dropped)",

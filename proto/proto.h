@@ -43,6 +43,13 @@
  *      "lossless"), echoed in the reply and the consumers records; a
  *      client sends it only for lossless, and reads a reply without it
  *      as latest, so either side may be the older one.
+ *      Later, still 2: TX channels (tx_open, tx_close, tx_closed; fd
+ *      kinds tx_ring and tx_pool). Later, still 2: a device TX pool —
+ *      the tx_open reply's "memory" ("host" | "device") and "device",
+ *      and fds tx_ring, ipc, wake for a tx queue in device memory; a
+ *      client reads a reply without "memory" as host, and an older
+ *      client refuses a device channel's reply ("fd 1 is ipc, not
+ *      tx_pool") and closes it, so no host channel changes.
  */
 #define DAQIRI_PROTO_VERSION	2
 
@@ -56,6 +63,7 @@
 #define DAQIRI_SUB_MAX_FDS	4	/* fds following a subscribe reply */
 #define DAQIRI_FLOW_MAX_QUEUES	8	/* target queues of one flow */
 #define DAQIRI_IPC_HANDLE_BYTES	64	/* cudaIpcMemHandle_t / EventHandle_t */
+#define DAQIRI_TX_DEVICE_MAX	1023	/* GPU ordinal a tx_open reply may name */
 /* Parts of one reply (PROTOCOL.md "Replies in parts"): bounds what a
  * client reassembles, 256 x 64 KiB = 16 MiB; 4096 subscriptions list in
  * about 25. */
@@ -112,7 +120,8 @@ enum daqiri_status {
 /* What each fd after a subscribe reply is. */
 enum daqiri_fd_kind {
 	DAQIRI_FD_TENSOR,	/* "tensor": host kinds, read-only memfd */
-	DAQIRI_FD_IPC,		/* "ipc": device kind, memfd of CUDA IPC handles */
+	DAQIRI_FD_IPC,		/* "ipc": device kind, memfd of CUDA IPC handles
+				 * (a device stream's, or a device TX pool's) */
 	DAQIRI_FD_BITMAP,	/* "bitmap": read-only sidecar memfd */
 	DAQIRI_FD_RING,		/* "ring": the ring pair memfd (read-write) */
 	DAQIRI_FD_WAKE,		/* "wake": socket the daemon wakes a sleeper on */
@@ -154,7 +163,11 @@ struct daqiri_tx_req {
  * The tx_open reply: a channel's geometry. Buffer i of the pool starts at
  * i * buf_stride in the tx_pool memfd and takes up to buf_size payload
  * bytes; the fds follow as sub_fd messages (their "sub" is tx_id) in the
- * order tx_ring, tx_pool, wake.
+ * order tx_ring, tx_pool, wake. A device pool (mem_kind DEVICE: the tx
+ * queue's region is device memory) is one allocation on GPU device of
+ * pool_bytes, the buffers at the same offsets, and its fd is "ipc"
+ * instead of "tx_pool": a memfd of DAQIRI_TX_IPC_FILE_BYTES holding its
+ * cudaIpcMemHandle_t.
  */
 struct daqiri_tx_info {
 	uint32_t tx_id;			/* >= 1, unique per connection, shared
@@ -166,9 +179,18 @@ struct daqiri_tx_info {
 	uint64_t pool_bytes;
 	uint32_t ring_depth;		/* daqiri_txring_depth(nbufs) */
 	uint64_t ring_bytes;		/* daqiri_txring_size(ring_depth) */
+	enum daqiri_mem_kind mem_kind;	/* "memory": HOST (absent: an older
+					 * daemon's, host) or DEVICE */
+	int32_t device;			/* "device": GPU ordinal of a DEVICE
+					 * pool, else -1 */
 	uint32_t nfds;			/* 3 */
 	enum daqiri_fd_kind fds[DAQIRI_SUB_MAX_FDS];
 };
+
+/* Bytes of a device TX pool's DAQIRI_FD_IPC memfd: its
+ * cudaIpcMemHandle_t, raw (no events: the owner synchronises before it
+ * submits, PROTOCOL.md "TX channels"). */
+#define DAQIRI_TX_IPC_FILE_BYTES	((uint64_t)DAQIRI_IPC_HANDLE_BYTES)
 
 /* flow_list (iface may be ""), flow_add, flow_del. Addresses, ports and
  * lengths in host byte order; fields as struct cfg_match. */

@@ -1189,7 +1189,7 @@ daqiri_tx_req_encode(const struct daqiri_tx_req *req, cJSON *obj)
 int
 daqiri_tx_info_check(const struct daqiri_tx_info *t, struct daqiri_err *err)
 {
-	static const enum daqiri_fd_kind want[] = {
+	enum daqiri_fd_kind want[] = {
 		DAQIRI_FD_TX_RING, DAQIRI_FD_TX_POOL, DAQIRI_FD_WAKE,
 	};
 	uint32_t stride;
@@ -1211,6 +1211,19 @@ daqiri_tx_info_check(const struct daqiri_tx_info *t, struct daqiri_err *err)
 		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
 		    "ring depth %u / %llu bytes for %u buffers", t->ring_depth,
 		    (unsigned long long)t->ring_bytes, t->nbufs);
+	/* A pool is a host memfd or one device allocation: nothing else. */
+	if (t->mem_kind != DAQIRI_MEM_HOST && t->mem_kind != DAQIRI_MEM_DEVICE)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "a TX pool in %s memory", (unsigned)t->mem_kind <
+		    DAQIRI_MEM_MAX ? daqiri_mem_kind_name(t->mem_kind) :
+		    "unknown");
+	if (t->mem_kind == DAQIRI_MEM_DEVICE ? t->device < 0 ||
+	    t->device > DAQIRI_TX_DEVICE_MAX : t->device != -1)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "device %d for a TX pool in %s memory", t->device,
+		    daqiri_mem_kind_name(t->mem_kind));
+	if (t->mem_kind == DAQIRI_MEM_DEVICE)
+		want[1] = DAQIRI_FD_IPC;
 	if (t->nfds != (sizeof(want) / sizeof(want[0])))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "a channel has %u fds, not %u", t->nfds,
@@ -1238,7 +1251,10 @@ daqiri_tx_info_encode(const struct daqiri_tx_info *t, cJSON *o)
 	    NUM("buf_stride", t->buf_stride) ||
 	    NUM("pool_bytes", t->pool_bytes) ||
 	    NUM("ring_depth", t->ring_depth) ||
-	    NUM("ring_bytes", t->ring_bytes))
+	    NUM("ring_bytes", t->ring_bytes) ||
+	    cJSON_AddStringToObject(o, "memory",
+		daqiri_mem_kind_name(t->mem_kind)) == NULL ||
+	    (t->mem_kind == DAQIRI_MEM_DEVICE && NUM("device", t->device)))
 		return -ENOMEM;
 #undef NUM
 	return fds_encode(o, t->fds, t->nfds);
@@ -1248,6 +1264,8 @@ int
 daqiri_tx_info_decode(const cJSON *o, struct daqiri_tx_info *t,
 		      struct daqiri_err *err)
 {
+	uint32_t dev = 0;
+	int k;
 
 	memset(t, 0, sizeof(*t));
 	if (!cJSON_IsObject(o))
@@ -1266,11 +1284,22 @@ daqiri_tx_info_decode(const cJSON *o, struct daqiri_tx_info *t,
 	    &t->ring_depth, err) < 0 ||
 	    get_u64(o, "ring_bytes", &t->ring_bytes, err) < 0)
 		return -1;
+	/* "memory" absent: a daemon from before device pools, host */
+	k = DAQIRI_MEM_HOST;
+	if (get_enum(o, "memory", false, proto_mem_kind_parse, &k, err) < 0)
+		return -1;
+	t->mem_kind = (enum daqiri_mem_kind)k;
+	t->device = -1;
+	if (t->mem_kind == DAQIRI_MEM_DEVICE) {
+		if (get_u32(o, "device", true, 0, DAQIRI_TX_DEVICE_MAX, &dev,
+		    err) < 0)
+			return -1;
+		t->device = (int32_t)dev;
+	}
 	if (fds_decode(o, t->fds, &t->nfds, err) < 0)
 		return -1;
 	return daqiri_tx_info_check(t, err);
 }
-
 
 /* ---- printing */
 

@@ -194,28 +194,35 @@ daqiri_txring_create(struct daqiri_txring *r, uint32_t nbufs,
 		     size_t *pool_len)
 {
 	size_t n = daqiri_txring_size(daqiri_txring_depth(nbufs));
+	bool ring_only = pool_fd == NULL && pool_mem == NULL &&
+	    pool_len == NULL;
 	uint64_t pool;
-	void *rm, *pm;
-	int rf, pf, e;
+	void *rm, *pm = NULL;
+	int rf, pf = -1, e;
 
 	if (r == NULL || n == 0 || ring_fd == NULL || ring_mem == NULL ||
-	    ring_len == NULL || pool_fd == NULL || pool_mem == NULL ||
-	    pool_len == NULL ||
+	    ring_len == NULL || (!ring_only && (pool_fd == NULL ||
+	    pool_mem == NULL || pool_len == NULL)) ||
 	    !daqiri_tx_pool_geometry(nbufs, buf_size, NULL, &pool))
 		return -EINVAL;
 	e = sealed_map("daqiri-txring", n, PROT_READ | PROT_WRITE, &rf, &rm);
 	if (e < 0)
 		return e;
-	e = sealed_map("daqiri-txpool", (size_t)pool, PROT_READ, &pf, &pm);
-	if (e < 0) {
-		munmap(rm, n);
-		close(rf);
-		return e;
+	if (!ring_only) {
+		e = sealed_map("daqiri-txpool", (size_t)pool, PROT_READ, &pf,
+		    &pm);
+		if (e < 0) {
+			munmap(rm, n);
+			close(rf);
+			return e;
+		}
 	}
 	e = daqiri_txring_init(r, rm, n, nbufs, buf_size);
 	if (e < 0) {
-		munmap(pm, (size_t)pool);
-		close(pf);
+		if (pm != NULL) {
+			munmap(pm, (size_t)pool);
+			close(pf);
+		}
 		munmap(rm, n);
 		close(rf);
 		return e;
@@ -223,9 +230,11 @@ daqiri_txring_create(struct daqiri_txring *r, uint32_t nbufs,
 	*ring_fd = rf;
 	*ring_mem = rm;
 	*ring_len = n;
-	*pool_fd = pf;
-	*pool_mem = pm;
-	*pool_len = (size_t)pool;
+	if (!ring_only) {
+		*pool_fd = pf;
+		*pool_mem = pm;
+		*pool_len = (size_t)pool;
+	}
 	return 0;
 }
 

@@ -11,7 +11,10 @@
  *
  * The payload pool beside it is a second sealed memfd of nbufs buffers
  * of buf_stride bytes; only the channel's owner gets it, read-write; the
- * daemon maps it read-only and never writes it.
+ * daemon maps it read-only and never writes it. A tx queue whose region
+ * is device memory has a device pool instead (one cudaMalloc of the same
+ * pool_bytes, handed over as a CUDA IPC memory handle: daemon/tx.c); the
+ * ring is the same.
  *
  * Doorbells go both ways on one AF_UNIX datagram socketpair: the daemon's
  * tx worker sets kick_wanted before it sleeps and the consumer, after a
@@ -142,7 +145,9 @@ int daqiri_txring_attach(struct daqiri_txring *r, void *mem, size_t len);
 /*
  * Daemon: the two memfds of a new channel, sealed against shrink and
  * grow: the ring (mapped read-write into *ring_mem, initialised into r)
- * and the pool (mapped read-only into *pool_mem). On success the fds,
+ * and the pool (mapped read-only into *pool_mem). pool_fd, pool_mem and
+ * pool_len all NULL: the ring only (a device pool is the caller's to
+ * make; the header's pool_bytes is the same). On success the fds,
  * mappings and lengths are the caller's. Returns 0 or a negative errno;
  * nothing leaks on error.
  */

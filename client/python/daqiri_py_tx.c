@@ -7,7 +7,8 @@
  * object (or a list of them) into the channel's pool; buffer() lends a
  * pool buffer itself, writable, for zero-copy writes through a
  * memoryview or numpy.frombuffer(), and send() of that TxBuffer hands it
- * over without a copy.
+ * over without a copy. A tx queue in device memory is refused at
+ * transmitter() (DAQIRI_TX_HOST_ONLY: nothing here can write GPU memory).
  *
  * Lifetime, as for subscriptions (daqiri_py.c's top comment): a TxBuffer
  * holds its Transmitter, a Transmitter its Connection; the pool stays
@@ -700,6 +701,9 @@ conn_transmitter(ConnObject *c, PyObject *args, PyObject *kw)
 	memset(&o, 0, sizeof(o));
 	o.size = sizeof(o);
 	o.nbufs = (uint32_t)nbufs;
+	/* send() and buffer() write with the CPU: a device pool (a tx queue
+	 * in device memory) is refused, by name, before CUDA is touched */
+	o.flags = DAQIRI_TX_HOST_ONLY;
 	if (conn_lock_open(c) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
@@ -717,6 +721,11 @@ conn_transmitter(ConnObject *c, PyObject *args, PyObject *kw)
 			daqiri_tx_close(tx);
 			conn_unlock(c);
 		}
+		if (r == -ENOTSUP && strstr(msg, "device memory") != NULL)
+			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+			    ": the Python Transmitter sends from host memory "
+			    "only; use libdaqiri-client's daqiri_tx_* from C "
+			    "with CUDA");
 		return raise_errno(r, msg);
 	}
 	t = PyObject_New(TxObject, &TxType);

@@ -534,8 +534,9 @@ static const struct rule_case rules[] = {
 	  NULL, NULL },
 	{ "tx device region", RAW, "memory_regions: [txbuf]",
 	  "memory_regions: [@out]", E, "memory_regions: 'out' is a device "
-	  "region; a tx queue's payloads are in host memory its consumer "
-	  "writes", "    - name: txbuf\n      kind: huge\n      num_bufs: 64\n"
+	  "region: not supported by daqiri yet: a tx queue in device memory "
+	  "on the dpdk engine (GPUDirect send); the socket engine sends it "
+	  "through host memory", "    - name: txbuf\n      kind: huge\n      num_bufs: 64\n"
 	  "      buf_size: 2048\n", "" },
 	{ "tx buffers too small", RAW, "memory_regions: [txbuf]",
 	  "memory_regions: [@txbuf]", E, "memory_regions: buf_size 63 of "
@@ -1727,6 +1728,26 @@ START_TEST(test_tx_destination_defaults)
 	/* one rate for every tx queue of the interface */
 	ck_assert_uint_eq(c->interfaces[0].tx.pacing_mbps, 50);
 	round_trip(t2, strlen(t2), "socket tx");
+	free(t1);
+	free(t2);
+	/* a tx queue in device memory: the socket engine takes it (it
+	 * stages each payload through host memory) */
+	t1 = build(base_sock, "        local_addr: udp://127.0.0.1:5005\n",
+	    "        local_addr: udp://127.0.0.1:5005\n"
+	    "        remote_addr: udp://127.0.0.1:5010\n", &m);
+	t2 = build(t1, "      rx:\n", "      tx:\n        queues:\n"
+	    "        - {name: t0, id: 0, batch_size: 8, memory_regions: "
+	    "[gpu_tx]}\n      rx:\n", &m);
+	free(t1);
+	t1 = build(t2, "    interfaces:\n", "    - {name: gpu_tx, kind: "
+	    "device, affinity: 0, num_bufs: 64, buf_size: 2048}\n"
+	    "    interfaces:\n", &m);
+	if (cfg_parse(t1, strlen(t1), "t", c, d) != 0 || d->ndiags != 0)
+		dump_diags(d);
+	ck_assert_int_eq(d->ndiags, 0);
+	ck_assert_int_eq(c->regions[c->interfaces[0].tx.queues[0].region_idx[0]]
+	    .kind, DAQIRI_MEM_DEVICE);
+	round_trip(t1, strlen(t1), "socket tx in device memory");
 	free(t1);
 	free(t2);
 	free(c);

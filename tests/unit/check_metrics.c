@@ -94,7 +94,8 @@ static const char stats_json[] =
 	"\"packets\":1,\"bytes\":7,\"ring_full\":0,\"paced_s\":0,"
 	"\"channels_open\":1,\"broken\":0,"
 	"\"drops\":{\"too_big\":0},\"engine\":{\"calls\":1,\"full\":0,"
-	"\"gso_sends\":0,\"copied\":1},\"channels\":["
+	"\"gso_sends\":0,\"copied\":1,\"staged\":1,\"staged_bytes\":7},"
+	"\"channels\":["
 	"{\"tx\":3,\"pid\":44,\"packets\":1,\"bytes\":7,\"ring_full\":0,"
 	"\"drops\":{\"too_big\":0}}]}]}}],"
 	"\"streams\":[{\"name\":\"if0/t\",\"kind\":\"reorder\","
@@ -193,6 +194,9 @@ START_TEST(test_drops_rendered)
 	has_line(t, "daqiri_tx_drops_total{interface=\"if0\",queue=\"t0\","
 	    "reason=\"bad_buffer\"} 1");
 	has_line(t, "daqiri_tx_copied_total{interface=\"if1\",queue=\"t0\"} 1");
+	has_line(t, "daqiri_tx_staged_total{interface=\"if1\",queue=\"t0\"} 1");
+	has_line(t, "daqiri_tx_staged_bytes_total{interface=\"if1\","
+	    "queue=\"t0\"} 7");
 	has_line(t, "daqiri_tx_channel_packets_total{interface=\"if0\","
 	    "queue=\"t0\",consumer=\"43\",tx=\"2\"} 4");
 	has_line(t, "daqiri_tx_channel_drops_total{interface=\"if0\","

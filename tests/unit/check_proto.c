@@ -620,6 +620,8 @@ good_tx(void)
 	    &t.pool_bytes));
 	t.ring_depth = daqiri_txring_depth(64);
 	t.ring_bytes = daqiri_txring_size(t.ring_depth);
+	t.mem_kind = DAQIRI_MEM_HOST;
+	t.device = -1;
 	t.nfds = 3;
 	t.fds[0] = DAQIRI_FD_TX_RING;
 	t.fds[1] = DAQIRI_FD_TX_POOL;
@@ -724,7 +726,63 @@ START_TEST(test_tx_codec)
 	BAD(fds[0], DAQIRI_FD_RING);
 	BAD(fds[1], DAQIRI_FD_TENSOR);	/* a read-only region is no pool */
 	BAD(fds[2], DAQIRI_FD_TX_POOL);
+	BAD(fds[1], DAQIRI_FD_IPC);	/* a host pool is a memfd */
+	BAD(device, 0);			/* a host pool names no GPU */
+	BAD(mem_kind, DAQIRI_MEM_HUGE);	/* a pool is host or device */
+	BAD(mem_kind, DAQIRI_MEM_MAX);
+	/* a device pool: its fd is the IPC handle, its GPU named */
+	BAD(mem_kind, DAQIRI_MEM_DEVICE);	/* device -1, fd tx_pool */
 #undef BAD
+	t = good_tx();
+	t.mem_kind = DAQIRI_MEM_DEVICE;
+	t.device = 2;
+	t.fds[1] = DAQIRI_FD_IPC;
+	ck_assert_int_eq(daqiri_tx_info_check(&t, &E), 0);
+	o = daqiri_reply_new(DAQIRI_MSG_TX_OPEN, -1, DAQIRI_ST_OK, NULL);
+	ck_assert_int_eq(daqiri_tx_info_encode(&t, o), 0);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "memory")->valuestring,
+	    "device");
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), 0);
+	ck_assert_mem_eq(&t, &u, sizeof(t));
+	/* "device" is required with device memory, and in range */
+	cJSON_DeleteItemFromObject(o, "device");
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_AddNumberToObject(o, "device", DAQIRI_TX_DEVICE_MAX + 1);
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_ReplaceItemInObject(o, "device", cJSON_CreateNumber(2));
+	/* an old client's view: fd 1 is not tx_pool */
+	cJSON_ReplaceItemInObject(o, "memory", cJSON_CreateString("host"));
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	ck_assert_ptr_nonnull(strstr(E.msg, "fd 1 is ipc, not tx_pool"));
+	cJSON_ReplaceItemInObject(o, "memory", cJSON_CreateString("pinned"));
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), -1);
+	cJSON_Delete(o);
+	for (int i = 0; i < 4; i++) {
+		t = good_tx();
+		t.mem_kind = DAQIRI_MEM_DEVICE;
+		t.device = 0;
+		t.fds[1] = DAQIRI_FD_IPC;
+		if (i == 0)
+			t.device = -1;
+		else if (i == 1)
+			t.fds[1] = DAQIRI_FD_TX_POOL;
+		else if (i == 2)
+			t.device = DAQIRI_TX_DEVICE_MAX + 1;
+		else
+			t.fds[1] = DAQIRI_FD_TENSOR;
+		ck_assert_msg(daqiri_tx_info_check(&t, &E) == -1,
+		    "device pool variant %d accepted", i);
+	}
+	/* a reply without "memory" (a daemon before device pools): host */
+	t = good_tx();
+	o = daqiri_reply_new(DAQIRI_MSG_TX_OPEN, -1, DAQIRI_ST_OK, NULL);
+	ck_assert_int_eq(daqiri_tx_info_encode(&t, o), 0);
+	ck_assert_ptr_null(cJSON_GetObjectItem(o, "device"));
+	cJSON_DeleteItemFromObject(o, "memory");
+	ck_assert_int_eq(daqiri_tx_info_decode(o, &u, &E), 0);
+	ck_assert_int_eq(u.mem_kind, DAQIRI_MEM_HOST);
+	ck_assert_int_eq(u.device, -1);
+	cJSON_Delete(o);
 	/* decode: missing, mistyped and inconsistent fields */
 	t = good_tx();
 	o = daqiri_reply_new(DAQIRI_MSG_TX_OPEN, -1, DAQIRI_ST_OK, NULL);

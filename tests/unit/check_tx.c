@@ -6,20 +6,24 @@
  * engine that gives tags back late (a closed channel waits for them, a
  * stale tag never completes in a new channel), a completion ring full,
  * a ring with an impossible sub_head cut off and reported once, and a
- * ring of refused submissions looked at only TX_PEND_MAX at a time.
- * Every wait is a poll with a generous bound, never a timing assertion.
+ * ring of refused submissions looked at only TX_PEND_MAX at a time,
+ * and a queue of device pools (opened on the CUDA stand-in, refused with
+ * CUDA's reason without a GPU). Every wait is a poll with a generous bound, never a timing assertion.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "ring.h"
 #include "tx.h"
 #include "txring.h"
@@ -32,6 +36,8 @@ static struct {
 	_Atomic int eagain;		/* tx_burst takes nothing */
 	_Atomic uint32_t bad_len;	/* a payload of this length fails */
 	_Atomic int hold;		/* tx_done gives nothing back */
+	_Atomic int nodata;		/* device pointers: keep, do not read */
+	const void *ptrs[8];		/* nodata: the first payloads' data */
 	pthread_mutex_t mu;
 	uint64_t held[8192];
 	unsigned nheld;
@@ -72,7 +78,12 @@ fk_burst(struct engine_txq *q, const struct engine_tx_pkt *p, unsigned n,
 			*err = -EIO;
 			break;
 		}
-		memcpy(fk.last, p[i].data, p[i].len < 64 ? p[i].len : 64);
+		if (atomic_load(&fk.nodata)) {
+			if (fk.sent < 8)
+				fk.ptrs[fk.sent] = p[i].data;
+		} else
+			memcpy(fk.last, p[i].data, p[i].len < 64 ?
+			    p[i].len : 64);
 		if (p[i].len == FK_WATCH_LEN && atomic_load(&fk.watch) != NULL &&
 		    fk.watch_at == UINT32_MAX)
 			fk.watch_at = atomic_load(atomic_load(&fk.watch));
@@ -127,6 +138,7 @@ mkworker(uint32_t batch)
 	atomic_store(&fk.eagain, 0);
 	atomic_store(&fk.bad_len, UINT32_MAX);
 	atomic_store(&fk.hold, 0);
+	atomic_store(&fk.nodata, 0);
 	atomic_store(&fk.sent, 0);
 	atomic_store(&fk.calls, 0);
 	memset(&eng, 0, sizeof(eng));
@@ -536,6 +548,81 @@ START_TEST(test_limits)
 }
 END_TEST
 
+/* A queue whose engine takes device pools (engine_txq.device): each
+ * channel's pool is device memory on the queue's GPU, handed over as an
+ * "ipc" memfd of one sealed handle, and the worker gives the engine
+ * device pointers at buf x stride. Without a GPU (the plain run) the
+ * open fails with CUDA's reason and leaves nothing behind; on the CUDA
+ * stand-in (make unit-standin) it opens. */
+START_TEST(test_device_pool)
+{
+	struct tx_worker *w = mkworker(8);
+	struct daqiri_tx_info info;
+	struct daqiri_err e;
+	struct daqiri_txring r;
+	struct stat st;
+	char err[256] = "";
+	void *ring;
+	int fds[3], rc;
+	uint32_t n = 0;
+
+	eng.q.device = true;
+	eng.q.gpu = 0;
+	atomic_store(&fk.nodata, 1);
+	rc = tx_channel_open(w, 1, 1, 1, 4, &info, fds, err, sizeof(err));
+	if (!gpu_available(NULL, 0)) {
+		ck_assert_msg(rc == -EIO, "rc %d", rc);
+		ck_assert_msg(strncmp(err, "tx queue 'if0/t0': device pool of "
+		    "4096 bytes on GPU 0: ", 52) == 0 && strlen(err) > 52,
+		    "error text: %s", err);
+		ck_assert(fds[0] == -1 && fds[1] == -1 && fds[2] == -1);
+		ck_assert_int_eq(tx_worker_nchannels(w), 0);
+		tx_worker_destroy(w);
+		return;
+	}
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_int_eq(info.mem_kind, DAQIRI_MEM_DEVICE);
+	ck_assert_int_eq(info.device, 0);
+	ck_assert_int_eq(info.fds[1], DAQIRI_FD_IPC);
+	ck_assert_int_eq(daqiri_tx_info_check(&info, &e), 0);
+	ck_assert_int_eq(fstat(fds[1], &st), 0);
+	ck_assert_int_eq(st.st_size, DAQIRI_TX_IPC_FILE_BYTES);
+	ck_assert(fcntl(fds[1], F_GET_SEALS) & F_SEAL_WRITE);
+	ring = mmap(NULL, info.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    fds[0], 0);
+	ck_assert(ring != MAP_FAILED);
+	ck_assert_int_eq(daqiri_txring_attach(&r, ring, info.ring_bytes), 0);
+	ck_assert_uint_eq(r.shm->pool_bytes, info.pool_bytes);
+	ck_assert_int_eq(daqiri_tx_sub_push(&r, 0, 10), 0);
+	ck_assert_int_eq(daqiri_tx_sub_push(&r, 3, 20), 0);
+	if (daqiri_txring_kick_wanted(&r))
+		(void)daqiri_wake_signal(fds[2]);
+	for (int i = 0; i < WAIT_MS && n < 2; i++) {
+		struct daqiri_tx_comp cp;
+
+		while (daqiri_tx_comp_pop(&r, &cp) == 1) {
+			ck_assert_uint_eq(cp.status, DAQIRI_TX_SENT);
+			n++;
+		}
+		if (n < 2)
+			sleep_ms(1);
+	}
+	ck_assert_uint_eq(n, 2);
+	ck_assert_ptr_nonnull(fk.ptrs[0]);
+	ck_assert_int_eq((const uint8_t *)fk.ptrs[1] -
+	    (const uint8_t *)fk.ptrs[0], 3 * (long)info.buf_stride);
+	ck_assert_int_eq(tx_channel_close(w, 1, 1), 1);
+	for (int i = 0; i < WAIT_MS && tx_worker_nchannels(w) > 0; i++) {
+		tx_worker_reap(w, NULL, NULL);
+		sleep_ms(1);
+	}
+	tx_worker_destroy(w);
+	munmap(ring, info.ring_bytes);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+}
+END_TEST
+
 static Suite *
 tx_suite(void)
 {
@@ -550,6 +637,7 @@ tx_suite(void)
 	tcase_add_test(tc, test_broken);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_refused_submissions_bounded);
+	tcase_add_test(tc, test_device_pool);
 	suite_add_tcase(s, tc);
 	return s;
 }

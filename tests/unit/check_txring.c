@@ -434,6 +434,33 @@ START_TEST(test_create_sealed)
 }
 END_TEST
 
+/* A device pool's channel: the ring alone (the pool is the caller's
+ * cudaMalloc), its header naming the same pool_bytes; a half-given pool
+ * is refused. */
+START_TEST(test_create_ring_only)
+{
+	struct daqiri_txring r, c;
+	const void *pool;
+	void *ring;
+	size_t rlen, plen;
+	int rfd, pfd;
+
+	ck_assert_int_eq(daqiri_txring_create(&r, 3, BSZ, &rfd, &ring, &rlen,
+	    &pfd, NULL, &plen), -EINVAL);
+	ck_assert_int_eq(daqiri_txring_create(&r, 3, BSZ, &rfd, &ring, &rlen,
+	    NULL, &pool, NULL), -EINVAL);
+	ck_assert_int_eq(daqiri_txring_create(&r, 3, BSZ, &rfd, &ring, &rlen,
+	    NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(rlen, daqiri_txring_size(4));
+	ck_assert_int_eq(daqiri_txring_attach(&c, ring, rlen), 0);
+	ck_assert_uint_eq(c.shm->pool_bytes, 4096);
+	ck_assert_uint_eq(c.nbufs, 3);
+	ck_assert(fcntl(rfd, F_GET_SEALS) & F_SEAL_SHRINK);
+	munmap(ring, rlen);
+	close(rfd);
+}
+END_TEST
+
 /* ---- the client's TX channels against a fake daemon */
 
 #define FQ		"sim/tx0"
@@ -541,6 +568,8 @@ fake_tx_open(void *ctx, const struct daqiri_tx_req *req,
 	    &info->pool_bytes);
 	info->ring_depth = daqiri_txring_depth(nb);
 	info->ring_bytes = daqiri_txring_size(info->ring_depth);
+	info->mem_kind = DAQIRI_MEM_HOST;
+	info->device = -1;
 	info->nfds = 3;
 	info->fds[0] = DAQIRI_FD_TX_RING;
 	info->fds[1] = DAQIRI_FD_TX_POOL;
@@ -805,6 +834,12 @@ START_TEST(test_tx_open_errors)
 	ck_assert_int_eq(daqiri_tx_open(d, FQ, &o, &t), -EINVAL);
 	o.size = 1;
 	ck_assert_int_eq(daqiri_tx_open(d, FQ, &o, &t), -EINVAL);
+	o.size = sizeof(o);
+	o.nbufs = 0;
+	o.flags = 0x2;
+	ck_assert_int_eq(daqiri_tx_open(d, FQ, &o, &t), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "flags 0x2"));
+	o.flags = DAQIRI_TX_HOST_ONLY;
 	ck_assert_int_eq(daqiri_tx_open(NULL, FQ, NULL, &t), -EINVAL);
 	ck_assert_int_eq(daqiri_tx_open(d, NULL, NULL, &t), -EINVAL);
 	ck_assert_int_eq(daqiri_tx_open(d, FQ, NULL, NULL), -EINVAL);
@@ -826,6 +861,8 @@ START_TEST(test_tx_open_errors)
 	ck_assert_str_eq(st.queue, FQ);
 	ck_assert_uint_eq(st.nbufs, 4);
 	ck_assert_uint_eq(st.buf_size, F_BSZ);
+	/* a host pool, which DAQIRI_TX_HOST_ONLY takes */
+	ck_assert_int_eq(st.device, -1);
 	ck_assert_uint_eq(st.free, 4);
 	ck_assert_uint_eq(st.sent + st.failed + st.ring_full, 0);
 	ck_assert_int_ge(daqiri_tx_fd(t), 0);
@@ -1207,6 +1244,7 @@ txring_suite(void)
 	tcase_add_test(tc, test_hostile_positions);
 	tcase_add_test(tc, test_doorbells);
 	tcase_add_test(tc, test_create_sealed);
+	tcase_add_test(tc, test_create_ring_only);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tcc, 60);
 	client_tests(tcc);

@@ -574,3 +574,42 @@ def test_host_tensor_stays_cpu(make_daemon):
             check_complete(t.numpy().view(np.uint8).reshape(-1), "fp16",
                            "host tensor")
             del m, dl, cap
+
+
+def test_transmitter_refuses_device_queue(make_daemon):
+    """A tx queue in device memory (its channels' pools are GPU memory,
+    which the socket engine stages through host memory): the Python
+    Transmitter writes payloads with the CPU, so transmitter() refuses it
+    by name, ENOTSUP, without touching CUDA, and the daemon's channel is
+    closed again. (C senders use libdaqiri-client: 44-tx-device.sh.)"""
+    import errno
+    d = make_daemon()
+    d.make_config(("    memory_regions:\n",
+                   "    memory_regions:\n"
+                   "    - name: tx_gpu\n"
+                   "      kind: device\n"
+                   "      affinity: 0\n"
+                   "      num_bufs: 16\n"
+                   "      buf_size: 2048\n"),
+                  ("\n  # daqirid's own settings",
+                   "\n      tx:\n"
+                   "        queues:\n"
+                   "        - name: tx0\n"
+                   "          id: 0\n"
+                   "          batch_size: 16\n"
+                   "          memory_regions: [tx_gpu]\n"
+                   "          destination:\n"
+                   "            ipv4_dst: 127.0.0.1\n"
+                   "            udp_dst: 9\n"
+                   "\n  # daqirid's own settings"))
+    d.start()
+    with daqiri.connect(d.sock) as conn:
+        with pytest.raises(daqiri.Error, match="in device memory .*Python "
+                           "Transmitter sends from host memory only") as e:
+            conn.transmitter("sensor0/tx0")
+        assert e.value.errno == errno.ENOTSUP
+        assert query(LEGACY) == CUDA_SUCCESS
+    for i in d.ctl("stats")["interfaces"]:
+        for q in i.get("tx", {}).get("queues", []):
+            assert q["memory"] == "device"
+            assert q["channels_open"] == 0 or q["submitted"] == 0
