@@ -395,12 +395,18 @@ ns systemctl stop daqirid.socket daqirid.service || fail "cannot stop the units"
 	fail "mkpcap failed"
 frames=$(sed -n 's/^mkpcap .*\bframes=\([0-9]*\).*/\1/p' "$S/mkpcap.out")
 [ -n "$frames" ] || fail "no frame count from mkpcap: $(cat "$S/mkpcap.out")"
-ns install -D -m 0644 "$S/clean.pcap" /var/lib/daqiri/capture.pcap || fail "cannot place the capture"
+# Through stdin, not a path: the namespace has a /tmp of its own, which
+# hides this build tree where the clone lives under /tmp.
+# shellcheck disable=SC2016 # expanded by the namespace's sh
+ns sh -c 'mkdir -p /var/lib/daqiri && cat > /var/lib/daqiri/capture.pcap &&
+    chmod 0644 /var/lib/daqiri/capture.pcap' < "$S/clean.pcap" ||
+	fail "cannot place the capture"
 # A deadline of 1 s, not 10 ms, as in 10-dpdk-pcap.sh: a loaded machine
 # must not time a batch out while its frames still wait in the capture.
 sed -e 's|timeout_us: 10000$|timeout_us: 1000000|' etc/examples/pcap-replay.yaml > "$S/pcap.yaml"
 "$BUILD/daqirid" -n -c "$S/pcap.yaml" > /dev/null || fail "pcap config invalid"
-ns install -m 0644 "$S/pcap.yaml" /etc/daqiri/daqirid.yaml || fail "cannot install the pcap config"
+ns sh -c 'cat > /etc/daqiri/daqirid.yaml' < "$S/pcap.yaml" ||
+	fail "cannot install the pcap config"
 ns systemctl start daqirid.service || {
 	ns journalctl -u daqirid --no-pager | tail -30
 	fail "daqirid with DPDK did not start under the unit"
