@@ -101,7 +101,13 @@ struct pctx {
 
 /* Maps: every key is checked against the keys that map knows, once. */
 enum key_kind {
-	KEY_OK,			/* read by the parser */
+	KEY_OK,			/* read by the parser, as the reference does */
+	KEY_DIFFERS,		/* read, with another meaning than the
+				 * reference's (note: how) */
+	KEY_OWN,		/* read; daqiri's own, unknown to the
+				 * reference */
+	KEY_QUIET,		/* read (checked) and ignored, without a
+				 * warning: in every reference file */
 	KEY_NO_EFFECT,		/* accepted with a warning */
 	KEY_UNSUPPORTED,	/* a known feature daqiri does not have */
 };
@@ -109,8 +115,16 @@ enum key_kind {
 struct keydef {
 	const char *name;
 	enum key_kind kind;
-	const char *note;	/* message for the last two kinds */
+	const char *note;	/* message for all kinds but KEY_OK */
 };
+
+/* The kinds the parser reads. */
+static inline bool
+key_read(enum key_kind k)
+{
+	return k == KEY_OK || k == KEY_DIFFERS || k == KEY_OWN ||
+	    k == KEY_QUIET;
+}
 
 struct map {
 	const char *what;
@@ -141,6 +155,9 @@ void cfg_diag_vadd(struct cfg_diags *d, enum cfg_severity sev,
 		   struct cfg_pos pos, const char *fmt, va_list ap);
 /* Into file order; whole-file diagnostics (0:0) first; ties keep theirs. */
 void cfg_diag_sort(struct cfg_diags *d);
+/* --compat: put the report in file order and mark every key an error
+ * stands on as refused, with the error's text (after cfg_diag_sort()). */
+void cfg_compat_finish(struct cfg_diags *d);
 
 /* s[0..len) for a message, into buf (QBUF bytes); returns buf. */
 const char *cfg_quote(const char *s, size_t len, char *buf);
@@ -337,13 +354,13 @@ mkey(const struct map *m, const char *name)
 	return i < 0 ? NULL : m->key[i];
 }
 
-/* A key the parser reads (KEY_OK) and that was given. */
+/* A key the parser reads (key_read()) and that was given. */
 static inline yaml_node_t *
 mval(const struct map *m, const char *name)
 {
 	int i = map_index(m, name);
 
-	if (i < 0 || m->defs[i].kind != KEY_OK)
+	if (i < 0 || !key_read(m->defs[i].kind))
 		return NULL;
 	return m->val[i];
 }

@@ -97,6 +97,18 @@ flow_depth_offset(const char *s, size_t len)
 	return len;
 }
 
+/* Empty d for a new parse; a --compat report asked for stays asked. */
+static void
+cfg_diags_reset(struct cfg_diags *d)
+{
+	struct cfg_compat *c = d->compat;
+
+	memset(d, 0, sizeof(*d));
+	d->compat = c;
+	if (c != NULL)
+		c->n = c->more = 0;
+}
+
 int
 cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
 	  struct cfg_diags *d)
@@ -109,7 +121,7 @@ cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
 	const char *why = NULL;
 	size_t bad;
 
-	memset(d, 0, sizeof(*d));
+	cfg_diags_reset(d);
 	snprintf(d->file, sizeof(d->file), "%s", file != NULL ? file :
 		 "<config>");
 	cfg_defaults(out);
@@ -194,6 +206,7 @@ cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	cfg_diag_sort(d);
+	cfg_compat_finish(d);
 	return d->nerrors > 0 ? -1 : 0;
 }
 
@@ -206,7 +219,7 @@ cfg_load(const char *file, struct cfg *out, struct cfg_diags *d)
 	ssize_t n;
 	int fd, rc;
 
-	memset(d, 0, sizeof(*d));
+	cfg_diags_reset(d);
 	snprintf(d->file, sizeof(d->file), "%s", file);
 	cfg_defaults(out);
 	fd = open(file, O_RDONLY | O_CLOEXEC);

@@ -52,19 +52,19 @@ is_group_name(const char *s)
  * The daemon: section.
  */
 static const struct keydef daemon_keys[] = {
-	{ "control_socket", KEY_OK, NULL },
-	{ "socket_mode", KEY_OK, NULL },
-	{ "socket_group", KEY_OK, NULL },
-	{ "admin_group", KEY_OK, NULL },
-	{ "max_consumers", KEY_OK, NULL },
-	{ "stats_interval_ms", KEY_OK, NULL },
-	{ "metrics_listen", KEY_OK, NULL },
-	{ "rx_mode", KEY_OK, NULL },
-	{ "hold_timeout_ms", KEY_OK, NULL },
-	{ "hello_timeout_ms", KEY_OK, NULL },
-	{ "max_subscriptions_per_connection", KEY_OK, NULL },
-	{ "max_connections_per_uid", KEY_OK, NULL },
-	{ "reserved_admin_connections", KEY_OK, NULL },
+	{ "control_socket", KEY_OWN, NULL },
+	{ "socket_mode", KEY_OWN, NULL },
+	{ "socket_group", KEY_OWN, NULL },
+	{ "admin_group", KEY_OWN, NULL },
+	{ "max_consumers", KEY_OWN, NULL },
+	{ "stats_interval_ms", KEY_OWN, NULL },
+	{ "metrics_listen", KEY_OWN, NULL },
+	{ "rx_mode", KEY_OWN, NULL },
+	{ "hold_timeout_ms", KEY_OWN, NULL },
+	{ "hello_timeout_ms", KEY_OWN, NULL },
+	{ "max_subscriptions_per_connection", KEY_OWN, NULL },
+	{ "max_connections_per_uid", KEY_OWN, NULL },
+	{ "reserved_admin_connections", KEY_OWN, NULL },
 };
 
 static void
@@ -252,7 +252,9 @@ static const struct keydef rx_queue_keys[] = {
 	{ "id", KEY_OK, NULL },
 	{ "cpu_core", KEY_OK, NULL },
 	{ "batch_size", KEY_OK, NULL },
-	{ "timeout_us", KEY_OK, NULL },
+	{ "timeout_us", KEY_DIFFERS, "the reference times reorder batches "
+	  "out with it; here it delivers the queue's raw stream's partial "
+	  "bursts, and each reorder config has a timeout_us of its own" },
 	{ "memory_regions", KEY_OK, NULL },
 	{ "poll_mode", KEY_OK, NULL },
 };
@@ -267,7 +269,8 @@ static const struct keydef tx_queue_keys[] = {
 	{ "poll_mode", KEY_OK, NULL },
 	{ "offloads", KEY_OK, NULL },
 	{ "pacing_mbps", KEY_OK, NULL },
-	{ "destination", KEY_OK, NULL },	/* daqiri */
+	{ "destination", KEY_OWN, "the headers daqiri writes for the "
+	  "queue's payloads" },
 };
 
 static void
@@ -939,18 +942,18 @@ parse_interface(struct pctx *x, yaml_node_t *n, int idx)
  */
 static const struct keydef cfg_keys[] = {
 	{ "version", KEY_OK, NULL },
-	{ "debug", KEY_OK, NULL },
+	{ "debug", KEY_QUIET, "daqirid's log_level says what it logs" },
 	{ "master_core", KEY_OK, NULL },
 	{ "stream_type", KEY_OK, NULL },
 	{ "engine", KEY_OK, NULL },
 	{ "log_level", KEY_OK, NULL },
 	{ "loopback", KEY_OK, NULL },
-	{ "tx_meta_buffers", KEY_OK, NULL },
-	{ "rx_meta_buffers", KEY_OK, NULL },
-	{ "dpdk_args", KEY_OK, NULL },
+	{ "tx_meta_buffers", KEY_QUIET, "daqiri keeps no metadata buffers" },
+	{ "rx_meta_buffers", KEY_QUIET, "daqiri keeps no metadata buffers" },
+	{ "dpdk_args", KEY_OWN, "extra EAL arguments" },
 	{ "memory_regions", KEY_OK, NULL },
 	{ "interfaces", KEY_OK, NULL },
-	{ "daemon", KEY_OK, NULL },
+	{ "daemon", KEY_OWN, "the daemon's section" },
 	{ "manager", KEY_UNSUPPORTED, "the legacy key is not supported by "
 	  "daqiri; use stream_type and engine" },
 	{ "protocol", KEY_UNSUPPORTED, "the legacy key is not supported by "
@@ -959,7 +962,7 @@ static const struct keydef cfg_keys[] = {
 
 static const struct keydef daqiri_keys[] = {
 	{ "cfg", KEY_OK, NULL },
-	{ "daemon", KEY_OK, NULL },
+	{ "daemon", KEY_OWN, "the daemon's section" },
 };
 
 static void

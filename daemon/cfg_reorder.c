@@ -17,17 +17,25 @@ static const struct keydef reorder_keys[] = {
 	{ "reorder_type", KEY_OK, NULL },
 	{ "memory_region", KEY_OK, NULL },
 	{ "payload_byte_offset", KEY_OK, NULL },
-	{ "payload_bytes", KEY_OK, NULL },
+	{ "payload_bytes", KEY_OWN, "derived from the queue's buffers when "
+	  "absent" },
 	{ "flow_ids", KEY_OK, NULL },
 	{ "method", KEY_OK, NULL },
 	{ "data_types", KEY_OK, NULL },
-	{ "window", KEY_OK, NULL },
-	{ "fill", KEY_OK, NULL },
-	{ "timeout_us", KEY_OK, NULL },
-	{ "resync_after_us", KEY_OK, NULL },
+	{ "window", KEY_OWN, "batches open at once" },
+	{ "fill", KEY_OWN, "what missing slots hold" },
+	{ "timeout_us", KEY_OWN, "the batch's deadline (the reference takes "
+	  "the rx queue's timeout_us)" },
+	{ "resync_after_us", KEY_OWN, "when late packets mean a sender "
+	  "restarted" },
 	{ "reorder_engine", KEY_OK, NULL },
-	{ "cyclic_sequence", KEY_OK, NULL },
-	{ "missing_action", KEY_OK, NULL },
+	{ "cyclic_sequence", KEY_DIFFERS, "changes nothing: batch ids wrap at "
+	  "the field's width and compare as serial numbers; a sequence that "
+	  "restarts before its field is full is taken for late packets, then "
+	  "a resync (give bit_width as the bits that cycle)" },
+	{ "missing_action", KEY_DIFFERS, "drop drops every batch that ends "
+	  "incomplete (deadline, pushed out by newer ones, resync, stop), not "
+	  "only those whose deadline passed" },
 };
 
 static const struct keydef method_keys[] = {

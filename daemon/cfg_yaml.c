@@ -548,6 +548,106 @@ cfg_get_list(struct pctx *x, const char *key, const yaml_node_t *n, int max,
  * are errors naming the closest known key, unless foreign_ok (the top
  * level beside daqiri:). Returns false when n is not a map at all.
  */
+/* --compat: what daqiri makes of a key the map knows (key_kind). */
+static void
+compat_note(struct pctx *x, const struct map *m, const struct keydef *def,
+	    const yaml_node_t *k)
+{
+	static const enum cfg_compat_class cls[] = {
+		[KEY_OK] = CFG_COMPAT_SAME,
+		[KEY_DIFFERS] = CFG_COMPAT_DIFFERS,
+		[KEY_OWN] = CFG_COMPAT_OWN,
+		[KEY_QUIET] = CFG_COMPAT_IGNORED,
+		[KEY_NO_EFFECT] = CFG_COMPAT_IGNORED,
+		[KEY_UNSUPPORTED] = CFG_COMPAT_REFUSED,
+	};
+	struct cfg_compat *c = x->d->compat;
+	struct cfg_compat_entry *e;
+
+	if (c == NULL)
+		return;
+	if (c->n == CFG_COMPAT_KEYS_MAX) {
+		c->more++;
+		return;
+	}
+	e = &c->e[c->n++];
+	e->pos = pos_of(k);
+	e->cls = cls[def->kind];
+	snprintf(e->key, sizeof(e->key), "%s: %s", m->what, def->name);
+	e->note = def->note;
+}
+
+static int
+compat_cmp(const void *a, const void *b)
+{
+	const struct cfg_compat_entry *x = a, *y = b;
+
+	if (x->pos.line != y->pos.line)
+		return x->pos.line < y->pos.line ? -1 : 1;
+	return (x->pos.col > y->pos.col) - (x->pos.col < y->pos.col);
+}
+
+/* A key is refused when an error stands on it or in its value: each error
+ * goes to the last key that starts at or before it (the first error of a
+ * key is its reason). */
+void
+cfg_compat_finish(struct cfg_diags *d)
+{
+	struct cfg_compat *c = d->compat;
+
+	if (c == NULL)
+		return;
+	qsort(c->e, (size_t)c->n, sizeof(c->e[0]), compat_cmp);
+	for (int i = 0; i < d->ndiags; i++) {
+		const struct cfg_diag *g = &d->diags[i];
+		struct cfg_compat_entry at = { g->pos, CFG_COMPAT_SAME, "", NULL };
+		int k = c->n - 1;
+
+		if (g->severity != CFG_SEV_ERROR || g->pos.line == 0)
+			continue;
+		while (k >= 0 && compat_cmp(&c->e[k], &at) > 0)
+			k--;
+		if (k >= 0 && c->e[k].cls != CFG_COMPAT_REFUSED) {
+			c->e[k].cls = CFG_COMPAT_REFUSED;
+			c->e[k].note = g->msg;
+		}
+	}
+}
+
+const char *const cfg_compat_names[CFG_COMPAT_MAX] = {
+	"as the reference means it",
+	"accepted, with another meaning",
+	"accepted and ignored",
+	"refused",
+	"daqiri's own (the reference does not read it)",
+};
+
+void
+cfg_compat_print(const struct cfg_diags *d, FILE *fp)
+{
+	const struct cfg_compat *c = d->compat;
+	int tally[CFG_COMPAT_MAX] = { 0 };
+
+	if (c == NULL)
+		return;
+	for (int i = 0; i < c->n; i++) {
+		const struct cfg_compat_entry *e = &c->e[i];
+
+		tally[e->cls]++;
+		fprintf(fp, "%s:%d:%d: %s: %s%s%s\n", d->file, e->pos.line,
+		    e->pos.col, e->key, cfg_compat_names[e->cls],
+		    e->note != NULL ? ": " : "", e->note != NULL ? e->note : "");
+	}
+	fprintf(fp, "%s: compat: %d keys: %d as the reference means them, %d "
+	    "with another meaning, %d ignored, %d refused, %d daqiri's own",
+	    d->file, c->n + c->more, tally[CFG_COMPAT_SAME],
+	    tally[CFG_COMPAT_DIFFERS], tally[CFG_COMPAT_IGNORED],
+	    tally[CFG_COMPAT_REFUSED], tally[CFG_COMPAT_OWN]);
+	if (c->more > 0)
+		fprintf(fp, " (%d more not listed)", c->more);
+	fputc('\n', fp);
+}
+
 bool
 cfg_map_open(struct pctx *x, struct map *m, yaml_node_t *n, const char *label,
 	     const char *what, const struct keydef *defs, int ndefs,
@@ -613,6 +713,7 @@ cfg_map_open(struct pctx *x, struct map *m, yaml_node_t *n, const char *label,
 		}
 		m->key[i] = k;
 		m->val[i] = v;
+		compat_note(x, m, &defs[i], k);
 		if (defs[i].kind == KEY_NO_EFFECT)
 			warn(x, k, "%s: %s", defs[i].name, defs[i].note);
 		else if (defs[i].kind == KEY_UNSUPPORTED)

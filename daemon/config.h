@@ -318,7 +318,40 @@ struct cfg_diag {
 	char msg[256];
 };
 
+/*
+ * daqirid -n --compat: what daqiri makes of each key of a file written
+ * for the reference library. cfg_parse() fills it when cfg_diags.compat
+ * points to one (the caller's), one entry per key it met, in file order.
+ */
+enum cfg_compat_class {
+	CFG_COMPAT_SAME,		/* used as the reference means it */
+	CFG_COMPAT_DIFFERS,		/* accepted, with another meaning */
+	CFG_COMPAT_IGNORED,		/* accepted and ignored */
+	CFG_COMPAT_REFUSED,		/* refused on purpose */
+	CFG_COMPAT_OWN,			/* daqiri's own, unknown there */
+	CFG_COMPAT_MAX
+};
+
+#define CFG_COMPAT_KEYS_MAX	2048
+
+struct cfg_compat_entry {
+	struct cfg_pos pos;
+	enum cfg_compat_class cls;
+	char key[96];			/* "rx queue: timeout_us" */
+	const char *note;		/* why, or NULL (static text) */
+};
+
+struct cfg_compat {
+	int n;				/* kept in e[] */
+	int more;			/* met past CFG_COMPAT_KEYS_MAX */
+	struct cfg_compat_entry e[CFG_COMPAT_KEYS_MAX];
+};
+
+extern const char *const cfg_compat_names[CFG_COMPAT_MAX];
+
 struct cfg_diags {
+	struct cfg_compat *compat;	/* NULL, or the --compat report
+					 * (kept across cfg_parse()) */
 	char file[CFG_PATH_MAX];
 	int ndiags;			/* kept in diags[] */
 	int nerrors;			/* all errors, kept or not */
@@ -348,6 +381,10 @@ extern const size_t cfg_default_len;
 
 /* Write every diagnostic as "file:line:col: error: message\n". */
 void cfg_diags_print(const struct cfg_diags *d, FILE *fp);
+
+/* Write the --compat report of d (nothing when d->compat is NULL): one
+ * "file:line:col: KEY: CLASS[: why]" line per key, then a tally. */
+void cfg_compat_print(const struct cfg_diags *d, FILE *fp);
 
 /*
  * Print the normalised config (every default filled in) as YAML that

@@ -24,13 +24,15 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp,
-	    "usage: daqirid [-c FILE] [-n [-v]] [-s SOCKET] [-l LEVEL]\n"
+	    "usage: daqirid [-c FILE] [-n [-v | --compat]] [-s SOCKET] [-l LEVEL]\n"
 	    "       daqirid -h | --help | -V | --version\n"
 	    "  -c FILE        configuration (default " DAQIRID_DEFAULT_CONFIG ",\n"
 	    "                 or the built-in default when that file does not\n"
 	    "                 exist)\n"
 	    "  -n             check the configuration and exit\n"
 	    "  -v             with -n: print the normalised configuration\n"
+	    "  --compat       with -n: what daqiri makes of each key of a\n"
+	    "                 configuration written for NVIDIA's DAQIRI\n"
 	    "  -s SOCKET      control socket path (overrides\n"
 	    "                 daemon.control_socket)\n"
 	    "  -l LEVEL       log level: trace debug info warn error critical off\n"
@@ -44,6 +46,7 @@ struct options {
 	int level;			/* -1 = from the config */
 	int check_only;
 	int verbose;
+	int compat;
 };
 
 /*
@@ -81,6 +84,7 @@ main(int argc, char **argv)
 {
 	static struct cfg cfg;
 	static struct cfg_diags diags;
+	static struct cfg_compat compat;
 	static char abs_config[PATH_MAX];
 	struct options o = { .level = -1 };
 	const char *used;
@@ -90,6 +94,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "compat", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -99,6 +104,9 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'c':
 			o.config = optarg;
+			break;
+		case 'C':
+			o.compat = 1;
 			break;
 		case 'n':
 			o.check_only = 1;
@@ -148,11 +156,19 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	if (o.verbose && !o.check_only) {
-		fprintf(stderr, "daqirid: -v goes with -n\n");
+	if ((o.verbose || o.compat) && !o.check_only) {
+		fprintf(stderr, "daqirid: %s goes with -n\n", o.verbose ? "-v" :
+		    "--compat");
 		usage(stderr);
 		return 1;
 	}
+	if (o.verbose && o.compat) {
+		fprintf(stderr, "daqirid: -v and --compat: one or the other\n");
+		usage(stderr);
+		return 1;
+	}
+	if (o.compat)
+		diags.compat = &compat;
 
 	/*
 	 * Before anything that may start a thread (reading the config
@@ -169,8 +185,14 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (load_config(&o, &cfg, &diags, &used, abs_config) != 0)
+	if (load_config(&o, &cfg, &diags, &used, abs_config) != 0) {
+		cfg_compat_print(&diags, stdout);
 		return 1;
+	}
+	if (o.compat) {
+		cfg_compat_print(&diags, stdout);
+		return 0;
+	}
 	if (o.check_only) {
 		if (o.verbose) {
 			if (cfg_print(&cfg, stdout) != 0 || fflush(stdout) != 0) {
