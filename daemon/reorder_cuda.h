@@ -117,8 +117,9 @@ int reorder_cuda_place_jobs(enum daqiri_dtype in, enum daqiri_dtype out,
 /*
  * The header shadow of frames that land whole in device memory (a queue
  * whose only region is a device region; geometry.h). gpu_shadow_create()
- * makes one for bursts of up to max frames and bytes (<= 128) bytes of
- * shadow each, on the current device (main thread; 0, -ENODEV,
+ * makes one for bursts of up to max frames and bytes (at most 4096; the
+ * daemon's is GEOM_SHADOW_BYTES) of shadow each, on the current device
+ * (main thread; 0, -ENODEV,
  * -ENOMEM or -EINVAL with gpu_last_error()). gpu_shadow_burst(), on the
  * RX worker, copies the first bytes of each of the n frames f[] (each
  * whole in device memory: hdr/hdr_len, or payload/payload_len when hdr_len

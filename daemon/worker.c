@@ -347,13 +347,18 @@ shadow(struct worker *w, int n)
 {
 	if (gpu_shadow_burst(w->shadow, w->frames, (unsigned)n) == 0)
 		return n;
+	struct inflight none;
+
 	if (!w->shadow_warned) {
 		log_warnx("queue '%s': header shadow of %d frames: %s (the "
 		    "burst is dropped; counted in rx_errors)", w->name, n,
 		    gpu_last_error());
 		w->shadow_warned = true;
 	}
-	w->eng->ops->release(w->q, (unsigned)n);
+	/* behind the bursts in flight: the engine releases oldest first */
+	none.n = (unsigned)n;
+	none.nmarks = 0;
+	release_burst(w, &none);
 	return -EIO;
 }
 
