@@ -661,16 +661,10 @@ cfg_check_tx(struct pctx *x, struct cfg_interface *ifc)
 	/* no socket_config: reported already */
 	if (!sock || !s->present || ifc->tx.nqueues == 0)
 		return;
-	if ((s->local.set && s->local.transport != CFG_TRANSPORT_UDP) ||
-	    (s->remote.set && s->remote.transport != CFG_TRANSPORT_UDP)) {
-		err_at(x, cfg_pos_of(x->c, s->remote.set &&
-				     s->remote.transport != CFG_TRANSPORT_UDP ?
-				     &s->remote : &s->local,
-				     ifc->tx.queues[0].pos),
-		       "socket_config: TX sends UDP only, and interface '%s' "
-		       "has tx queues; use udp://", ifc->name);
+	/* tcp:// is refused, once, by the parser */
+	if ((s->local.set && s->local.transport == CFG_TRANSPORT_TCP) ||
+	    (s->remote.set && s->remote.transport == CFG_TRANSPORT_TCP))
 		return;
-	}
 	for (int i = 0; i < ifc->tx.nqueues; i++)
 		check_socket_txq(x, ifc, &ifc->tx.queues[i]);
 }

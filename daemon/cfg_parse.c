@@ -717,7 +717,7 @@ static void
 parse_socket(struct pctx *x, yaml_node_t *n, struct cfg_socket *s)
 {
 	struct map m;
-	yaml_node_t *v, *lv, *rv;
+	yaml_node_t *v, *lv, *rv, *tcp = NULL;
 	bool mode_ok = false;
 	uint32_t u;
 	int k;
@@ -737,11 +737,18 @@ parse_socket(struct pctx *x, yaml_node_t *n, struct cfg_socket *s)
 		cfg_get_endpoint(x, "local_addr", lv, &s->local);
 	if ((rv = mval(&m, "remote_addr")) != NULL)
 		cfg_get_endpoint(x, "remote_addr", rv, &s->remote);
-	if (s->local.set && s->remote.set &&
-	    s->local.transport != s->remote.transport)
-		err(x, rv, "remote_addr: %s:// does not match local_addr's "
-		    "%s://", cfg_transport_names[s->remote.transport],
-		    cfg_transport_names[s->local.transport]);
+	/* TCP once per interface, at its first tcp:// endpoint: a stream's
+	 * max_payload_size and a tx queue without a destination follow
+	 * from it and are not reported again (with UDP the only transport
+	 * left, local_addr and remote_addr cannot differ) */
+	if (s->local.set && s->local.transport == CFG_TRANSPORT_TCP)
+		tcp = lv;
+	else if (s->remote.set && s->remote.transport == CFG_TRANSPORT_TCP)
+		tcp = rv;
+	if (tcp != NULL)
+		err(x, tcp, "socket_config: not supported by daqiri: TCP, "
+		    "tcp:// (daqiri receives and sends UDP datagrams, whose "
+		    "boundaries its frames and reorder need; use udp://)");
 	/* the legacy local_ip/remote_ip keys are reported already */
 	if (mget(&m, "local_ip") != NULL || mget(&m, "local_port") != NULL ||
 	    mget(&m, "remote_ip") != NULL || mget(&m, "remote_port") != NULL)
@@ -761,8 +768,11 @@ parse_socket(struct pctx *x, yaml_node_t *n, struct cfg_socket *s)
 			err(x, rv, "remote_addr: a client needs a port other "
 			    "than 0");
 	}
+	/* UDP: a datagram's payload, 0..65535 as the reference reads it
+	 * (0 = the largest, 65507); under a refused tcp:// any size */
 	if ((v = mval(&m, "max_payload_size")) != NULL &&
-	    cfg_get_u32(x, "max_payload_size", v, 0, UINT16_MAX, &u))
+	    cfg_get_u32(x, "max_payload_size", v, 0, tcp != NULL ?
+			UINT32_MAX : UINT16_MAX, &u) && tcp == NULL)
 		s->max_payload_size = (uint16_t)u;
 	if ((v = mval(&m, "retry_connect_s")) != NULL)
 		cfg_get_int(x, "retry_connect_s", v, 0, CFG_RETRY_MAX_S,

@@ -363,10 +363,19 @@ static const struct rule_case rules[] = {
 	  "socket_config: server mode needs local_addr", NULL, NULL },
 	{ "client without remote_addr", SOCK, "mode: server",
 	  "@mode: client", E, "socket_config: client mode needs remote_addr", NULL, NULL },
-	{ "transports differ", SOCK, "        local_addr: udp://127.0.0.1:5005\n",
+	{ "tcp remote_addr", SOCK, "        local_addr: udp://127.0.0.1:5005\n",
 	  "        local_addr: udp://127.0.0.1:5005\n"
 	  "        remote_addr: @tcp://127.0.0.1:6000\n", E,
-	  "remote_addr: tcp:// does not match local_addr's udp://", NULL, NULL },
+	  "socket_config: not supported by daqiri: TCP, tcp:// (daqiri "
+	  "receives and sends UDP datagrams, whose boundaries its frames and "
+	  "reorder need; use udp://)", NULL, NULL },
+	{ "tcp with a stream's max_payload_size", SOCK,
+	  "        local_addr: udp://127.0.0.1:5005\n",
+	  "        local_addr: @tcp://127.0.0.1:5005\n"
+	  "        max_payload_size: 1048576\n", E,
+	  "socket_config: not supported by daqiri: TCP, tcp:// (daqiri "
+	  "receives and sends UDP datagrams, whose boundaries its frames and "
+	  "reorder need; use udp://)", NULL, NULL },
 	{ "min_ipg_ns", SOCK, "        local_addr: udp://127.0.0.1:5005\n",
 	  "        local_addr: udp://127.0.0.1:5005\n        @min_ipg_ns: 100\n",
 	  W, "min_ipg_ns: has no effect in daqiri (no inter-packet gap "
@@ -558,8 +567,9 @@ static const struct rule_case rules[] = {
 	  "destination.udp_dst", NULL, NULL },
 	{ "socket tx over tcp", SOCK, "local_addr: udp://127.0.0.1:5005",
 	  "local_addr: @tcp://127.0.0.1:5005", E,
-	  "socket_config: TX sends UDP only, and interface 'sensor0' has tx "
-	  "queues; use udp://", "      rx:\n",
+	  "socket_config: not supported by daqiri: TCP, tcp:// (daqiri "
+	  "receives and sends UDP datagrams, whose boundaries its frames and "
+	  "reorder need; use udp://)", "      rx:\n",
 	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
 	  "batch_size: 8, memory_regions: [frames],\n           destination: "
 	  "{ipv4_dst: 127.0.0.1, udp_dst: 5010}}\n      rx:\n" },
