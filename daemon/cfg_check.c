@@ -550,10 +550,11 @@ cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		/* the socket engine may take it from socket_config */
 		if (raw)
 			err_at(x, q->pos, "tx queue '%s' has no destination: "
-			       "daqiri writes every header itself (frames "
-			       "built by the sender are not supported by "
-			       "daqiri); give destination with eth_dst, "
-			       "ipv4_src, ipv4_dst and udp_dst", q->name);
+			       "not supported by daqiri: frames built by the "
+			       "sender (daqiri writes every header itself, so "
+			       "a consumer reaches only configured "
+			       "destinations; give destination with eth_dst, "
+			       "ipv4_src, ipv4_dst and udp_dst)", q->name);
 		return;
 	}
 	d->pos = pos_of(n);
