@@ -589,7 +589,9 @@ cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 }
 
 /* A socket engine's tx queue: its destination defaults to remote_addr;
- * it sends from local_addr's address. */
+ * it sends from local_addr's address. A server's queue with neither
+ * replies to the peer that sent last (reply_peer), as the reference
+ * does: daqirid.yaml(5) and daqirid(8) SECURITY say what that opens. */
 static void
 check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
 		 struct cfg_queue *q)
@@ -606,7 +608,17 @@ check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
 		d->udp_dst = s->remote.port;
 		d->has_udp_dst = true;
 	}
-	if (!d->has_ipv4_dst && !d->has_udp_dst && d->pos.line == 0)
+	if (!d->has_ipv4_dst && !d->has_udp_dst && d->pos.line == 0 &&
+	    s->mode == CFG_SOCK_SERVER && !s->remote.set) {
+		if (ifc->rx.nqueues > 0)
+			d->reply_peer = true;
+		else
+			err_at(x, q->pos, "tx queue '%s' has no destination: "
+			       "a server's tx queue replies to the peer that "
+			       "sent last, and interface '%s' has no rx queue "
+			       "to hear one; set destination", q->name,
+			       ifc->name);
+	} else if (!d->has_ipv4_dst && !d->has_udp_dst && d->pos.line == 0)
 		err_at(x, q->pos, "tx queue '%s' has no destination: set "
 		       "socket_config.remote_addr or destination", q->name);
 	else if (!d->has_ipv4_dst || !d->has_udp_dst)
