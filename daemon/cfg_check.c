@@ -600,6 +600,9 @@ check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
 	struct cfg_tx_dest *d = &q->dest;
 	char a[16], b[16];
 
+	/* a client without remote_addr (or a mode not given): reported */
+	if (s->mode == CFG_SOCK_CLIENT && !s->remote.set && d->pos.line == 0)
+		return;
 	if (s->remote.set && !d->has_ipv4_dst) {
 		d->ipv4_dst = s->remote.addr;
 		d->has_ipv4_dst = true;

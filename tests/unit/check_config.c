@@ -560,11 +560,12 @@ static const struct rule_case rules[] = {
 	  "      num_bufs: 64\n      buf_size: 63\n" },
 
 	/* tx destination, socket engine: socket_config gives it */
-	{ "socket tx without destination", SOCK, "      rx:\n",
-	  "      tx:\n        queues:\n        - @{name: t0, id: 0, "
-	  "batch_size: 8, memory_regions: [frames]}\n      rx:\n", E,
-	  "tx queue 't0' has no destination: set socket_config.remote_addr or "
-	  "destination", NULL, NULL },
+	/* a server's queue without one replies to the last peer (golden
+	 * 112, 113); a client without remote_addr is told once */
+	{ "socket tx client without remote_addr", SOCK, "mode: server",
+	  "@mode: client", E, "socket_config: client mode needs remote_addr",
+	  "      rx:\n", "      tx:\n        queues:\n        - {name: t0, "
+	  "id: 0, batch_size: 8, memory_regions: [frames]}\n      rx:\n" },
 	{ "socket tx without udp_dst", SOCK, "      rx:\n",
 	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
 	  "batch_size: 8, memory_regions: [frames],\n           destination: "
