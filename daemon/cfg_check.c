@@ -550,10 +550,11 @@ cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		/* the socket engine may take it from socket_config */
 		if (raw)
 			err_at(x, q->pos, "tx queue '%s' has no destination: "
-			       "daqiri writes every header itself (frames "
-			       "built by the sender are not supported by "
-			       "daqiri); give destination with eth_dst, "
-			       "ipv4_src, ipv4_dst and udp_dst", q->name);
+			       "not supported by daqiri: frames built by the "
+			       "sender (daqiri writes every header itself, so "
+			       "a consumer reaches only configured "
+			       "destinations; give destination with eth_dst, "
+			       "ipv4_src, ipv4_dst and udp_dst)", q->name);
 		return;
 	}
 	d->pos = pos_of(n);
@@ -588,7 +589,9 @@ cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 }
 
 /* A socket engine's tx queue: its destination defaults to remote_addr;
- * it sends from local_addr's address. */
+ * it sends from local_addr's address. A server's queue with neither
+ * replies to the peer that sent last (reply_peer), as the reference
+ * does: daqirid.yaml(5) and daqirid(8) SECURITY say what that opens. */
 static void
 check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
 		 struct cfg_queue *q)
@@ -597,6 +600,9 @@ check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
 	struct cfg_tx_dest *d = &q->dest;
 	char a[16], b[16];
 
+	/* a client without remote_addr (or a mode not given): reported */
+	if (s->mode == CFG_SOCK_CLIENT && !s->remote.set && d->pos.line == 0)
+		return;
 	if (s->remote.set && !d->has_ipv4_dst) {
 		d->ipv4_dst = s->remote.addr;
 		d->has_ipv4_dst = true;
@@ -605,7 +611,17 @@ check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
 		d->udp_dst = s->remote.port;
 		d->has_udp_dst = true;
 	}
-	if (!d->has_ipv4_dst && !d->has_udp_dst && d->pos.line == 0)
+	if (!d->has_ipv4_dst && !d->has_udp_dst && d->pos.line == 0 &&
+	    s->mode == CFG_SOCK_SERVER && !s->remote.set) {
+		if (ifc->rx.nqueues > 0)
+			d->reply_peer = true;
+		else
+			err_at(x, q->pos, "tx queue '%s' has no destination: "
+			       "a server's tx queue replies to the peer that "
+			       "sent last, and interface '%s' has no rx queue "
+			       "to hear one; set destination", q->name,
+			       ifc->name);
+	} else if (!d->has_ipv4_dst && !d->has_udp_dst && d->pos.line == 0)
 		err_at(x, q->pos, "tx queue '%s' has no destination: set "
 		       "socket_config.remote_addr or destination", q->name);
 	else if (!d->has_ipv4_dst || !d->has_udp_dst)
@@ -661,16 +677,10 @@ cfg_check_tx(struct pctx *x, struct cfg_interface *ifc)
 	/* no socket_config: reported already */
 	if (!sock || !s->present || ifc->tx.nqueues == 0)
 		return;
-	if ((s->local.set && s->local.transport != CFG_TRANSPORT_UDP) ||
-	    (s->remote.set && s->remote.transport != CFG_TRANSPORT_UDP)) {
-		err_at(x, cfg_pos_of(x->c, s->remote.set &&
-				     s->remote.transport != CFG_TRANSPORT_UDP ?
-				     &s->remote : &s->local,
-				     ifc->tx.queues[0].pos),
-		       "socket_config: TX sends UDP only, and interface '%s' "
-		       "has tx queues; use udp://", ifc->name);
+	/* tcp:// is refused, once, by the parser */
+	if ((s->local.set && s->local.transport == CFG_TRANSPORT_TCP) ||
+	    (s->remote.set && s->remote.transport == CFG_TRANSPORT_TCP))
 		return;
-	}
 	for (int i = 0; i < ifc->tx.nqueues; i++)
 		check_socket_txq(x, ifc, &ifc->tx.queues[i]);
 }

@@ -222,8 +222,10 @@ parse_region(struct pctx *x, yaml_node_t *n, struct cfg_region *r, int idx)
 		bool owned = true;
 
 		if (cfg_get_bool(x, "owned", v, &owned) && !owned)
-			err(x, v, "owned: memory the application provides "
-			    "(owned: false) is not supported by daqiri");
+			err(x, v, "owned: not supported by daqiri: memory the "
+			    "application provides, owned: false (daqiri "
+			    "allocates every region, and seals what it shares "
+			    "with consumers; leave owned out)");
 	}
 }
 
@@ -312,8 +314,9 @@ parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 			cfg_check_queue_region(x, e, q, ri, i, tx, name);
 	}
 	if (q->nregions == 2 && tx)
-		err(x, n, "memory_regions: a tx queue takes one region (its "
-		    "payload buffers; daqiri writes the headers)");
+		err(x, n, "memory_regions: not supported by daqiri: a tx "
+		    "queue's header region (daqiri writes every header "
+		    "itself; give one region, the payload buffers)");
 	else if (q->nregions == 2 && x->stream_known &&
 	    x->c->stream_type == CFG_STREAM_SOCKET)
 		err(x, n, "memory_regions: header-data split (two regions) "
@@ -362,8 +365,8 @@ parse_queue(struct pctx *x, yaml_node_t *n, struct cfg_queue *q, bool tx,
 		parse_queue_regions(x, v, q, tx);
 	if ((v = mval(&m, "poll_mode")) != NULL) {
 		if (scalar_is(v, "direct"))
-			err(x, v, "poll_mode: direct polling is not supported "
-			    "by daqiri (use indirect)");
+			err(x, v, "poll_mode: not supported by daqiri: direct "
+			    "polling (use indirect)");
 		else if (cfg_get_enum(x, "poll_mode", v,
 				      KEYS(cfg_poll_mode_names), &k))
 			q->poll_mode = (enum cfg_poll_mode)k;
@@ -451,21 +454,25 @@ static const struct keydef action_keys[] = {
 	{ "ids", KEY_OK, NULL },
 };
 
+/* What flows match instead of a refused match key. */
+#define NS_MATCHES	"(flows match udp_src, udp_dst, ipv4_src, ipv4_dst " \
+			"and ipv4_len)"
+#define NS_FLEX		"not supported by daqiri: flex-item matching " \
+			NS_MATCHES
+
 static const struct keydef match_keys[] = {
 	{ "udp_src", KEY_OK, NULL },
 	{ "udp_dst", KEY_OK, NULL },
 	{ "ipv4_len", KEY_OK, NULL },
 	{ "ipv4_src", KEY_OK, NULL },
 	{ "ipv4_dst", KEY_OK, NULL },
-	{ "flex_item_id", KEY_UNSUPPORTED,
-	  "flex-item matching is not supported by daqiri" },
-	{ "val", KEY_UNSUPPORTED,
-	  "flex-item matching is not supported by daqiri" },
-	{ "mask", KEY_UNSUPPORTED,
-	  "flex-item matching is not supported by daqiri" },
-	{ "ecpri", KEY_UNSUPPORTED, "eCPRI matching is not supported by daqiri" },
-	{ "ethernet", KEY_UNSUPPORTED,
-	  "Ethernet address matching is not supported by daqiri" },
+	{ "flex_item_id", KEY_UNSUPPORTED, NS_FLEX },
+	{ "val", KEY_UNSUPPORTED, NS_FLEX },
+	{ "mask", KEY_UNSUPPORTED, NS_FLEX },
+	{ "ecpri", KEY_UNSUPPORTED, "not supported by daqiri: eCPRI matching "
+	  NS_MATCHES },
+	{ "ethernet", KEY_UNSUPPORTED, "not supported by daqiri: Ethernet "
+	  "address matching " NS_MATCHES },
 };
 
 static const char *const action_type_names[] = {
@@ -507,7 +514,8 @@ parse_action(struct pctx *x, yaml_node_t *n, struct cfg_flow *f,
 	if (!cfg_get_enum(x, "type", type, KEYS(action_type_names), &k))
 		return -1;
 	if (k != 0) {
-		err(x, type, "type: the %s action is not supported by daqiri",
+		err(x, type, "type: not supported by daqiri: the %s action "
+		    "(a flow steers packets to a queue: type queue)",
 		    action_type_names[k]);
 		return 0;
 	}
@@ -687,14 +695,14 @@ static const struct keydef socket_keys[] = {
 	{ "min_ipg_ns", KEY_NO_EFFECT,
 	  "has no effect in daqiri (no inter-packet gap control)" },
 	{ "max_burst_interval_ms", KEY_NO_EFFECT, "has no effect in daqiri" },
-	{ "local_ip", KEY_UNSUPPORTED, "the legacy form is not supported by "
-	  "daqiri; use local_addr: udp://IPV4:PORT" },
-	{ "local_port", KEY_UNSUPPORTED, "the legacy form is not supported by "
-	  "daqiri; use local_addr: udp://IPV4:PORT" },
-	{ "remote_ip", KEY_UNSUPPORTED, "the legacy form is not supported by "
-	  "daqiri; use remote_addr: udp://IPV4:PORT" },
-	{ "remote_port", KEY_UNSUPPORTED, "the legacy form is not supported "
-	  "by daqiri; use remote_addr: udp://IPV4:PORT" },
+	{ "local_ip", KEY_UNSUPPORTED, "not supported by daqiri: the legacy "
+	  "form (use local_addr: udp://IPV4:PORT)" },
+	{ "local_port", KEY_UNSUPPORTED, "not supported by daqiri: the legacy "
+	  "form (use local_addr: udp://IPV4:PORT)" },
+	{ "remote_ip", KEY_UNSUPPORTED, "not supported by daqiri: the legacy "
+	  "form (use remote_addr: udp://IPV4:PORT)" },
+	{ "remote_port", KEY_UNSUPPORTED, "not supported by daqiri: the "
+	  "legacy form (use remote_addr: udp://IPV4:PORT)" },
 };
 
 static const struct keydef rx_keys[] = {
@@ -704,14 +712,14 @@ static const struct keydef rx_keys[] = {
 	{ "dynamic_flow_capacity", KEY_OK, NULL },
 	{ "hardware_timestamps", KEY_OK, NULL },
 	{ "reorder_configs", KEY_OK, NULL },
-	{ "flex_items", KEY_UNSUPPORTED, "flex items are not supported by "
-	  "daqiri" },
+	{ "flex_items", KEY_UNSUPPORTED, "not supported by daqiri: flex items "
+	  NS_MATCHES },
 };
 
 static const struct keydef tx_keys[] = {
 	{ "queues", KEY_OK, NULL },
-	{ "flows", KEY_UNSUPPORTED, "tx flows are not supported by daqiri: a "
-	  "tx queue sends to its destination map" },
+	{ "flows", KEY_UNSUPPORTED, "not supported by daqiri: tx flows (a tx "
+	  "queue sends to its destination map)" },
 	{ "accurate_send", KEY_NO_EFFECT,
 	  "has no effect in daqiri (no timestamped send)" },
 };
@@ -720,7 +728,7 @@ static void
 parse_socket(struct pctx *x, yaml_node_t *n, struct cfg_socket *s)
 {
 	struct map m;
-	yaml_node_t *v, *lv, *rv;
+	yaml_node_t *v, *lv, *rv, *tcp = NULL;
 	bool mode_ok = false;
 	uint32_t u;
 	int k;
@@ -740,11 +748,18 @@ parse_socket(struct pctx *x, yaml_node_t *n, struct cfg_socket *s)
 		cfg_get_endpoint(x, "local_addr", lv, &s->local);
 	if ((rv = mval(&m, "remote_addr")) != NULL)
 		cfg_get_endpoint(x, "remote_addr", rv, &s->remote);
-	if (s->local.set && s->remote.set &&
-	    s->local.transport != s->remote.transport)
-		err(x, rv, "remote_addr: %s:// does not match local_addr's "
-		    "%s://", cfg_transport_names[s->remote.transport],
-		    cfg_transport_names[s->local.transport]);
+	/* TCP once per interface, at its first tcp:// endpoint: a stream's
+	 * max_payload_size and a tx queue without a destination follow
+	 * from it and are not reported again (with UDP the only transport
+	 * left, local_addr and remote_addr cannot differ) */
+	if (s->local.set && s->local.transport == CFG_TRANSPORT_TCP)
+		tcp = lv;
+	else if (s->remote.set && s->remote.transport == CFG_TRANSPORT_TCP)
+		tcp = rv;
+	if (tcp != NULL)
+		err(x, tcp, "socket_config: not supported by daqiri: TCP, "
+		    "tcp:// (daqiri receives and sends UDP datagrams, whose "
+		    "boundaries its frames and reorder need; use udp://)");
 	/* the legacy local_ip/remote_ip keys are reported already */
 	if (mget(&m, "local_ip") != NULL || mget(&m, "local_port") != NULL ||
 	    mget(&m, "remote_ip") != NULL || mget(&m, "remote_port") != NULL)
@@ -764,8 +779,11 @@ parse_socket(struct pctx *x, yaml_node_t *n, struct cfg_socket *s)
 			err(x, rv, "remote_addr: a client needs a port other "
 			    "than 0");
 	}
+	/* UDP: a datagram's payload, 0..65535 as the reference reads it
+	 * (0 = the largest, 65507); under a refused tcp:// any size */
 	if ((v = mval(&m, "max_payload_size")) != NULL &&
-	    cfg_get_u32(x, "max_payload_size", v, 0, UINT16_MAX, &u))
+	    cfg_get_u32(x, "max_payload_size", v, 0, tcp != NULL ?
+			UINT32_MAX : UINT16_MAX, &u) && tcp == NULL)
 		s->max_payload_size = (uint16_t)u;
 	if ((v = mval(&m, "retry_connect_s")) != NULL)
 		cfg_get_int(x, "retry_connect_s", v, 0, CFG_RETRY_MAX_S,
@@ -954,10 +972,10 @@ static const struct keydef cfg_keys[] = {
 	{ "memory_regions", KEY_OK, NULL },
 	{ "interfaces", KEY_OK, NULL },
 	{ "daemon", KEY_OWN, "the daemon's section" },
-	{ "manager", KEY_UNSUPPORTED, "the legacy key is not supported by "
-	  "daqiri; use stream_type and engine" },
-	{ "protocol", KEY_UNSUPPORTED, "the legacy key is not supported by "
-	  "daqiri; give the transport in the socket_config URIs (udp://)" },
+	{ "manager", KEY_UNSUPPORTED, "not supported by daqiri: the legacy "
+	  "key (use stream_type and engine)" },
+	{ "protocol", KEY_UNSUPPORTED, "not supported by daqiri: the legacy "
+	  "key (give the transport in the socket_config URIs: udp://)" },
 };
 
 static const struct keydef daqiri_keys[] = {
@@ -975,7 +993,8 @@ parse_engine(struct pctx *x, yaml_node_t *n)
 	if (!cfg_get_enum(x, "engine", n, KEYS(names), &k))
 		return;
 	if (k == 2) {
-		err(x, n, "engine: ibverbs is not supported by daqiri");
+		err(x, n, "engine: not supported by daqiri: ibverbs (daqiri's "
+		    "engines are dpdk, for stream_type raw, and socket)");
 		return;
 	}
 	if (x->stream_known && (enum cfg_engine)k != c->engine)
@@ -1049,8 +1068,9 @@ parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
 	}
 	if ((v = mval(&m, "loopback")) != NULL) {
 		if (scalar_is(v, "hw"))
-			err(x, v, "loopback: hardware loopback (hw) is not "
-			    "supported by daqiri");
+			err(x, v, "loopback: not supported by daqiri: hardware "
+			    "loopback, hw (sw loops transmitted packets back "
+			    "in software)");
 		else if (cfg_get_enum(x, "loopback", v,
 				      KEYS(cfg_loopback_names), &k))
 			c->loopback = (enum cfg_loopback)k;

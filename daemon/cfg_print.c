@@ -106,7 +106,10 @@ print_queue(FILE *fp, const struct cfg_queue *q, bool tx, uint32_t pacing)
 		fprintf(fp, "          offloads: [tx_eth_src]\n");
 	if (tx && pacing != 0)
 		fprintf(fp, "          pacing_mbps: %u\n", pacing);
-	if (tx)
+	if (tx && q->dest.reply_peer)
+		fprintf(fp, "          # no destination: replies to the peer "
+			"that sent last\n");
+	else if (tx)
 		print_dest(fp, &q->dest);
 }
 
@@ -346,6 +349,7 @@ endpoint_equal(const struct cfg_endpoint *a, const struct cfg_endpoint *b)
 int
 cfg_tx_dest_equal(const struct cfg_tx_dest *a, const struct cfg_tx_dest *b)
 {
+	EQ(reply_peer);
 	EQ(has_eth_src);
 	EQ(has_eth_dst);
 	EQ(has_ipv4_src);

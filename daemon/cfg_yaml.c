@@ -688,7 +688,8 @@ cfg_map_open(struct pctx *x, struct map *m, yaml_node_t *n, const char *label,
 			if (foreign_ok)
 				continue;
 			if (seq_eq(sval(k), slen(k), "<<")) {
-				err(x, k, "merge keys ('<<') are not supported");
+				err(x, k, "'<<': not supported by daqiri: YAML "
+				    "merge keys (write each key out)");
 				continue;
 			}
 			/* a message past the kept ones needs no hint */

@@ -117,10 +117,16 @@ struct cfg_socket {
  *    from) socket_config.remote_addr; !has_ipv4_src means local_addr's
  *    address (or the kernel's choice), !has_udp_src a port the kernel
  *    chooses; the eth_ fields are never set (the kernel writes the
- *    Ethernet header; the loader warns).
+ *    Ethernet header; the loader warns);
+ *  - reply_peer (socket engine only): a server (socket_config.mode
+ *    server) with no remote_addr, whose queue has no destination map,
+ *    sends to the source (IPv4 address and UDP port) of the datagram
+ *    its interface received last, as the reference library does; no
+ *    other field is set then, and ttl and dscp keep their defaults.
  * pos: the map's place in the file, 0:0 when there is none.
  */
 struct cfg_tx_dest {
+	bool reply_peer;
 	bool has_eth_src, has_eth_dst;
 	bool has_ipv4_src, has_ipv4_dst;
 	bool has_udp_src, has_udp_dst;

@@ -248,7 +248,9 @@ struct engine_tx_ops {
 	 * -EAGAIN when the queue is full (p[ret] was not tried: offer it
 	 * again later), or another negative errno when p[ret] itself failed
 	 * (the caller drops it, counted engine_error, and goes on with
-	 * p[ret + 1]). *err is 0 when all were accepted. An accepted
+	 * p[ret + 1]): -EDESTADDRREQ says the queue replies to the peer
+	 * that sent last and none has (counted no_peer). *err is 0 when
+	 * all were accepted. An accepted
 	 * payload's memory may be read until tx_done() returns its tag.
 	 */
 	int (*tx_burst)(struct engine_txq *q, const struct engine_tx_pkt *p,

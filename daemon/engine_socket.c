@@ -393,9 +393,20 @@ sock_take(struct sock_rxq *q, uint32_t i, uint32_t pairs, uint32_t h,
 	uint32_t dst = q->laddr, len = q->msgs[i].msg_len, seg = 0, k, s;
 	uint32_t src = ntohl(q->peer[i].sin_addr.s_addr);
 	uint16_t sport = ntohs(q->peer[i].sin_port);
+	struct sock_engine *se = (struct sock_engine *)q->base.engine;
 	struct cmsghdr *c;
 	uint8_t *base;
 
+	if (se->want_peer) {
+		uint64_t pk = SOCK_PEER_PACK(src, sport);
+
+		/* a load of a line the tx workers only read: stored (and
+		 * the line moved) only when the sender changed */
+		if (atomic_load_explicit(&se->peer, memory_order_relaxed) !=
+		    pk)
+			atomic_store_explicit(&se->peer, pk,
+			    memory_order_relaxed);
+	}
 	s = q->head;
 	q->head = (q->head + 1) % q->nslots;
 	q->nheld++;
@@ -1126,6 +1137,14 @@ sock_fini(struct engine *e)
 	}
 	sock_tx_fini(se);
 	free(se);
+}
+
+int
+sock_rx_fd(const struct sock_engine *se, int qi)
+{
+	if (qi < 0 || qi >= se->nq || se->q[qi] == NULL)
+		return -1;
+	return se->q[qi]->fd;
 }
 
 int

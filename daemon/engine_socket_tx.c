@@ -10,6 +10,14 @@
  * unless DAQIRID_TX_NO_GSO is set (to anything but "" or "0").
  * sendmmsg copies, so every accepted payload's tag is done at once.
  *
+ * A reply_peer queue (a server's queue with no destination, cfg_tx_dest)
+ * sends from the interface's first rx socket itself (a duplicate of its
+ * fd), so replies come from local_addr's port, as a peer that connected
+ * its own socket to that port expects; each message is addressed to the
+ * peer the rx workers recorded last (sock_engine.peer), loaded once per
+ * burst. Before any datagram arrived a burst fails its first payload
+ * with -EDESTADDRREQ (the TX worker counts it no_peer).
+ *
  * A queue whose region is device memory (its channels' pools are GPU
  * memory, daemon/tx.c) cannot hand the kernel those bytes: tx_burst()
  * first copies the payloads it may send to a host staging buffer
@@ -20,6 +28,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
@@ -59,6 +68,8 @@ struct sock_txq {
 	struct engine_txq base;
 	int fd;
 	bool gso;
+	bool reply;			/* reply_peer: sendmmsg to peer */
+	struct sockaddr_in peer;	/* this burst's peer (reply only) */
 	uint32_t mtu_payload;		/* largest payload of one datagram on
 					 * the route (GSO segments fit it) */
 	struct mmsghdr msgs[ENGINE_MAX_BURST];
@@ -90,6 +101,43 @@ ip_text(uint32_t host, char *buf, size_t cap)
 	struct in_addr a = { .s_addr = htonl(host) };
 
 	return inet_ntop(AF_INET, &a, buf, (socklen_t)cap);
+}
+
+/*
+ * A reply_peer queue: the first rx socket, duplicated (the rx half
+ * closes its own fd), unconnected; the route's MTU is not known until
+ * a peer is, so UDP_SEGMENT runs are cut for a 1500-byte MTU.
+ */
+static int
+sock_txq_reply_init(struct sock_engine *se, struct sock_txq *q,
+		    const struct cfg_queue *cq, uint32_t maxp, char *err,
+		    size_t errlen)
+{
+	const char *nogso;
+	int v, rc;
+
+	errno = EBADF;
+	q->fd = sock_rx_fd(se, 0);
+	if (q->fd >= 0)
+		q->fd = fcntl(q->fd, F_DUPFD_CLOEXEC, 0);
+	if (q->fd < 0) {
+		rc = -errno;
+		log_seterr(err, errlen, "interface '%s': tx queue '%s': "
+		    "duplicating the rx socket: %s", se->name, cq->name,
+		    strerror(errno));
+		return rc;
+	}
+	v = SOCK_SNDBUF;
+	if (setsockopt(q->fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) < 0)
+		(void)setsockopt(q->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	q->mtu_payload = 1500 - 28;
+	nogso = getenv(SOCK_TX_NO_GSO_ENV);
+	q->gso = nogso == NULL || nogso[0] == '\0' || strcmp(nogso, "0") == 0;
+	se->want_peer = true;
+	log_debug("interface '%s': tx queue '%s': from udp port %u to the "
+	    "peer that sent last, payloads up to %u bytes%s", se->name,
+	    cq->name, se->port, maxp, q->gso ? ", UDP_SEGMENT" : "");
+	return 0;
 }
 
 /* A device queue: the staging buffer (pinned where CUDA allows, which
@@ -165,8 +213,15 @@ sock_txq_init(struct sock_engine *se, const struct cfg *c,
 
 	dst = d->has_ipv4_dst ? d->ipv4_dst : s->remote.addr;
 	dport = d->has_udp_dst ? d->udp_dst : s->remote.port;
-	if ((!d->has_ipv4_dst && !s->remote.set) || dst == INADDR_ANY ||
-	    dport == 0) {
+	q->reply = d->reply_peer;
+	if (q->reply && (se->nq < 1 || se->q[0] == NULL)) {
+		log_seterr(err, errlen, "interface '%s': tx queue '%s': it "
+		    "replies to the peer that sent last, and the interface "
+		    "has no rx socket", se->name, cq->name);
+		return -EDESTADDRREQ;
+	}
+	if (!q->reply && ((!d->has_ipv4_dst && !s->remote.set) ||
+	    dst == INADDR_ANY || dport == 0)) {
 		log_seterr(err, errlen, "interface '%s': tx queue '%s': no "
 		    "destination: give it destination.ipv4_dst and udp_dst, or "
 		    "socket_config.remote_addr", se->name, cq->name);
@@ -186,6 +241,8 @@ sock_txq_init(struct sock_engine *se, const struct cfg *c,
 	    &c->regions[cq->region_idx[0]], err, errlen)) < 0)
 		return rc;
 
+	if (q->reply)
+		return sock_txq_reply_init(se, q, cq, maxp, err, errlen);
 	q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (q->fd < 0) {
 		rc = -errno;
@@ -331,6 +388,10 @@ sock_tx_build(struct sock_txq *q, const struct engine_tx_pkt *p, unsigned n)
 		memset(h, 0, sizeof(*h));
 		h->msg_iov = &q->iov[i];
 		h->msg_iovlen = k;
+		if (q->reply) {
+			h->msg_name = &q->peer;
+			h->msg_namelen = sizeof(q->peer);
+		}
 		if (k > 1) {
 			struct cmsghdr *cm;
 			uint16_t seg = (uint16_t)p[i].len;
@@ -367,6 +428,21 @@ sock_tx_send(struct sock_txq *q, const struct engine_tx_pkt *p,
 	}
 	if (n == 0)
 		return 0;
+	if (q->reply) {
+		struct sock_engine *se = (struct sock_engine *)q->base.engine;
+		uint64_t pk = atomic_load_explicit(&se->peer,
+		    memory_order_relaxed);
+
+		if (pk == 0) {
+			/* nobody sent yet: p[0] fails, counted no_peer */
+			*err = -EDESTADDRREQ;
+			return 0;
+		}
+		memset(&q->peer, 0, sizeof(q->peer));
+		q->peer.sin_family = AF_INET;
+		q->peer.sin_addr.s_addr = htonl(SOCK_PEER_ADDR(pk));
+		q->peer.sin_port = htons(SOCK_PEER_PORT(pk));
+	}
 again:
 	m = sock_tx_build(q, p + sent, n - sent);
 	q->st.calls++;

@@ -63,6 +63,7 @@ const char *const tx_drop_names[TX_DROP_MAX] = {
 	[TX_DROP_BAD_BUFFER] = "bad_buffer",
 	[TX_DROP_ENGINE_ERROR] = "engine_error",
 	[TX_DROP_CLOSED] = "closed",
+	[TX_DROP_NO_PEER] = "no_peer",
 };
 
 /* Longest sleep without a heartbeat (tx_worker_set_idle shortens it). */
@@ -656,13 +657,16 @@ send_pending(struct tx_worker *w, uint64_t now)
 			    TX_BACKOFF_MAX_NS : w->backoff_ns * 2;
 			return w->backoff_ns;
 		}
-		/* p[acc] itself failed: dropped, and the rest goes on */
+		/* p[acc] itself failed: dropped, and the rest goes on (the
+		 * consumer's status has no word for a missing peer: it
+		 * reads engine_error; the counters tell them apart) */
 		{
 			struct tx_pend *p = &w->pend[w->pend_off];
 			struct tx_chan *c = p->c;
 
 			c->queued--;
-			count_drop(w, c, TX_DROP_ENGINE_ERROR);
+			count_drop(w, c, err == -EDESTADDRREQ ?
+			    TX_DROP_NO_PEER : TX_DROP_ENGINE_ERROR);
 			complete(c, p->buf, DAQIRI_TX_ENGINE_ERROR);
 			w->pend_off++;
 			w->npend--;

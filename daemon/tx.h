@@ -40,6 +40,9 @@ enum tx_drop {
 					 * already submitted: no completion */
 	TX_DROP_ENGINE_ERROR,		/* the engine refused this payload */
 	TX_DROP_CLOSED,			/* the channel or queue ended first */
+	TX_DROP_NO_PEER,		/* a reply_peer queue (cfg_tx_dest) before
+					 * any datagram arrived: completed
+					 * DAQIRI_TX_ENGINE_ERROR */
 	TX_DROP_MAX
 };
 extern const char *const tx_drop_names[TX_DROP_MAX];

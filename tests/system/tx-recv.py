@@ -10,8 +10,12 @@ number (bytes 0..7 the number, little endian; byte k >= 8 is
 one source address (and --src-port when given); with --only-len,
 datagrams of another length (other channels of the queue) are skipped. With --raw (root only)
 a raw IPv4 socket also sees every datagram to the port and checks its
-IPv4 header checksum, total length and UDP length. Prints "ready" once
-bound, then one "ok ..." or "FAIL ..." line; exits 0 or 1.
+IPv4 header checksum, total length and UDP length. With --hello PORT
+(45-tx-reply-peer.sh) it binds a port the kernel picks (--port 0) and
+first sends --hello-count datagrams to 127.0.0.1:PORT from that socket,
+as a peer of a server that replies to whoever sent last. Prints "ready
+port=P" once bound (and its hellos sent), then one "ok ..." or
+"FAIL ..." line; exits 0 or 1.
 """
 import argparse
 import select
@@ -71,6 +75,8 @@ def main():
     # other channels of the queue share its destination: with this,
     # datagrams of another length are theirs, counted and not checked
     ap.add_argument("--only-len", action="store_true")
+    ap.add_argument("--hello", type=int, default=0)
+    ap.add_argument("--hello-count", type=int, default=1)
     a = ap.parse_args()
 
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -84,7 +90,10 @@ def main():
         raw = socket.socket(socket.AF_INET, socket.SOCK_RAW,
                             socket.IPPROTO_UDP)
         big_rcvbuf(raw)
-    print("ready", flush=True)
+    if a.hello:
+        for i in range(a.hello_count):
+            s.sendto(b"hello %d" % i, ("127.0.0.1", a.hello))
+    print("ready port=%d" % s.getsockname()[1], flush=True)
 
     def length_of(seq):
         return a.len - seq % 3 if a.vary else a.len

@@ -184,7 +184,8 @@ static const struct rule_case rules[] = {
 	  "duplicate key 'batch_size' in rx queue (first at line 26)", NULL, NULL },
 	{ "merge key", SOCK, "          cpu_core: 1\n",
 	  "          cpu_core: 1\n          @<<: {}\n", E,
-	  "merge keys ('<<') are not supported", NULL, NULL },
+	  "'<<': not supported by daqiri: YAML merge keys (write each key "
+	  "out)", NULL, NULL },
 	{ "syntax error", SOCK, "          batch_size: 64\n",
 	  "          batch_size: 64\n         @- [\n", E,
 	  "YAML syntax error: did not find expected key while parsing a "
@@ -219,7 +220,8 @@ static const struct rule_case rules[] = {
 	  "(valid: raw, socket)", NULL, NULL },
 	{ "engine ibverbs", SOCK, "    stream_type: socket\n",
 	  "    stream_type: socket\n    engine: @ibverbs\n", E,
-	  "engine: ibverbs is not supported by daqiri", NULL, NULL },
+	  "engine: not supported by daqiri: ibverbs (daqiri's engines are "
+	  "dpdk, for stream_type raw, and socket)", NULL, NULL },
 	{ "engine against stream_type", SOCK, "    stream_type: socket\n",
 	  "    stream_type: socket\n    engine: @dpdk\n", E,
 	  "engine: dpdk does not serve stream_type socket (use socket)", NULL, NULL },
@@ -229,11 +231,12 @@ static const struct rule_case rules[] = {
 	  "trace, debug, info, warn, error, critical, off)", NULL, NULL },
 	{ "loopback hw", SOCK, "    master_core: 0\n",
 	  "    master_core: 0\n    loopback: @hw\n", E,
-	  "loopback: hardware loopback (hw) is not supported by daqiri", NULL, NULL },
+	  "loopback: not supported by daqiri: hardware loopback, hw (sw loops "
+	  "transmitted packets back in software)", NULL, NULL },
 	{ "legacy manager", SOCK, "    master_core: 0\n",
 	  "    master_core: 0\n    @manager: dpdk\n", E,
-	  "manager: the legacy key is not supported by daqiri; use "
-	  "stream_type and engine", NULL, NULL },
+	  "manager: not supported by daqiri: the legacy key (use stream_type "
+	  "and engine)", NULL, NULL },
 	{ "master_core negative", SOCK, "master_core: 0",
 	  "master_core: @-1", E,
 	  "master_core: must be between 0 and 4095, got -1", NULL, NULL },
@@ -281,8 +284,9 @@ static const struct rule_case rules[] = {
 	  "(valid: local, rdma_read, rdma_write)", NULL, NULL },
 	{ "application-owned memory", SOCK, "      buf_size: 9000\n",
 	  "      buf_size: 9000\n      owned: @false\n", E,
-	  "owned: memory the application provides (owned: false) is not "
-	  "supported by daqiri", NULL, NULL },
+	  "owned: not supported by daqiri: memory the application "
+	  "provides, owned: false (daqiri allocates every region, and seals "
+	  "what it shares with consumers; leave owned out)", NULL, NULL },
 	{ "unused region", SOCK, "    interfaces:\n",
 	  "    - @name: spare\n      kind: host\n      num_bufs: 1\n"
 	  "      buf_size: 1\n    interfaces:\n", W,
@@ -363,10 +367,19 @@ static const struct rule_case rules[] = {
 	  "socket_config: server mode needs local_addr", NULL, NULL },
 	{ "client without remote_addr", SOCK, "mode: server",
 	  "@mode: client", E, "socket_config: client mode needs remote_addr", NULL, NULL },
-	{ "transports differ", SOCK, "        local_addr: udp://127.0.0.1:5005\n",
+	{ "tcp remote_addr", SOCK, "        local_addr: udp://127.0.0.1:5005\n",
 	  "        local_addr: udp://127.0.0.1:5005\n"
 	  "        remote_addr: @tcp://127.0.0.1:6000\n", E,
-	  "remote_addr: tcp:// does not match local_addr's udp://", NULL, NULL },
+	  "socket_config: not supported by daqiri: TCP, tcp:// (daqiri "
+	  "receives and sends UDP datagrams, whose boundaries its frames and "
+	  "reorder need; use udp://)", NULL, NULL },
+	{ "tcp with a stream's max_payload_size", SOCK,
+	  "        local_addr: udp://127.0.0.1:5005\n",
+	  "        local_addr: @tcp://127.0.0.1:5005\n"
+	  "        max_payload_size: 1048576\n", E,
+	  "socket_config: not supported by daqiri: TCP, tcp:// (daqiri "
+	  "receives and sends UDP datagrams, whose boundaries its frames and "
+	  "reorder need; use udp://)", NULL, NULL },
 	{ "min_ipg_ns", SOCK, "        local_addr: udp://127.0.0.1:5005\n",
 	  "        local_addr: udp://127.0.0.1:5005\n        @min_ipg_ns: 100\n",
 	  W, "min_ipg_ns: has no effect in daqiri (no inter-packet gap "
@@ -374,8 +387,8 @@ static const struct rule_case rules[] = {
 	{ "legacy local_ip", SOCK, "        local_addr: udp://127.0.0.1:5005\n",
 	  "        local_addr: udp://127.0.0.1:5005\n"
 	  "        @local_ip: 127.0.0.1\n", E,
-	  "local_ip: the legacy form is not supported by daqiri; use "
-	  "local_addr: udp://IPV4:PORT", NULL, NULL },
+	  "local_ip: not supported by daqiri: the legacy form (use "
+	  "local_addr: udp://IPV4:PORT)", NULL, NULL },
 	{ "max_payload_size", SOCK, "        local_addr: udp://127.0.0.1:5005\n",
 	  "        local_addr: udp://127.0.0.1:5005\n"
 	  "        max_payload_size: @70000\n", E,
@@ -420,7 +433,7 @@ static const struct rule_case rules[] = {
 	  E, "@", NULL, NULL },
 	{ "poll_mode direct", SOCK, "          batch_size: 64\n",
 	  "          batch_size: 64\n          poll_mode: @direct\n", E,
-	  "poll_mode: direct polling is not supported by daqiri (use "
+	  "poll_mode: not supported by daqiri: direct polling (use "
 	  "indirect)", NULL, NULL },
 	{ "cpu_core string", SOCK, "cpu_core: 1", "cpu_core: @\"one\"", E,
 	  "cpu_core: expected an integer, got the quoted string 'one'", NULL, NULL },
@@ -455,8 +468,8 @@ static const struct rule_case rules[] = {
 	  "        - name: v\n          id: 1\n          actions:\n"
 	  "          - type: vlan_push\n            vlan_id: 100\n"
 	  "          - {type: queue, id: 0}\n", E,
-	  "flows: tx flows are not supported by daqiri: a tx queue sends to "
-	  "its destination map", NULL, NULL },
+	  "flows: not supported by daqiri: tx flows (a tx queue sends to "
+	  "its destination map)", NULL, NULL },
 
 	/* tx destination, DPDK: every header comes from it */
 	{ "tx dest no eth_dst", RAW, "          destination:\n"
@@ -479,9 +492,10 @@ static const struct rule_case rules[] = {
 	  "            udp_dst: 4096\n", "            udp_src: 4096\n" },
 	{ "tx no destination", RAW, "        - name: t0\n",
 	  "        - @name: t0\n", E, "tx queue 't0' has no destination: "
-	  "daqiri writes every header itself (frames built by the sender are "
-	  "not supported by daqiri); give destination with eth_dst, ipv4_src, "
-	  "ipv4_dst and udp_dst", "          destination:\n"
+	  "not supported by daqiri: frames built by the sender (daqiri writes "
+	  "every header itself, so a consumer reaches only configured "
+	  "destinations; give destination with eth_dst, ipv4_src, ipv4_dst "
+	  "and udp_dst)", "          destination:\n"
 	  "            eth_dst: \"02:00:00:00:00:02\"\n"
 	  "            ipv4_src: 10.0.0.1\n            ipv4_dst: 10.0.0.2\n"
 	  "            udp_dst: 4096\n", "" },
@@ -529,8 +543,9 @@ static const struct rule_case rules[] = {
 	  "accurate_send: has no effect in daqiri (no timestamped send)",
 	  NULL, NULL },
 	{ "tx two regions", RAW, "memory_regions: [txbuf]",
-	  "memory_regions: @[txbuf, hdr]", E, "memory_regions: a tx queue "
-	  "takes one region (its payload buffers; daqiri writes the headers)",
+	  "memory_regions: @[txbuf, hdr]", E, "memory_regions: not supported "
+	  "by daqiri: a tx queue's header region (daqiri writes every header "
+	  "itself; give one region, the payload buffers)",
 	  NULL, NULL },
 	{ "tx device region", RAW, "memory_regions: [txbuf]",
 	  "memory_regions: [@out]", E, "memory_regions: 'out' is a device "
@@ -545,11 +560,12 @@ static const struct rule_case rules[] = {
 	  "      num_bufs: 64\n      buf_size: 63\n" },
 
 	/* tx destination, socket engine: socket_config gives it */
-	{ "socket tx without destination", SOCK, "      rx:\n",
-	  "      tx:\n        queues:\n        - @{name: t0, id: 0, "
-	  "batch_size: 8, memory_regions: [frames]}\n      rx:\n", E,
-	  "tx queue 't0' has no destination: set socket_config.remote_addr or "
-	  "destination", NULL, NULL },
+	/* a server's queue without one replies to the last peer (golden
+	 * 112, 113); a client without remote_addr is told once */
+	{ "socket tx client without remote_addr", SOCK, "mode: server",
+	  "@mode: client", E, "socket_config: client mode needs remote_addr",
+	  "      rx:\n", "      tx:\n        queues:\n        - {name: t0, "
+	  "id: 0, batch_size: 8, memory_regions: [frames]}\n      rx:\n" },
 	{ "socket tx without udp_dst", SOCK, "      rx:\n",
 	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
 	  "batch_size: 8, memory_regions: [frames],\n           destination: "
@@ -558,8 +574,9 @@ static const struct rule_case rules[] = {
 	  "destination.udp_dst", NULL, NULL },
 	{ "socket tx over tcp", SOCK, "local_addr: udp://127.0.0.1:5005",
 	  "local_addr: @tcp://127.0.0.1:5005", E,
-	  "socket_config: TX sends UDP only, and interface 'sensor0' has tx "
-	  "queues; use udp://", "      rx:\n",
+	  "socket_config: not supported by daqiri: TCP, tcp:// (daqiri "
+	  "receives and sends UDP datagrams, whose boundaries its frames and "
+	  "reorder need; use udp://)", "      rx:\n",
 	  "      tx:\n        queues:\n        - {name: t0, id: 0, "
 	  "batch_size: 8, memory_regions: [frames],\n           destination: "
 	  "{ipv4_dst: 127.0.0.1, udp_dst: 5010}}\n      rx:\n" },
@@ -601,10 +618,12 @@ static const struct rule_case rules[] = {
 	{ "vlan_pop", SOCK, "          action: {type: queue, id: 0}\n",
 	  "          actions:\n          - type: @vlan_pop\n"
 	  "          - {type: queue, id: 0}\n", E,
-	  "type: the vlan_pop action is not supported by daqiri", NULL, NULL },
+	  "type: not supported by daqiri: the vlan_pop action (a flow steers "
+	  "packets to a queue: type queue)", NULL, NULL },
 	{ "tunnel_decap", SOCK, "action: {type: queue, id: 0}",
 	  "action: {type: @tunnel_decap}", E,
-	  "type: the tunnel_decap action is not supported by daqiri", NULL, NULL },
+	  "type: not supported by daqiri: the tunnel_decap action (a flow "
+	  "steers packets to a queue: type queue)", NULL, NULL },
 	{ "queue action not last", SOCK,
 	  "          action: {type: queue, id: 0}\n",
 	  "          actions:\n          - @{type: queue, id: 0}\n"
@@ -616,10 +635,13 @@ static const struct rule_case rules[] = {
 	  "vlan_push, vlan_pop, tunnel_encap, tunnel_decap)", NULL, NULL },
 	{ "flex_item_id", SOCK, "match: {udp_dst: 5005}",
 	  "match: {@flex_item_id: 1}", E,
-	  "flex_item_id: flex-item matching is not supported by daqiri", NULL, NULL },
+	  "flex_item_id: not supported by daqiri: flex-item matching (flows "
+	  "match udp_src, udp_dst, ipv4_src, ipv4_dst and ipv4_len)", NULL,
+	  NULL },
 	{ "ecpri", SOCK, "match: {udp_dst: 5005}",
 	  "match: {@ecpri: {msg_type: 0}}", E,
-	  "ecpri: eCPRI matching is not supported by daqiri", NULL, NULL },
+	  "ecpri: not supported by daqiri: eCPRI matching (flows match "
+	  "udp_src, udp_dst, ipv4_src, ipv4_dst and ipv4_len)", NULL, NULL },
 	{ "empty match", SOCK, "match: {udp_dst: 5005}", "match: @{}", E,
 	  "match: empty; leave 'match' out to match every packet", NULL, NULL },
 	{ "hex port", SOCK, "udp_dst: 5005", "udp_dst: @0x138D", E,
