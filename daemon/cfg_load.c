@@ -97,21 +97,19 @@ flow_depth_offset(const char *s, size_t len)
 	return len;
 }
 
-/* Empty d for a new parse; a --compat report asked for stays asked. */
+/* Empty d for a new parse, with the --compat report c (or none). */
 static void
-cfg_diags_reset(struct cfg_diags *d)
+cfg_diags_reset(struct cfg_diags *d, struct cfg_compat *c)
 {
-	struct cfg_compat *c = d->compat;
-
 	memset(d, 0, sizeof(*d));
 	d->compat = c;
 	if (c != NULL)
 		c->n = c->more = 0;
 }
 
-int
-cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
-	  struct cfg_diags *d)
+static int
+parse(const char *text, size_t len, const char *file, struct cfg *out,
+      struct cfg_diags *d, struct cfg_compat *compat)
 {
 	static const struct cfg_pos whole = { 0, 0 };
 	yaml_parser_t parser;
@@ -121,7 +119,7 @@ cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
 	const char *why = NULL;
 	size_t bad;
 
-	cfg_diags_reset(d);
+	cfg_diags_reset(d, compat);
 	snprintf(d->file, sizeof(d->file), "%s", file != NULL ? file :
 		 "<config>");
 	cfg_defaults(out);
@@ -211,7 +209,22 @@ cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
 }
 
 int
-cfg_load(const char *file, struct cfg *out, struct cfg_diags *d)
+cfg_parse(const char *text, size_t len, const char *file, struct cfg *out,
+	  struct cfg_diags *d)
+{
+	return parse(text, len, file, out, d, NULL);
+}
+
+int
+cfg_parse_compat(const char *text, size_t len, const char *file,
+		 struct cfg *out, struct cfg_diags *d, struct cfg_compat *compat)
+{
+	return parse(text, len, file, out, d, compat);
+}
+
+static int
+load(const char *file, struct cfg *out, struct cfg_diags *d,
+     struct cfg_compat *compat)
 {
 	static const struct cfg_pos whole = { 0, 0 };
 	char *buf;
@@ -219,7 +232,7 @@ cfg_load(const char *file, struct cfg *out, struct cfg_diags *d)
 	ssize_t n;
 	int fd, rc;
 
-	cfg_diags_reset(d);
+	cfg_diags_reset(d, compat);
 	snprintf(d->file, sizeof(d->file), "%s", file);
 	cfg_defaults(out);
 	fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -257,7 +270,20 @@ cfg_load(const char *file, struct cfg *out, struct cfg_diags *d)
 		free(buf);
 		return -1;
 	}
-	rc = cfg_parse(buf, len, file, out, d);
+	rc = parse(buf, len, file, out, d, compat);
 	free(buf);
 	return rc;
+}
+
+int
+cfg_load(const char *file, struct cfg *out, struct cfg_diags *d)
+{
+	return load(file, out, d, NULL);
+}
+
+int
+cfg_load_compat(const char *file, struct cfg *out, struct cfg_diags *d,
+		struct cfg_compat *compat)
+{
+	return load(file, out, d, compat);
 }

@@ -326,8 +326,8 @@ struct cfg_diag {
 
 /*
  * daqirid -n --compat: what daqiri makes of each key of a file written
- * for the reference library. cfg_parse() fills it when cfg_diags.compat
- * points to one (the caller's), one entry per key it met, in file order.
+ * for the reference library. cfg_parse_compat() and cfg_load_compat()
+ * fill the caller's, one entry per key they met, in file order.
  */
 enum cfg_compat_class {
 	CFG_COMPAT_SAME,		/* used as the reference means it */
@@ -356,8 +356,9 @@ struct cfg_compat {
 extern const char *const cfg_compat_names[CFG_COMPAT_MAX];
 
 struct cfg_diags {
-	struct cfg_compat *compat;	/* NULL, or the --compat report
-					 * (kept across cfg_parse()) */
+	struct cfg_compat *compat;	/* the --compat report being
+					 * made, or NULL (set by the
+					 * parse) */
 	char file[CFG_PATH_MAX];
 	int ndiags;			/* kept in diags[] */
 	int nerrors;			/* all errors, kept or not */
@@ -380,6 +381,14 @@ int cfg_parse(const char *text, size_t len, const char *file,
  * diagnostic ("cannot read: <strerror>"). Same return as cfg_parse().
  */
 int cfg_load(const char *file, struct cfg *out, struct cfg_diags *d);
+
+/* The same, also reporting every key in compat (daqirid -n --compat,
+ * cfg_compat_print()); d->compat points to it afterwards. */
+int cfg_parse_compat(const char *text, size_t len, const char *file,
+		     struct cfg *out, struct cfg_diags *d,
+		     struct cfg_compat *compat);
+int cfg_load_compat(const char *file, struct cfg *out, struct cfg_diags *d,
+		    struct cfg_compat *compat);
 
 /* The embedded default config (etc/daqirid.yaml as built in). */
 extern const char cfg_default_text[];

@@ -59,16 +59,18 @@ static int
 load_config(const struct options *o, struct cfg *c, struct cfg_diags *d,
 	    const char **used, char *abs)
 {
+	static struct cfg_compat compat;
+	struct cfg_compat *cp = o->compat ? &compat : NULL;
 	int rc;
 
 	*used = o->config;
 	if (*used == NULL && access(DAQIRID_DEFAULT_CONFIG, F_OK) == 0)
 		*used = DAQIRID_DEFAULT_CONFIG;
 	if (*used != NULL)
-		rc = cfg_load(*used, c, d);
+		rc = cfg_load_compat(*used, c, d, cp);
 	else
-		rc = cfg_parse(cfg_default_text, cfg_default_len,
-			       "<built-in default>", c, d);
+		rc = cfg_parse_compat(cfg_default_text, cfg_default_len,
+				      "<built-in default>", c, d, cp);
 	if (*used != NULL && realpath(*used, abs) == NULL)
 		snprintf(abs, PATH_MAX, "%s", *used);
 	cfg_diags_print(d, stderr);
@@ -84,7 +86,6 @@ main(int argc, char **argv)
 {
 	static struct cfg cfg;
 	static struct cfg_diags diags;
-	static struct cfg_compat compat;
 	static char abs_config[PATH_MAX];
 	struct options o = { .level = -1 };
 	const char *used;
@@ -167,8 +168,7 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	if (o.compat)
-		diags.compat = &compat;
+
 
 	/*
 	 * Before anything that may start a thread (reading the config
