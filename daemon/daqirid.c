@@ -169,7 +169,6 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-
 	/*
 	 * Before anything that may start a thread (reading the config
 	 * starts none; CUDA, DPDK and libsystemd may): a thread with TERM
