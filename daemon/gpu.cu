@@ -255,20 +255,31 @@ gpu_range_del(const void *p)
 		(void)gpu_range_remove_locked(p);
 }
 
-extern "C" int
-gpu_alloc(int ordinal, size_t bytes, void **out)
+/* Select GPU ordinal (left current) and cudaMalloc bytes on it. */
+static int
+gpu_malloc_on(int ordinal, size_t bytes, void **p)
 {
 	cudaError_t e;
-	void *p = nullptr;
-	int rc;
 
-	*out = nullptr;
+	*p = nullptr;
 	if (!gpu_available(nullptr, 0))
 		return -ENODEV;
 	if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
 		return gpu_cuda_error("gpu: cudaSetDevice", e);
-	if ((e = cudaMalloc(&p, bytes)) != cudaSuccess)
+	if ((e = cudaMalloc(p, bytes)) != cudaSuccess)
 		return gpu_cuda_error("gpu: cudaMalloc", e);
+	return 0;
+}
+
+extern "C" int
+gpu_alloc(int ordinal, size_t bytes, void **out)
+{
+	void *p;
+	int rc;
+
+	*out = nullptr;
+	if ((rc = gpu_malloc_on(ordinal, bytes, &p)) != 0)
+		return rc;
 	if ((rc = gpu_range_insert(p, bytes, GPU_PTR_DEVICE, 0,
 	    GPU_OWN_ALLOC)) != 0) {
 		(void)cudaFree(p);
@@ -295,16 +306,12 @@ extern "C" int
 gpu_alloc_pool(int ordinal, size_t bytes, void **out)
 {
 	cudaError_t e;
-	void *p = nullptr;
+	void *p;
 	int rc;
 
 	*out = nullptr;
-	if (!gpu_available(nullptr, 0))
-		return -ENODEV;
-	if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
-		return gpu_cuda_error("gpu: cudaSetDevice", e);
-	if ((e = cudaMalloc(&p, bytes)) != cudaSuccess)
-		return gpu_cuda_error("gpu: cudaMalloc", e);
+	if ((rc = gpu_malloc_on(ordinal, bytes, &p)) != 0)
+		return rc;
 	/* cudaMemset is asynchronous for device memory: wait for it, so
 	 * the pool is zero before its owner can open it */
 	if ((e = cudaMemset(p, 0, bytes)) != cudaSuccess ||
