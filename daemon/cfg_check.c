@@ -84,19 +84,19 @@ cfg_check_queue_region(struct pctx *x, const yaml_node_t *e,
 	 * whole in device memory (geometry.h); a device region first and
 	 * more after it is neither (socket streams get their own message
 	 * below). */
-	if (!tx && nth == 1 && x->stream_known &&
-	    x->c->stream_type == CFG_STREAM_RAW && q->region_idx[0] >= 0 &&
+	if (!tx && nth == 1 && eng(x) != NULL && eng(x)->rx_device &&
+	    q->region_idx[0] >= 0 &&
 	    x->c->regions[q->region_idx[0]].kind == DAQIRI_MEM_DEVICE)
 		err(x, e, "memory_regions: the first region is a device region "
 		    "and '%s' follows it, but the CPU reads each frame's "
 		    "headers from the first; list a host region first "
 		    "(header-data split: [headers, payloads]), or give the "
 		    "device region alone (whole frames in GPU memory)", name);
-	if (!tx && x->stream_known &&
-	    x->c->stream_type == CFG_STREAM_SOCKET &&
+	if (!tx && eng(x) != NULL && !eng(x)->rx_device &&
 	    x->c->regions[ri].kind == DAQIRI_MEM_DEVICE)
-		err(x, e, "memory_regions: socket streams receive "
-		    "into host memory; '%s' is a device region", name);
+		err(x, e, "memory_regions: %s streams receive "
+		    "into host memory; '%s' is a device region",
+		    eng(x)->stream_type, name);
 }
 
 static const struct cfg_queue *
@@ -254,9 +254,8 @@ check_reorder_host_part(struct pctx *x, const struct cfg_reorder *r,
 {
 	int dp = geom_queue_device_part(x->c, q);
 
-	/* socket streams refuse device regions apart */
-	if (dp < 0 || host == 0 || (x->stream_known &&
-	    x->c->stream_type == CFG_STREAM_SOCKET))
+	/* an engine that takes no device region refuses it apart */
+	if (dp < 0 || host == 0 || (eng(x) != NULL && !eng(x)->rx_device))
 		return;
 	if (r->type == CFG_REORDER_CPU) {
 		err(x, mget(m, "reorder_type"), "reorder_type: a cpu reorder "
@@ -536,8 +535,9 @@ cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		"eth_dst", "ipv4_src", "ipv4_dst", "udp_dst"
 	};
 	struct cfg_tx_dest *d = &q->dest;
-	bool raw = x->stream_known && x->c->stream_type == CFG_STREAM_RAW;
-	bool sock = x->stream_known && x->c->stream_type == CFG_STREAM_SOCKET;
+	const struct cfg_engine_traits *t = eng(x);
+	/* the engine writes Ethernet headers (dpdk), or the kernel does */
+	bool raw = t != NULL && t->tx_l2, sock = t != NULL && !t->tx_l2;
 	struct map m;
 
 	d->ttl = TX_TTL_DEFAULT;
@@ -654,12 +654,12 @@ check_tx_region(struct pctx *x, const struct cfg_queue *q)
 		return;
 	r = &x->c->regions[q->region_idx[0]];
 	at = cfg_pos_of(x->c, q->region_names[0], q->pos);
-	if (r->kind == DAQIRI_MEM_DEVICE && x->stream_known &&
-	    x->c->stream_type == CFG_STREAM_RAW)
+	if (r->kind == DAQIRI_MEM_DEVICE && eng(x) != NULL &&
+	    !eng(x)->tx_device)
 		err_at(x, at, "memory_regions: '%s' is a device region: not "
 		       "supported by daqiri yet: a tx queue in device memory "
-		       "on the dpdk engine (GPUDirect send); the socket engine "
-		       "sends it through host memory", r->name);
+		       "on the %s engine (GPUDirect send); the socket engine "
+		       "sends it through host memory", r->name, eng(x)->name);
 	if (r->buf_size < TX_BUF_MIN)
 		err_at(x, at, "memory_regions: buf_size %llu of '%s' is less "
 		       "than the %u bytes a tx queue's buffers need at least",
@@ -670,7 +670,7 @@ void
 cfg_check_tx(struct pctx *x, struct cfg_interface *ifc)
 {
 	const struct cfg_socket *s = &ifc->socket;
-	bool sock = x->stream_known && x->c->stream_type == CFG_STREAM_SOCKET;
+	bool sock = eng(x) != NULL && eng(x)->socket_config;
 
 	for (int i = 0; i < ifc->tx.nqueues; i++)
 		check_tx_region(x, &ifc->tx.queues[i]);
@@ -748,12 +748,13 @@ cfg_check_address(struct pctx *x, const yaml_node_t *n,
 	char qb[QBUF];
 	uint32_t ip;
 
-	if (!x->stream_known)
+	if (eng(x) == NULL)
 		return;
-	if (x->c->stream_type == CFG_STREAM_SOCKET) {
+	if (eng(x)->addr_ipv4) {
 		if (!cfg_parse_ipv4(a, &ip))
-			err(x, n, "address: a socket stream needs an IPv4 "
-			    "address, got '%s'", cfg_quote(a, strlen(a), qb));
+			err(x, n, "address: a %s stream needs an IPv4 "
+			    "address, got '%s'", eng(x)->stream_type,
+			    cfg_quote(a, strlen(a), qb));
 		return;
 	}
 	if (is_vdev_name(a)) {

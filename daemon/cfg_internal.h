@@ -354,6 +354,14 @@ mkey(const struct map *m, const char *name)
 	return i < 0 ? NULL : m->key[i];
 }
 
+/* The engine's traits once stream_type was read, else NULL: no rule of
+ * an engine is checked against a guess (cfg_engine.c). */
+static inline const struct cfg_engine_traits *
+eng(const struct pctx *x)
+{
+	return x->stream_known ? cfg_engine_traits(x->c->engine) : NULL;
+}
+
 /* A key the parser reads (key_read()) and that was given. */
 static inline yaml_node_t *
 mval(const struct map *m, const char *name)

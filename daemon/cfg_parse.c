@@ -317,8 +317,7 @@ parse_queue_regions(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		err(x, n, "memory_regions: not supported by daqiri: a tx "
 		    "queue's header region (daqiri writes every header "
 		    "itself; give one region, the payload buffers)");
-	else if (q->nregions == 2 && x->stream_known &&
-	    x->c->stream_type == CFG_STREAM_SOCKET)
+	else if (q->nregions == 2 && eng(x) != NULL && !eng(x)->rx_split)
 		err(x, n, "memory_regions: header-data split (two regions) "
 		    "needs stream_type raw");
 }
@@ -937,13 +936,12 @@ parse_interface(struct pctx *x, yaml_node_t *n, int idx)
 		return;
 	}
 	if ((v = mval(&m, "socket_config")) != NULL) {
-		if (x->stream_known &&
-		    x->c->stream_type != CFG_STREAM_SOCKET)
+		if (eng(x) != NULL && !eng(x)->socket_config)
 			err(x, mkey(&m, "socket_config"), "socket_config: "
 			    "only for stream_type socket");
 		else
 			parse_socket(x, v, &ifc->socket);
-	} else if (x->stream_known && x->c->stream_type == CFG_STREAM_SOCKET) {
+	} else if (eng(x) != NULL && eng(x)->socket_config) {
 		err(x, n, "missing required key 'socket_config' in interface "
 		    "(stream_type is socket)");
 	}
@@ -1084,9 +1082,9 @@ parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
 			    &c->rx_meta_buffers);
 	if ((v = mval(&m, "dpdk_args")) != NULL) {
 		parse_dpdk_args(x, v);
-		if (x->stream_known && c->stream_type == CFG_STREAM_SOCKET)
+		if (eng(x) != NULL && !eng(x)->eal_args)
 			warn(x, mkey(&m, "dpdk_args"), "dpdk_args: has no "
-			     "effect with stream_type socket");
+			     "effect with stream_type %s", eng(x)->stream_type);
 	}
 	/* regions before interfaces: queues and reorder configs name them */
 	if ((v = mval(&m, "memory_regions")) != NULL)

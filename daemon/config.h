@@ -394,6 +394,33 @@ int cfg_load_compat(const char *file, struct cfg *out, struct cfg_diags *d,
 extern const char cfg_default_text[];
 extern const size_t cfg_default_len;
 
+/*
+ * What an engine can do (cfg_engine.c): the one statement of the rules
+ * that depend on it, asked by the config checker and the daemon.
+ */
+struct cfg_engine_traits {
+	const char *name;		/* "dpdk", "socket" */
+	const char *stream_type;	/* the reference's word for it */
+	bool addr_ipv4;			/* interfaces by IPv4 address (else a
+					 * PCI address or a DPDK vdev name) */
+	bool socket_config;		/* required (else refused) */
+	bool rx_device;			/* rx queues may receive into device
+					 * memory (whole frames or payloads) */
+	bool rx_split;			/* header-data split (two rx regions) */
+	bool tx_device;			/* tx payloads may be device memory */
+	bool tx_l2;			/* it writes the Ethernet header: a tx
+					 * queue names eth_dst, offloads apply;
+					 * else the kernel does, and a
+					 * destination may come from
+					 * socket_config */
+	bool eal_args;			/* dpdk_args mean something */
+};
+
+/* The traits of engine e (NULL for none), and of an interface's. */
+const struct cfg_engine_traits *cfg_engine_traits(enum cfg_engine e);
+const struct cfg_engine_traits *cfg_iface_traits(const struct cfg *c,
+						 const struct cfg_interface *ifc);
+
 /* Write every diagnostic as "file:line:col: error: message\n". */
 void cfg_diags_print(const struct cfg_diags *d, FILE *fp);
 

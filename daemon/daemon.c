@@ -26,6 +26,10 @@
  *                    addresses, reorder geometry)
  *   cfg_print.c      the normalised printout (-n -v) and cfg_equal()
  *   cfg_names.c      the YAML spelling of every config enum, lookups
+ *   cfg_engine.c     any thread, pure: what each engine can do (address
+ *                    forms, socket_config, device memory on rx and tx,
+ *                    Ethernet headers), the one table the checker and
+ *                    the daemon ask instead of branching on stream_type
  *   cfg_diff.c       any thread, pure: a running config against a new
  *                    one, each difference live or restart-only, at the
  *                    new file's line:col
@@ -259,7 +263,7 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 	if (di->ops == NULL) {
 		log_warnx("interface '%s': engine %s is not built into this "
 		    "daqirid (use stream_type socket)", ifc->name,
-		    c->engine == CFG_ENGINE_DPDK ? "dpdk" : "?");
+		    cfg_iface_traits(c, ifc)->name);
 		return -1;
 	}
 	has_tx = ifc->has_tx && ifc->tx.nqueues > 0;
