@@ -178,6 +178,24 @@ out:
 	return si_leave(e);
 }
 
+/* Lock held: the allocation of `kind` that starts at p, with all pending
+ * work run first (the real frees synchronise), taken off the table; or
+ * NULL and *e cudaErrorInvalidValue (or the work's error). */
+static struct si_alloc *
+take_alloc(void *p, int kind, cudaError_t *e)
+{
+	struct si_alloc *a = si_alloc_find((uintptr_t)p);
+
+	if (a == NULL || (int)a->kind != kind || a->base != (uintptr_t)p) {
+		*e = cudaErrorInvalidValue;
+		return NULL;
+	}
+	if ((*e = si_sync_all()) != cudaSuccess)
+		return NULL;
+	si_alloc_del(a);
+	return a;
+}
+
 cudaError_t
 cudaFree(void *p)
 {
@@ -186,22 +204,13 @@ cudaFree(void *p)
 
 	if ((e = si_enter()) != cudaSuccess)
 		return si_err(e);
-	if (p == NULL)
-		goto out;
-	a = si_alloc_find((uintptr_t)p);
-	if (a == NULL || a->kind != SI_DEVICE || a->base != (uintptr_t)p) {
-		e = cudaErrorInvalidValue;
-		goto out;
+	if (p != NULL && (a = take_alloc(p, SI_DEVICE, &e)) != NULL) {
+		si_unmap(a);
+		close(a->fd);
+		g_dev_bytes -= a->size;
+		free(a);
+		si_log("cudaFree %p", p);
 	}
-	if ((e = si_sync_all()) != cudaSuccess)
-		goto out;
-	si_alloc_del(a);
-	si_unmap(a);
-	close(a->fd);
-	g_dev_bytes -= a->size;
-	free(a);
-	si_log("cudaFree %p", p);
-out:
 	return si_leave(e);
 }
 
@@ -260,19 +269,10 @@ cudaFreeHost(void *p)
 
 	if ((e = si_enter()) != cudaSuccess)
 		return si_err(e);
-	if (p == NULL)
-		goto out;
-	a = si_alloc_find((uintptr_t)p);
-	if (a == NULL || a->kind != SI_PINNED || a->base != (uintptr_t)p) {
-		e = cudaErrorInvalidValue;
-		goto out;
+	if (p != NULL && (a = take_alloc(p, SI_PINNED, &e)) != NULL) {
+		munmap(p, a->size);
+		free(a);
 	}
-	if ((e = si_sync_all()) != cudaSuccess)
-		goto out;
-	si_alloc_del(a);
-	munmap(p, a->size);
-	free(a);
-out:
 	return si_leave(e);
 }
 

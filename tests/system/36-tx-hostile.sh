@@ -20,29 +20,7 @@ MBPS=100
 B=60
 
 make_config -e 's/timeout_us: 100000 /timeout_us: 1000000 /'
-awk -v txport="$TXPORT" -v mbps="$MBPS" '
-/^    - name: tensors / {
-	print "    - name: tx_frames"
-	print "      kind: host"
-	print "      affinity: 0"
-	print "      num_bufs: 256"
-	print "      buf_size: 9000"
-}
-/^      rx:$/ {
-	print "      tx:"
-	print "        queues:"
-	print "        - name: t0"
-	print "          id: 0"
-	print "          batch_size: 32"
-	print "          memory_regions: [tx_frames]"
-	print "          pacing_mbps: " mbps
-}
-{ print }
-/^        local_addr: udp:/ {
-	print "        remote_addr: udp://127.0.0.1:" txport
-}' "$T/daqirid.yaml" > "$T/tx.yaml"
-mv "$T/tx.yaml" "$T/daqirid.yaml"
-"$BUILD/daqirid" -n -c "$T/daqirid.yaml" >/dev/null || fail "tx test config invalid"
+add_tx_queue host 256 9000 "$MBPS"
 start_daemon
 Q=sensor0/t0
 txq() {

@@ -22,29 +22,7 @@ LEN=200
 # payloads, sending to our receiver's port; the control socket open to
 # everyone (0666), so uid nobody reaches the permission check.
 make_config -e 's/socket_mode: 0660 /socket_mode: 0666 /'
-awk -v txport="$TXPORT" -v bufsz="$BUFSZ" '
-/^    - name: tensors / {
-	print "    - name: tx_frames"
-	print "      kind: host"
-	print "      affinity: 0"
-	print "      num_bufs: 64"
-	print "      buf_size: " bufsz
-}
-/^      rx:$/ {
-	print "      tx:"
-	print "        queues:"
-	print "        - name: t0"
-	print "          id: 0"
-	print "          batch_size: 32"
-	print "          memory_regions: [tx_frames]"
-}
-{ print }
-/^        local_addr: udp:/ {
-	print "        remote_addr: udp://127.0.0.1:" txport
-}' "$T/daqirid.yaml" > "$T/tx.yaml"
-"$BUILD/daqirid" -n -c "$T/tx.yaml" > "$T/n.out" 2>&1 ||
-	fail "tx test config invalid: $(head -3 "$T/n.out")"
-mv "$T/tx.yaml" "$T/daqirid.yaml"
+add_tx_queue host 64 "$BUFSZ"
 
 # The receiver: exactly COUNT datagrams on TXPORT, each written as one
 # line of hex to OUT, in arrival order; "ready" once bound.

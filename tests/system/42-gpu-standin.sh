@@ -22,6 +22,9 @@ B=24
 # CPU, which can hold the receive thread long enough for a 100 ms deadline
 # to pass while a batch's packets still wait in the socket.
 DEADLINE="s/timeout_us: 100000 /timeout_us: 2000000 /"
+# The consumers subscribe lossless, which root or daemon.admin_group may:
+# the group of whoever runs the test is made the admin group.
+ADMIN="s/admin_group: \"\" /admin_group: \"$(id -gn)\" /"
 SIM="--batches $B --seed 7 --shuffle 64 --loss 0.01 --dup 0.02 --rate 20kpps"
 
 # phase NAME: the daemon on $T/daqirid.yaml, a verifying and saving
@@ -79,13 +82,13 @@ same_tensors() {
 
 note "the reference: the CPU backend, host tensors"
 CONS_PREFIX=
-make_config -e "$DEADLINE"
+make_config -e "$DEADLINE" -e "$ADMIN"
 phase cpu
 
 note "the GPU backend on the stand-in, device tensors opened by CUDA IPC"
 DAEMON_PREFIX=$SI
 CONS_PREFIX=$SI
-make_config -e "$DEADLINE" -e 's/reorder_type: cpu/reorder_type: gpu/' \
+make_config -e "$DEADLINE" -e "$ADMIN" -e 's/reorder_type: cpu/reorder_type: gpu/' \
 	-e '/name: tensors/,/buf_size/s/kind: host$/kind: device/'
 phase device
 grep -q "device" "$T/daqirid.yaml" || fail "no device region in the config"
@@ -95,7 +98,7 @@ note "host_pinned frames and tensors: the GPU reads payloads where they landed"
 # Registered host memory: the backend reads each payload in place, so the
 # worker must hold a burst's frames until the kernel that reads them ran
 # (a burst released early would be overwritten by the next receive).
-make_config -e "$DEADLINE" -e 's/reorder_type: cpu/reorder_type: gpu/' \
+make_config -e "$DEADLINE" -e "$ADMIN" -e 's/reorder_type: cpu/reorder_type: gpu/' \
 	-e 's/kind: host$/kind: host_pinned/'
 phase pinned
 grep -q "without a CUDA device" "$T/daemon.log" &&

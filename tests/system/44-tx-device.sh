@@ -28,30 +28,8 @@ LEN=1500
 # The default config with a device region for the tx queue's payloads
 # and the receiver's port as socket_config.remote_addr.
 make_config
-awk -v txport="$TXPORT" -v bufsz="$BUFSZ" '
-/^    - name: tensors / {
-	print "    - name: tx_gpu"
-	print "      kind: device"
-	print "      affinity: 0"
-	print "      num_bufs: 64"
-	print "      buf_size: " bufsz
-}
-/^      rx:$/ {
-	print "      tx:"
-	print "        queues:"
-	print "        - name: t0"
-	print "          id: 0"
-	print "          batch_size: 32"
-	print "          memory_regions: [tx_gpu]"
-}
-{ print }
-/^        local_addr: udp:/ {
-	print "        remote_addr: udp://127.0.0.1:" txport
-}' "$T/daqirid.yaml" > "$T/tx.yaml"
 note "a tx queue in device memory passes -n on the socket engine"
-"$BUILD/daqirid" -n -c "$T/tx.yaml" > "$T/n.out" 2>&1 ||
-	fail "device tx queue refused: $(head -3 "$T/n.out")"
-mv "$T/tx.yaml" "$T/daqirid.yaml"
+add_tx_queue device 64 "$BUFSZ"
 
 DAEMON_PREFIX=$SI
 start_daemon

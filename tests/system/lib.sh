@@ -240,3 +240,36 @@ netns_cleanup() {
 	ip netns del "$NSD" 2>/dev/null || true
 	ip netns del "$NSS" 2>/dev/null || true
 }
+
+# add_tx_queue KIND NBUFS BUFSZ [PACING_MBPS]: $T/daqirid.yaml gains a
+# region tx_frames of KIND (NBUFS buffers of BUFSZ bytes) and a tx queue
+# t0 in it that sends to 127.0.0.1:$TXPORT (socket_config.remote_addr);
+# the result must pass -n.
+add_tx_queue() {
+	awk -v txport="$TXPORT" -v kind="$1" -v nbufs="$2" -v bufsz="$3" \
+	    -v mbps="${4:-}" '
+/^    - name: tensors / {
+	print "    - name: tx_frames"
+	print "      kind: " kind
+	print "      affinity: 0"
+	print "      num_bufs: " nbufs
+	print "      buf_size: " bufsz
+}
+/^      rx:$/ {
+	print "      tx:"
+	print "        queues:"
+	print "        - name: t0"
+	print "          id: 0"
+	print "          batch_size: 32"
+	print "          memory_regions: [tx_frames]"
+	if (mbps != "")
+		print "          pacing_mbps: " mbps
+}
+{ print }
+/^        local_addr: udp:/ {
+	print "        remote_addr: udp://127.0.0.1:" txport
+}' "$T/daqirid.yaml" > "$T/tx.yaml"
+	"$BUILD/daqirid" -n -c "$T/tx.yaml" > "$T/n.out" 2>&1 ||
+		fail "tx test config invalid: $(head -3 "$T/n.out")"
+	mv "$T/tx.yaml" "$T/daqirid.yaml"
+}
