@@ -151,6 +151,7 @@ $(BUILD)/obj/%.o: %.c
 # libmicrohttpd's.
 $(BUILD)/obj/daemon/engine_dpdk.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_tx.o: ALL_CFLAGS += $(DPDK_CFLAGS)
+$(BUILD)/obj/daemon/engine_dpdk_eal.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/http.o: ALL_CFLAGS += $(MHD_CFLAGS)
 
 $(BUILD)/obj/%.cu.o: %.cu
@@ -312,6 +313,7 @@ system-asan:
 	$(Q)rc=0; BUILD=$(BUILD)/asan sh tests/system/36-tx-hostile.sh || rc=$$?; \
 	  if [ $$rc -eq 77 ]; then echo "system-asan: 36-tx-hostile skipped"; else exit $$rc; fi
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/41-direct-placement.sh
+	$(Q)BUILD=$(BUILD)/asan sh tests/system/46-sw-loopback.sh
 
 # The suites that use CUDA once more on the CUDA stand-in: unit-run ran
 # their no-device paths, here their GPU cases run (kernels as CPU bodies,

@@ -643,7 +643,7 @@ check_socket_txq(struct pctx *x, const struct cfg_interface *ifc,
 /* A tx queue's first region gives its payload buffers' size (the
  * largest payload), how many a channel may have, and where they live:
  * a device region gives each channel a device pool (the socket engine
- * stages it through host memory; the DPDK engine cannot send it yet). */
+ * and the DPDK engine stage it through host memory). */
 static void
 check_tx_region(struct pctx *x, const struct cfg_queue *q)
 {
@@ -666,6 +666,23 @@ check_tx_region(struct pctx *x, const struct cfg_queue *q)
 		       (unsigned long long)r->buf_size, r->name, TX_BUF_MIN);
 }
 
+/* The engine's headroom in front of each buffer of the interface's rx
+ * regions (DPDK's mbuf headroom: buf_size stays the frame bytes a buffer
+ * takes, as in the reference). */
+void
+cfg_check_rx_headroom(struct pctx *x, const struct cfg_interface *ifc)
+{
+	uint32_t h = eng(x) != NULL ? eng(x)->rx_headroom : 0;
+
+	for (int q = 0; q < ifc->rx.nqueues; q++)
+		for (int k = 0; k < ifc->rx.queues[q].nregions; k++) {
+			int ri = ifc->rx.queues[q].region_idx[k];
+
+			if (ri >= 0 && ri < x->c->nregions)
+				x->c->regions[ri].headroom = h;
+		}
+}
+
 void
 cfg_check_tx(struct pctx *x, struct cfg_interface *ifc)
 {
@@ -674,6 +691,15 @@ cfg_check_tx(struct pctx *x, struct cfg_interface *ifc)
 
 	for (int i = 0; i < ifc->tx.nqueues; i++)
 		check_tx_region(x, &ifc->tx.queues[i]);
+	if (x->c->loopback == CFG_LOOPBACK_SW && eng(x) != NULL &&
+	    eng(x)->sw_loopback)
+		for (int i = ifc->rx.nqueues; i < ifc->tx.nqueues; i++)
+			err_at(x, ifc->tx.queues[i].pos, "tx queue '%s': "
+			       "software loopback sends the N-th tx queue to "
+			       "the N-th rx queue, and interface '%s' has %d rx "
+			       "queue%s: add one, or remove this tx queue",
+			       ifc->tx.queues[i].name, ifc->name,
+			       ifc->rx.nqueues, ifc->rx.nqueues == 1 ? "" : "s");
 	/* no socket_config: reported already */
 	if (!sock || !s->present || ifc->tx.nqueues == 0)
 		return;
@@ -755,6 +781,26 @@ cfg_check_address(struct pctx *x, const yaml_node_t *n,
 			err(x, n, "address: a %s stream needs an IPv4 "
 			    "address, got '%s'", eng(x)->stream_type,
 			    cfg_quote(a, strlen(a), qb));
+		return;
+	}
+	if (x->c->loopback == CFG_LOOPBACK_SW) {
+		/* as the reference: 'loopback', or a PCI address that is
+		 * only a label */
+		if (strcmp(a, "loopback") == 0)
+			return;
+		if (is_pci_address(a))
+			warn(x, n, "address: software loopback (loopback: sw) "
+			     "does not use the NIC at %s: 'loopback' says so", a);
+		else
+			err(x, n, "address: with loopback: sw an interface is "
+			    "a software loopback port: write 'loopback', got "
+			    "'%s'", cfg_quote(a, strlen(a), qb));
+		return;
+	}
+	if (strcmp(a, "loopback") == 0) {
+		err(x, n, "address: 'loopback' is the software loopback port: "
+		    "set loopback: sw in cfg (what tx queue N sends, rx queue "
+		    "N receives)");
 		return;
 	}
 	if (is_vdev_name(a)) {

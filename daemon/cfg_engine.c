@@ -19,9 +19,11 @@ static const struct cfg_engine_traits traits[CFG_ENGINE_MAX] = {
 		.socket_config = false,
 		.rx_device = true,
 		.rx_split = true,
-		.tx_device = false,
+		.tx_device = true,
 		.tx_l2 = true,
 		.eal_args = true,
+		.rx_headroom = CFG_DPDK_MBUF_HEADROOM,
+		.sw_loopback = true,
 	},
 	[CFG_ENGINE_SOCKET] = {
 		.name = "socket",
@@ -33,6 +35,8 @@ static const struct cfg_engine_traits traits[CFG_ENGINE_MAX] = {
 		.tx_device = true,
 		.tx_l2 = false,
 		.eal_args = false,
+		.rx_headroom = 0,
+		.sw_loopback = false,
 	},
 };
 

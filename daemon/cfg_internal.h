@@ -431,6 +431,7 @@ void cfg_check_address(struct pctx *x, const yaml_node_t *n,
 void cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		       const yaml_node_t *off);
 void cfg_check_tx(struct pctx *x, struct cfg_interface *ifc);
+void cfg_check_rx_headroom(struct pctx *x, const struct cfg_interface *ifc);
 /* Destinations equal in what is sent (cfg_print.c, for cfg_equal() and
  * cfg_diff()). */
 int cfg_tx_dest_equal(const struct cfg_tx_dest *a,

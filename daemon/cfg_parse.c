@@ -945,8 +945,10 @@ parse_interface(struct pctx *x, yaml_node_t *n, int idx)
 		err(x, n, "missing required key 'socket_config' in interface "
 		    "(stream_type is socket)");
 	}
-	if ((v = mval(&m, "rx")) != NULL)
+	if ((v = mval(&m, "rx")) != NULL) {
 		parse_rx(x, v, ifc);
+		cfg_check_rx_headroom(x, ifc);
+	}
 	if ((v = mval(&m, "tx")) != NULL)
 		parse_tx(x, v, ifc);
 	if (mget(&m, "rx") == NULL && mget(&m, "tx") == NULL)
@@ -963,7 +965,10 @@ static const struct keydef cfg_keys[] = {
 	{ "stream_type", KEY_OK, NULL },
 	{ "engine", KEY_OK, NULL },
 	{ "log_level", KEY_OK, NULL },
-	{ "loopback", KEY_OK, NULL },
+	{ "loopback", KEY_DIFFERS, "sw lands each looped frame in the rx "
+	  "queue's own buffers, as a NIC would (the reference hands the "
+	  "receiver the sent buffers), and loops tx queue N to rx queue N of "
+	  "every interface" },
 	{ "tx_meta_buffers", KEY_QUIET, "daqiri keeps no metadata buffers" },
 	{ "rx_meta_buffers", KEY_QUIET, "daqiri keeps no metadata buffers" },
 	{ "dpdk_args", KEY_OWN, "extra EAL arguments" },
@@ -1073,6 +1078,12 @@ parse_cfg(struct pctx *x, yaml_node_t *n, bool nested)
 				      KEYS(cfg_loopback_names), &k))
 			c->loopback = (enum cfg_loopback)k;
 		cfg_mark(x, &c->loopback, v);
+		if (c->loopback == CFG_LOOPBACK_SW && eng(x) != NULL &&
+		    !eng(x)->sw_loopback)
+			err(x, v, "loopback: sw is the dpdk engine's software "
+			    "loopback (stream_type: raw); a %s stream loops "
+			    "back through the kernel: send to 127.0.0.1",
+			    eng(x)->stream_type);
 	}
 	if ((v = mval(&m, "tx_meta_buffers")) != NULL)
 		cfg_get_u32(x, "tx_meta_buffers", v, 1, UINT32_MAX,

@@ -20,6 +20,9 @@
 #define CFG_NAME_MAX		DAQIRI_NAME_MAX	/* bytes, NUL included */
 #define CFG_PATH_MAX		256
 #define CFG_MAX_REGIONS		32
+/* DPDK's RTE_PKTMBUF_HEADROOM in Debian's build (engine_dpdk.c asserts
+ * it): what the DPDK engine keeps in front of each rx buffer. */
+#define CFG_DPDK_MBUF_HEADROOM	128
 #define CFG_MAX_INTERFACES	8
 #define CFG_MAX_QUEUES		32	/* per interface and direction */
 #define CFG_MAX_FLOWS		64	/* per interface and direction */
@@ -82,6 +85,11 @@ struct cfg_region {
 	uint32_t num_bufs;
 	uint64_t buf_size;
 	unsigned access;		/* enum cfg_access bits; 0 = not given */
+	/* Derived (cfg_check_rx_headroom): bytes the engine keeps in front
+	 * of each buffer, beyond buf_size (DPDK's mbuf headroom for an rx
+	 * queue's region, as the reference adds it); the region's buffers
+	 * are buf_size + headroom apart. */
+	uint32_t headroom;
 	struct cfg_pos pos;
 };
 
@@ -414,6 +422,11 @@ struct cfg_engine_traits {
 					 * destination may come from
 					 * socket_config */
 	bool eal_args;			/* dpdk_args mean something */
+	uint32_t rx_headroom;		/* bytes in front of each rx buffer
+					 * (cfg_region.headroom) */
+	bool sw_loopback;		/* loopback: sw (a ring port per
+					 * interface, tx queue N to rx queue
+					 * N) */
 };
 
 /* The traits of engine e (NULL for none), and of an interface's. */

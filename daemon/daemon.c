@@ -58,7 +58,9 @@
  *   engine.c         main: the table of engines built in
  *   engine_socket.c  the socket engine: init/start/fini on main, receive,
  *                    release and counters on the queue's worker
- *   engine_dpdk.c    the DPDK engine, split the same way
+ *   engine_dpdk.c    the DPDK engine, split the same way (and, in software
+ *                    loopback, frames landed in the rx queue's buffers)
+ *   engine_dpdk_eal.c main: EAL's arguments, start-up and clean-up
  *   engine_dpdk_tx.c the DPDK engine's tx queues: set up on main, frames
  *                    built and sent on the queue's tx worker
  *   flow.c           flow tables: compiled on main, a copy per worker

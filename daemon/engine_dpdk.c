@@ -7,14 +7,9 @@
  */
 #define ALLOW_EXPERIMENTAL_API 1	/* extmem, extbuf pools, dma_map */
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "gpu.h"
 #include "log.h"
 
 #if defined(__has_include)
@@ -63,8 +59,6 @@
 
 #include "engine_dpdk_internal.h"
 
-/* Most EAL arguments we pass (ours + cfg.dpdk_args). */
-#define DPDK_MAX_ARGS		(CFG_MAX_DPDK_ARGS + 2 * CFG_MAX_INTERFACES + 16)
 /* RX descriptors per queue, at most half the queue's buffers. */
 #define DPDK_RX_DESC		1024u
 /* Fewest buffers a queue may have (descriptors + a burst in hand). */
@@ -81,7 +75,12 @@
  * on some PMDs the read is a system call. */
 #define DPDK_PORT_STATS_NS	(10u * 1000u * 1000u)
 /* Page size of CUDA device memory mapped for a NIC (GPUDirect). */
-#define DPDK_GPU_PAGE		(64u << 10)
+#define DPDK_GPU_PAGE		MEM_GPU_PAGE_SIZE
+
+/* The config's buf_size is a buffer's frame bytes; this is in front. */
+_Static_assert(RTE_PKTMBUF_HEADROOM == CFG_DPDK_MBUF_HEADROOM,
+    "CFG_DPDK_MBUF_HEADROOM is not this DPDK's RTE_PKTMBUF_HEADROOM");
+
 /* External memory registered by this process (regions). */
 #define DPDK_MAX_EXTMEM		CFG_MAX_REGIONS
 #define DPDK_CACHE_LINE		64
@@ -112,6 +111,17 @@ struct dpdk_rxq {
 	uint64_t port_errors;
 	struct rte_eth_stats base_stats;	/* at start() */
 
+	/* Software loopback (cfg.loopback: sw): frames come from a tx
+	 * queue's mbufs, and the worker lands each in the pool as a NIC's
+	 * DMA would (dpdk_loop_land). */
+	bool loopback;
+	bool loop_dev;			/* the pool is device memory */
+	bool loop_warned;		/* a failed copy was logged */
+	int loop_gpu;			/* its GPU */
+	void *loop_stream;		/* gpu_stream_create(), lazily */
+	struct gpu_copy *loop_copies;	/* ENGINE_MAX_BURST */
+	struct rte_mbuf **loop_from;	/* ENGINE_MAX_BURST: the sent mbufs */
+
 	struct engine_stats st;
 	struct rte_mbuf *burst[ENGINE_MAX_BURST];
 } __attribute__((aligned(DPDK_CACHE_LINE)));
@@ -138,13 +148,6 @@ struct dpdk_engine {
 	struct dpdk_dma_map maps[CFG_MAX_REGIONS];
 };
 
-/* Process-wide EAL state, touched only by init/fini on the main thread. */
-static bool dpdk_eal_up;
-static bool dpdk_eal_gone;		/* cleaned up: cannot come back */
-static int dpdk_eal_users;
-static char dpdk_argbuf[DPDK_MAX_ARGS][CFG_PATH_MAX];
-static char *dpdk_argv[DPDK_MAX_ARGS + 1];
-
 /* Regions registered as external memory, shared by the queues using them. */
 static struct {
 	void *va;
@@ -161,305 +164,6 @@ dpdk_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- EAL ------------------------------------------------------------- */
-
-/* True when arg is option opt ("-l", "--vdev") given alone, glued to its
- * value ("-l0") or with '=' ("--vdev=..."). */
-static bool
-dpdk_arg_is(const char *arg, const char *opt)
-{
-	size_t n = strlen(opt);
-
-	if (strncmp(arg, opt, n) != 0)
-		return false;
-	if (arg[n] == '\0' || arg[n] == '=')
-		return true;
-	return opt[1] != '-';		/* short options take glued values */
-}
-
-static bool
-dpdk_user_has(const struct cfg *c, const char *const *opts)
-{
-	for (int i = 0; i < c->ndpdk_args; i++)
-		for (int k = 0; opts[k] != NULL; k++)
-			if (dpdk_arg_is(c->dpdk_args[i], opts[k]))
-				return true;
-	return false;
-}
-
-/* DPDK's log level for ours. */
-static int
-dpdk_log_level(enum cfg_log_level l)
-{
-	switch (l) {
-	case CFG_LOG_TRACE:
-	case CFG_LOG_DEBUG:
-		return RTE_LOG_DEBUG;
-	case CFG_LOG_INFO:
-		return RTE_LOG_INFO;
-	case CFG_LOG_WARN:
-		return RTE_LOG_WARNING;
-	case CFG_LOG_ERROR:
-		return RTE_LOG_ERR;
-	case CFG_LOG_CRITICAL:
-		return RTE_LOG_CRIT;
-	default:
-		return RTE_LOG_EMERG;
-	}
-}
-
-/* "dddd:bb:dd.f" or "bb:dd.f" (hex). */
-static bool
-dpdk_is_pci(const char *a)
-{
-	unsigned d, b, s, f;
-	char end;
-
-	return sscanf(a, "%x:%x:%x.%x%c", &d, &b, &s, &f, &end) == 4 ||
-	    sscanf(a, "%x:%x.%x%c", &b, &s, &f, &end) == 3;
-}
-
-/* Huge pages free in any size (sysfs). */
-static bool
-dpdk_hugepages_free(void)
-{
-	const char *dir = "/sys/kernel/mm/hugepages";
-	struct dirent *de;
-	unsigned long total = 0;
-	DIR *d;
-
-	if ((d = opendir(dir)) == NULL)
-		return false;
-	while ((de = readdir(d)) != NULL) {
-		char path[CFG_PATH_MAX + 64];
-		unsigned long n = 0;
-		FILE *fp;
-
-		if (strncmp(de->d_name, "hugepages-", 10) != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/free_hugepages", dir,
-		    de->d_name);
-		if ((fp = fopen(path, "re")) == NULL)
-			continue;
-		if (fscanf(fp, "%lu", &n) == 1)
-			total += n;
-		fclose(fp);
-	}
-	closedir(d);
-	return total > 0;
-}
-
-static int
-dpdk_add_arg(int *argc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (*argc >= DPDK_MAX_ARGS)
-		return -E2BIG;
-	va_start(ap, fmt);
-	vsnprintf(dpdk_argbuf[*argc], CFG_PATH_MAX, fmt, ap);
-	va_end(ap);
-	dpdk_argv[*argc] = dpdk_argbuf[*argc];
-	(*argc)++;
-	return 0;
-}
-
-/*
- * The lcore list: the master core and every queue's core that this process
- * may run on; the others are left out with a warning.
- */
-static void
-dpdk_core_list(const struct cfg *c, char *out, size_t cap)
-{
-	cpu_set_t allowed, want;
-	int master = c->master_core;
-	size_t n = 0;
-
-	CPU_ZERO(&allowed);
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
-		CPU_SET(0, &allowed);
-	CPU_ZERO(&want);
-	if (master < 0 || master >= CPU_SETSIZE || !CPU_ISSET(master, &allowed)) {
-		int first = 0;
-
-		while (first < CPU_SETSIZE && !CPU_ISSET(first, &allowed))
-			first++;
-		log_warnx("master_core %d: no such core here; EAL's main lcore "
-		    "is core %d", master, first);
-		master = first;
-	}
-	CPU_SET(master, &want);
-	for (int i = 0; i < c->ninterfaces; i++) {
-		const struct cfg_rx *rx = &c->interfaces[i].rx;
-
-		for (int q = 0; q < rx->nqueues; q++) {
-			int core = rx->queues[q].cpu_core;
-
-			if (core < 0)
-				continue;
-			if (core >= CPU_SETSIZE || !CPU_ISSET(core, &allowed)) {
-				log_warnx("queue '%s/%s': cpu_core %d: no such "
-				    "core here; left out of EAL's lcores",
-				    c->interfaces[i].name, rx->queues[q].name,
-				    core);
-				continue;
-			}
-			CPU_SET(core, &want);
-		}
-	}
-	/* master first: EAL makes the first lcore of -l its main lcore */
-	n += (size_t)snprintf(out, cap, "%d", master);
-	for (int k = 0; k < CPU_SETSIZE && n < cap; k++)
-		if (k != master && CPU_ISSET(k, &want))
-			n += (size_t)snprintf(out + n, cap - n, ",%d", k);
-}
-
-/*
- * Build EAL's argv from the config: "daqirid", -l (unless given), an
- * allow-list of the configured PCI ports or --no-pci when there are none
- * (unless the user chose devices), --no-telemetry (unless --telemetry),
- * --log-level, then cfg.dpdk_args as they are (so they win).
- */
-static int
-dpdk_eal_args(const struct cfg *c, char *err, size_t errlen)
-{
-	static const char *const lcore_opts[] = { "-l", "-c", "--lcores",
-		NULL };
-	static const char *const dev_opts[] = { "-a", "-b", "-w", "--allow",
-		"--block", "--pci-whitelist", "--pci-blacklist", "--no-pci",
-		NULL };
-	static const char *const tele_opts[] = { "--telemetry",
-		"--no-telemetry", NULL };
-	static const char *const nohuge_opts[] = { "--no-huge", NULL };
-	static const char *const inmem_opts[] = { "--in-memory", NULL };
-	static const char *const lvl_opts[] = { "--log-level", NULL };
-	char cores[CFG_PATH_MAX];
-	bool no_huge = dpdk_user_has(c, nohuge_opts);
-	int argc = 0, npci = 0, full = 0;	/* full: argv ran out */
-
-	if (no_huge && dpdk_user_has(c, inmem_opts)) {
-		log_seterr(err, errlen, "dpdk_args: --no-huge cannot be "
-		    "combined with --in-memory; use --no-shconf (or a "
-		    "--file-prefix of its own) with --no-huge");
-		return -EINVAL;
-	}
-	if (!no_huge && !dpdk_hugepages_free()) {
-		log_seterr(err, errlen, "DPDK: no free huge pages on this "
-		    "machine (/sys/kernel/mm/hugepages): reserve some (e.g. "
-		    "'echo 1024 > /proc/sys/vm/nr_hugepages') or add "
-		    "\"--no-huge\" and \"--no-shconf\" to cfg.dpdk_args");
-		return -ENOMEM;
-	}
-	full |= dpdk_add_arg(&argc, "daqirid");
-	if (!dpdk_user_has(c, lcore_opts)) {
-		dpdk_core_list(c, cores, sizeof(cores));
-		full |= dpdk_add_arg(&argc, "-l");
-		full |= dpdk_add_arg(&argc, "%s", cores);
-	}
-	if (!dpdk_user_has(c, dev_opts)) {
-		/* Probe only the devices we were given: never take over a NIC
-		 * the config does not name. */
-		for (int i = 0; i < c->ninterfaces; i++)
-			if (dpdk_is_pci(c->interfaces[i].address)) {
-				full |= dpdk_add_arg(&argc, "-a");
-				full |= dpdk_add_arg(&argc, "%s",
-				    c->interfaces[i].address);
-				npci++;
-			}
-		if (npci == 0)
-			full |= dpdk_add_arg(&argc, "--no-pci");
-	}
-	if (!dpdk_user_has(c, tele_opts))
-		full |= dpdk_add_arg(&argc, "--no-telemetry");
-	if (!dpdk_user_has(c, lvl_opts))
-		full |= dpdk_add_arg(&argc, "--log-level=%d",
-		    dpdk_log_level(c->log_level));
-	for (int i = 0; i < c->ndpdk_args; i++)
-		full |= dpdk_add_arg(&argc, "%s", c->dpdk_args[i]);
-	if (full != 0) {
-		log_seterr(err, errlen, "dpdk_args: more than %d EAL arguments",
-		    DPDK_MAX_ARGS);
-		return -E2BIG;
-	}
-	dpdk_argv[argc] = NULL;
-	return argc;
-}
-
-/* Initialise EAL once per process, with the whole config's arguments. */
-static int
-dpdk_eal_init(const struct cfg *c, char *err, size_t errlen)
-{
-	char line[DPDK_MAX_ARGS * 24];
-	sigset_t all, old;
-	cpu_set_t aff;
-	bool have_aff;
-	size_t n = 0;
-	int argc, rc;
-
-	if (dpdk_eal_up)
-		return 0;
-	if (dpdk_eal_gone) {
-		log_seterr(err, errlen, "DPDK: EAL was shut down in this "
-		    "process and cannot be started again");
-		return -EALREADY;
-	}
-	if ((argc = dpdk_eal_args(c, err, errlen)) < 0)
-		return argc;
-	line[0] = '\0';
-	for (int i = 0; i < argc && n < sizeof(line); i++)
-		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s",
-		    i ? " " : "", dpdk_argv[i]);
-	log_info("DPDK: EAL arguments: %s", line);
-
-	/* EAL's own log lines go to stderr like ours (its default is stdout
-	 * and syslog). */
-	rte_openlog_stream(stderr);
-	/* Threads EAL starts (interrupts, lcores) inherit this mask, so
-	 * SIGTERM & co. stay for the daemon's signalfd; and EAL pins the
-	 * calling thread to its main lcore, which the daemon's own pinning
-	 * policy decides instead: both are restored. */
-	sigfillset(&all);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGABRT);
-	sigdelset(&all, SIGTRAP);
-	sigdelset(&all, SIGSYS);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	have_aff = pthread_getaffinity_np(pthread_self(), sizeof(aff),
-	    &aff) == 0;
-	rc = rte_eal_init(argc, dpdk_argv);
-	if (have_aff)
-		(void)pthread_setaffinity_np(pthread_self(), sizeof(aff), &aff);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc < 0) {
-		int e = rte_errno;
-
-		log_seterr(err, errlen, "DPDK: rte_eal_init failed: %s (EAL "
-		    "arguments: %s; EAL's messages above say more)",
-		    rte_strerror(e), line);
-		/* EAL refuses a second rte_eal_init in any case */
-		dpdk_eal_gone = true;
-		return e > 0 ? -e : -EINVAL;
-	}
-	dpdk_eal_up = true;
-	log_info("DPDK: EAL up (%s), %u port(s), IOVA as %s", rte_version(),
-	    rte_eth_dev_count_avail(),
-	    rte_eal_iova_mode() == RTE_IOVA_PA ? "PA" : "VA");
-	return 0;
-}
-
-static void
-dpdk_eal_put(void)
-{
-	if (--dpdk_eal_users > 0 || !dpdk_eal_up)
-		return;
-	rte_eal_cleanup();
-	dpdk_eal_up = false;
-	dpdk_eal_gone = true;
 }
 
 /* ---- memory ---------------------------------------------------------- */
@@ -569,13 +273,14 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 		    nbufs, m->name, m->nbufs, users, DPDK_MIN_BUFS);
 		return NULL;
 	}
+	/* m->buf_size is the stride: the config's buf_size behind the
+	 * headroom (cfg_region.headroom) */
 	if (m->buf_size <= RTE_PKTMBUF_HEADROOM + RTE_ETHER_MIN_LEN) {
 		log_seterr(err, errlen, "interface '%s': queue '%s': memory "
-		    "region '%s': buffers of %llu bytes; DPDK needs more than "
-		    "%d (mbuf headroom %d + a minimal frame)", ifc->name,
-		    cq->name, m->name, (unsigned long long)m->buf_size,
-		    RTE_PKTMBUF_HEADROOM + RTE_ETHER_MIN_LEN,
-		    RTE_PKTMBUF_HEADROOM);
+		    "region '%s': buffers of %llu bytes; DPDK needs at least "
+		    "%d (a minimal frame)", ifc->name, cq->name, m->name,
+		    (unsigned long long)(m->buf_size - RTE_PKTMBUF_HEADROOM),
+		    RTE_ETHER_MIN_LEN + 1);
 		return NULL;
 	}
 	room = m->buf_size > UINT16_MAX ? UINT16_MAX : (uint16_t)m->buf_size;
@@ -613,8 +318,8 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 		log_seterr(err, errlen, "interface '%s': queue '%s': memory "
 		    "region '%s' (%zu bytes at %p) is not made of whole "
 		    "%zu-byte pages%s", ifc->name, cq->name, m->name, len,
-		    (void *)va, page, dev ? ": make num_bufs x buf_size a "
-		    "multiple of 64 KiB" : "");
+		    (void *)va, page, dev ? " (CUDA gave an address inside a "
+		    "page)" : "");
 		return NULL;
 	}
 	if ((rc = dpdk_extmem_get(va, len, page, true)) < 0) {
@@ -819,6 +524,16 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 	q->held = calloc(q->cap, sizeof(*q->held));
 	if (q->held == NULL)
 		return -ENOMEM;
+	if (c->loopback == CFG_LOOPBACK_SW) {
+		q->loopback = true;
+		q->loop_dev = data != NULL && data->kind == DAQIRI_MEM_DEVICE;
+		q->loop_gpu = data != NULL ? data->affinity : 0;
+		q->loop_copies = calloc(ENGINE_MAX_BURST,
+		    sizeof(*q->loop_copies));
+		q->loop_from = calloc(ENGINE_MAX_BURST, sizeof(*q->loop_from));
+		if (q->loop_copies == NULL || q->loop_from == NULL)
+			return -ENOMEM;
+	}
 
 	nb_rxd = DPDK_RX_DESC;
 	while (nb_rxd > nbufs / 2 && nb_rxd > 32)
@@ -912,10 +627,9 @@ dpdk_mtu(const struct cfg *c, const struct cfg_interface *ifc,
 		const struct cfg_queue *cq = &ifc->rx.queues[q];
 		uint64_t f = 0;
 
+		/* buf_size is what a buffer takes behind its headroom */
 		for (int k = 0; k < cq->nregions; k++)
 			f += c->regions[cq->region_idx[k]].buf_size;
-		if (cq->nregions > 0)
-			f -= RTE_PKTMBUF_HEADROOM;
 		if (f > frame)
 			frame = f;
 	}
@@ -940,7 +654,7 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
 	struct dpdk_engine *de;
-	char names[256];
+	char names[256], lbname[32];
 	int qi, rc;
 
 	*out = NULL;
@@ -967,16 +681,22 @@ dpdk_init(struct engine **out, const struct cfg *c,
 		return -ENOMEM;
 	de->base.ops = &engine_dpdk_ops;
 	snprintf(de->name, sizeof(de->name), "%s", ifc->name);
-	snprintf(de->address, sizeof(de->address), "%s", ifc->address);
+	snprintf(de->address, sizeof(de->address), "%s",
+	    dpdk_port_of(c, ifc, lbname, sizeof(lbname)));
 
-	if ((rc = dpdk_eal_init(c, err, errlen)) < 0)
+	if ((rc = dpdk_eal_get(c, err, errlen)) < 0)
 		goto fail;
-	dpdk_eal_users++;
 	de->eal_ref = true;
 
-	if (dpdk_find_port(ifc->address, &de->port) != 0) {
+	if (dpdk_find_port(de->address, &de->port) != 0) {
 		dpdk_port_names(names, sizeof(names));
-		if (dpdk_vdev_given(c, ifc->address))
+		if (c->loopback == CFG_LOOPBACK_SW)
+			log_seterr(err, errlen, "interface '%s': no DPDK port "
+			    "'%s' (ports: %s): the software loopback's ring "
+			    "port did not start (the driver's messages above "
+			    "say why; it is DPDK's ring PMD, librte_net_ring)",
+			    ifc->name, de->address, names);
+		else if (dpdk_vdev_given(c, ifc->address))
 			log_seterr(err, errlen, "interface '%s': no DPDK port "
 			    "'%s' (ports: %s): its --vdev in cfg.dpdk_args did "
 			    "not start (the driver's messages above say why)",
@@ -992,27 +712,32 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	}
 	if ((rc = rte_eth_dev_info_get(de->port, &info)) != 0) {
 		log_seterr(err, errlen, "interface '%s': port '%s': %s",
-		    ifc->name, ifc->address, rte_strerror(-rc));
+		    ifc->name, de->address, rte_strerror(-rc));
 		goto fail;
 	}
 	de->dev = info.device;
 	if (ifc->rx.nqueues > info.max_rx_queues) {
 		log_seterr(err, errlen, "interface '%s': port '%s' has %u rx "
-		    "queue(s), the config %d%s", ifc->name, ifc->address,
+		    "queue(s), the config %d%s", ifc->name, de->address,
 		    info.max_rx_queues, ifc->rx.nqueues,
-		    strncmp(ifc->address, "net_pcap", 8) == 0 ?
+		    strncmp(de->address, "net_pcap", 8) == 0 ?
 		    " (net_pcap: one rx_pcap= per queue)" : "");
 		rc = -EINVAL;
 		goto fail;
 	}
 	if (ifc->tx.nqueues > info.max_tx_queues) {
 		log_seterr(err, errlen, "interface '%s': port '%s' has %u tx "
-		    "queue(s), the config %d", ifc->name, ifc->address,
+		    "queue(s), the config %d", ifc->name, de->address,
 		    info.max_tx_queues, ifc->tx.nqueues);
 		rc = -EINVAL;
 		goto fail;
 	}
-	if (ifc->rx.nqueues > 1)
+	if (c->loopback == CFG_LOOPBACK_SW)
+		log_info("interface '%s': software loopback (port '%s'): what "
+		    "tx queue N sends, rx queue N receives, landed in its own "
+		    "buffers as a NIC would; no wire, no NIC", ifc->name,
+		    de->address);
+	else if (ifc->rx.nqueues > 1)
 		log_warnx("interface '%s': %d queues and flows classified in "
 		    "software: the port picks the queue of a frame (RSS on a "
 		    "NIC), and a frame that reaches another queue than its "
@@ -1035,7 +760,7 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	if (rc != 0) {
 		log_seterr(err, errlen, "interface '%s': port '%s': "
 		    "rte_eth_dev_configure (%d rx, %d tx queues, mtu %u): %s",
-		    ifc->name, ifc->address, ifc->rx.nqueues, ifc->tx.nqueues,
+		    ifc->name, de->address, ifc->rx.nqueues, ifc->tx.nqueues,
 		    conf.rxmode.mtu, rte_strerror(-rc));
 		goto fail;
 	}
@@ -1050,7 +775,7 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	    &info, err, errlen)) < 0)
 		goto fail;
 	log_info("interface '%s': DPDK port %u '%s' (%s), %d rx queue(s), %d "
-	    "tx queue(s), mtu %u", ifc->name, de->port, ifc->address,
+	    "tx queue(s), mtu %u", ifc->name, de->port, de->address,
 	    info.driver_name != NULL ? info.driver_name : "?",
 	    ifc->rx.nqueues, ifc->tx.nqueues, conf.rxmode.mtu);
 	*out = &de->base;
@@ -1106,6 +831,80 @@ dpdk_engine_tx(struct engine *e)
 
 /* ---- data path ------------------------------------------------------- */
 
+/*
+ * Software loopback: q->burst[0..n) are the mbufs a tx queue sent (a
+ * header mbuf, perhaps chained to its payload's). Each is landed in a
+ * mbuf of the queue's own pool, as a NIC's DMA would land it: one
+ * contiguous frame, copied by the CPU into host memory or by
+ * cudaMemcpyAsync into device memory (one wait per burst); then the sent
+ * mbuf is freed, which gives its payload back to the sender. A frame
+ * longer than a buffer is counted truncated; one that finds no free
+ * buffer, kernel (the NIC's rx_nombuf). Returns the frames now in
+ * q->burst.
+ */
+static unsigned
+dpdk_loop_land(struct dpdk_rxq *q, unsigned n)
+{
+	unsigned out = 0, nc = 0, landed;
+	uint16_t room = rte_pktmbuf_data_room_size(q->pool) -
+	    RTE_PKTMBUF_HEADROOM;
+	int rc;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct rte_mbuf *m = q->burst[i], *d = NULL;
+		uint8_t *dst;
+
+		if (m->pkt_len > room)
+			q->st.truncated++;
+		else if ((d = rte_pktmbuf_alloc(q->pool)) == NULL)
+			q->st.kernel++;
+		if (d == NULL) {
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		dst = (uint8_t *)rte_pktmbuf_append(d, (uint16_t)m->pkt_len);
+		for (struct rte_mbuf *g = m; g != NULL; g = g->next) {
+			const void *src = rte_pktmbuf_mtod(g, const void *);
+
+			if (!q->loop_dev)
+				memcpy(dst, src, g->data_len);
+			else {
+				q->loop_copies[nc].dst = dst;
+				q->loop_copies[nc].src = src;
+				q->loop_copies[nc].len = g->data_len;
+				nc++;
+			}
+			dst += g->data_len;
+		}
+		q->loop_from[out] = m;
+		q->burst[out++] = d;
+	}
+	landed = out;
+	if (q->loop_dev && nc > 0) {
+		rc = q->loop_stream != NULL ? 0 :
+		    gpu_stream_create(q->loop_gpu, &q->loop_stream);
+		if (rc == 0)
+			rc = gpu_copy_to_device(q->loop_gpu, q->loop_stream,
+			    q->loop_copies, nc);
+		if (rc < 0) {
+			if (!q->loop_warned) {
+				q->loop_warned = true;
+				log_warnx("queue %u: software loopback: copying "
+				    "frames into device memory: %s (counted in "
+				    "errors; not logged again)",
+				    q->base.queue_id, gpu_last_error());
+			}
+			q->st.errors += out;
+			for (unsigned i = 0; i < out; i++)
+				rte_pktmbuf_free(q->burst[i]);
+			out = 0;
+		}
+	}
+	for (unsigned i = 0; i < landed; i++)
+		rte_pktmbuf_free(q->loop_from[i]);
+	return out;
+}
+
 /* One rte_eth_rx_burst: frames into f[], their mbufs onto the held ring. */
 static unsigned
 dpdk_poll(struct dpdk_rxq *q, struct rx_frame *f, unsigned max)
@@ -1116,6 +915,8 @@ dpdk_poll(struct dpdk_rxq *q, struct rx_frame *f, unsigned max)
 	uint64_t ns;
 
 	if (n == 0)
+		return 0;
+	if (q->loopback && (n = (uint16_t)dpdk_loop_land(q, n)) == 0)
 		return 0;
 	ns = dpdk_now_ns();
 	for (uint16_t i = 0; i < n; i++) {
@@ -1340,6 +1141,9 @@ dpdk_fini(struct engine *e)
 		rte_mempool_free(q->pool);
 		rte_mempool_free(q->hdr_pool);
 		free(q->held);
+		free(q->loop_copies);
+		free(q->loop_from);
+		gpu_stream_destroy(q->loop_stream);
 		q->held = NULL;
 	}
 	for (int i = 0; i < de->nmaps; i++)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the DPDK engine's two files share: engine_dpdk.c owns EAL, the
- * port and the rx queues; engine_dpdk_tx.c (transmit) sets up the tx
- * queues of the same port through these calls. Only files compiled with
- * DPDK's headers include this.
+ * What the DPDK engine's files share: engine_dpdk.c owns the port and the
+ * rx queues, engine_dpdk_eal.c EAL, and engine_dpdk_tx.c (transmit) sets
+ * up the tx queues of the same port through these calls. Only files
+ * compiled with DPDK's headers include this.
  */
 #ifndef DAQIRI_ENGINE_DPDK_INTERNAL_H
 #define DAQIRI_ENGINE_DPDK_INTERNAL_H
@@ -17,6 +17,22 @@
 #include "config.h"
 #include "engine.h"
 #include "mem.h"
+
+/* EAL (engine_dpdk_eal.c), main thread. Start it once per process with
+ * the whole config's arguments and count one more user: 0, or a negative
+ * errno with err. */
+int dpdk_eal_get(const struct cfg *c, char *err, size_t errlen);
+
+/* One user less; the last one cleans EAL up (it cannot start again). */
+void dpdk_eal_put(void);
+
+/* True when a is a PCI address, dddd:bb:dd.f or bb:dd.f. */
+bool dpdk_is_pci(const char *a);
+
+/* The DPDK port name of interface ifc: its address, or in software
+ * loopback the ring port made for it (net_ring_lb<index>, into buf). */
+const char *dpdk_port_of(const struct cfg *c, const struct cfg_interface *ifc,
+			 char *buf, size_t len);
 
 /* The tx queues of one port (engine_dpdk_tx.c). */
 struct dpdk_tx;

@@ -8,9 +8,17 @@
  * The payload's tag goes back through tx_done() when the PMD frees that
  * mbuf (the free callback of its shared info). A port that cannot send
  * multi-segment frames gets the payload copied behind the headers.
- * A tx queue in device memory is refused (not supported yet: sending GPU
- * memory as external mbufs needs the pools registered with the port,
- * rte_extmem_register + rte_dev_dma_map, and GPUDirect to test it).
+ *
+ * A tx queue in device memory (its channels' pools are GPU memory,
+ * daemon/tx.c) is staged, as on the socket engine: each burst's payloads
+ * are copied from device memory into their frames' mbufs (one
+ * cudaMemcpyAsync each on the queue's own stream, one wait per burst, on
+ * the TX worker), the headers are written after the copy (the UDP
+ * checksum reads the payload), and the frames go out as copied ones,
+ * counted in staged. Zero-copy sending from GPU memory (GPUDirect:
+ * external mbufs on a pool registered with rte_extmem_register and
+ * rte_dev_dma_map at channel creation) is not built: only a NIC with
+ * GPUDirect could test it.
  */
 #define ALLOW_EXPERIMENTAL_API 1	/* rte_eth_tx_done_cleanup */
 
@@ -21,6 +29,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "gpu.h"
 #include "log.h"
 
 #if defined(__has_include)
@@ -97,6 +106,7 @@ struct dpdk_txq {
 	bool copy;			/* payload copied behind the headers */
 	bool ip_hw, udp_hw;		/* checksums offloaded to the port */
 	bool cleanup_ok;		/* rte_eth_tx_done_cleanup works */
+	bool stage_warned;		/* a failed staging copy was logged */
 	uint16_t ip_id;
 	uint8_t tmpl[ENGINE_SYNTH_HDR_LEN];	/* the headers, lengths 0 */
 	struct rte_mempool *hdr_pool;	/* header (copy: whole frame) mbufs */
@@ -116,6 +126,9 @@ struct dpdk_txq {
 	struct engine_tx_stats st;
 	struct rte_mbuf *burst[DPDK_TX_BURST];
 	uint32_t burst_slot[DPDK_TX_BURST];
+	/* base.device: the stream of the staging copies and a burst's */
+	void *stream;
+	struct gpu_copy copies[DPDK_TX_BURST];
 } __attribute__((aligned(DPDK_CACHE_LINE)));
 
 struct dpdk_tx {
@@ -237,6 +250,16 @@ dpdk_tx_build(struct dpdk_txq *q, const struct engine_tx_pkt *p, unsigned i,
 	if (s->direct) {
 		b = (uint8_t *)rte_pktmbuf_append(h,
 		    (uint16_t)(ENGINE_SYNTH_HDR_LEN + p->len));
+		if (q->base.device) {
+			/* staged by dpdk_tx_stage(), which writes the
+			 * headers after the copy */
+			q->copies[i].dst = b + ENGINE_SYNTH_HDR_LEN;
+			q->copies[i].src = p->data;
+			q->copies[i].len = p->len;
+			q->burst[i] = h;
+			q->burst_slot[i] = idx;
+			return true;
+		}
 		if (p->len > 0) {
 			memcpy(b + ENGINE_SYNTH_HDR_LEN, p->data, p->len);
 			q->st.copied++;
@@ -263,6 +286,33 @@ dpdk_tx_build(struct dpdk_txq *q, const struct engine_tx_pkt *p, unsigned i,
 	q->burst[i] = h;
 	q->burst_slot[i] = idx;
 	return true;
+}
+
+/* A device queue's frames [0, n) of q->burst: their payloads copied from
+ * device memory (q->copies), then their headers. 0, or the copy's
+ * negative errno (the frames are the caller's to unbuild). */
+static int
+dpdk_tx_stage(struct dpdk_txq *q, unsigned n)
+{
+	int rc;
+
+	if ((rc = gpu_copy_to_host(q->base.gpu, q->stream, q->copies, n)) < 0) {
+		if (!q->stage_warned) {
+			q->stage_warned = true;
+			log_warnx("tx queue %u: copying payloads from device "
+			    "memory: %s (counted in engine errors; not logged "
+			    "again)", q->base.queue_id, gpu_last_error());
+		}
+		return rc;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct rte_mbuf *h = q->burst[i];
+		uint8_t *b = rte_pktmbuf_mtod(h, uint8_t *);
+
+		dpdk_tx_headers(q, h, b, b + ENGINE_SYNTH_HDR_LEN,
+		    (uint32_t)q->copies[i].len);
+	}
+	return 0;
 }
 
 /* Free frames [from, to) of q->burst the port did not take; their tags
@@ -297,7 +347,7 @@ dpdk_tx_step(struct dpdk_txq *q, const struct engine_tx_pkt *p, unsigned n,
 	     int *err)
 {
 	unsigned k = 0, built = 0, sent;
-	int berr = 0;
+	int berr = 0, rc;
 	uint16_t ok;
 
 	if (n > DPDK_TX_BURST)
@@ -326,6 +376,13 @@ dpdk_tx_step(struct dpdk_txq *q, const struct engine_tx_pkt *p, unsigned n,
 		*err = berr;
 		return 0;
 	}
+	if (q->base.device && (rc = dpdk_tx_stage(q, built)) < 0) {
+		/* p[0] failed (the caller drops it, counted engine_error);
+		 * the rest is offered again */
+		dpdk_tx_unbuild(q, 0, built);
+		*err = rc;
+		return 0;
+	}
 	ok = (uint16_t)built;
 	if (q->ip_hw || q->udp_hw) {
 		ok = rte_eth_tx_prepare(q->port, q->qid, q->burst,
@@ -341,6 +398,10 @@ dpdk_tx_step(struct dpdk_txq *q, const struct engine_tx_pkt *p, unsigned n,
 	q->st.calls += ok > 0;
 	for (unsigned i = 0; i < sent; i++) {
 		q->st.tx_bytes += p[i].len;
+		if (q->base.device) {
+			q->st.staged++;
+			q->st.staged_bytes += p[i].len;
+		}
 		/* a copied payload is no longer read: done at once */
 		if (q->slots[q->burst_slot[i]].direct)
 			slot_done(q, q->burst_slot[i]);
@@ -502,6 +563,7 @@ dpdk_txq_init(struct dpdk_tx *t, struct engine *e, uint16_t port,
 	const struct mem_region *r = NULL;
 	struct rte_eth_txconf txconf = info->default_txconf;
 	char pname[RTE_MEMPOOL_NAMESIZE];
+	const struct cfg_region *dr = NULL;	/* device region: staged */
 	const char *why = NULL;
 	struct dpdk_txq *q;
 	uint64_t maxp = ENGINE_UDP_MAX_PAYLOAD;
@@ -513,16 +575,10 @@ dpdk_txq_init(struct dpdk_tx *t, struct engine *e, uint16_t port,
 		socket = SOCKET_ID_ANY;
 	if ((rc = dpdk_tx_check_dest(ifc, cq, err, errlen)) < 0)
 		return rc;
-	/* cfg_check.c refuses it at -n; a config that reached here anyway
-	 * gets the same words */
 	if (cq->nregions > 0 && cq->region_idx[0] >= 0 &&
 	    cq->region_idx[0] < c->nregions &&
-	    c->regions[cq->region_idx[0]].kind == DAQIRI_MEM_DEVICE) {
-		log_seterr(err, errlen, "interface '%s': tx queue '%s': not "
-		    "supported by daqiri yet: a tx queue in device memory on "
-		    "the dpdk engine (GPUDirect send)", ifc->name, cq->name);
-		return -ENOTSUP;
-	}
+	    c->regions[cq->region_idx[0]].kind == DAQIRI_MEM_DEVICE)
+		dr = &c->regions[cq->region_idx[0]];
 	if ((q = aligned_alloc(DPDK_CACHE_LINE, sizeof(*q))) == NULL)
 		return -ENOMEM;
 	memset(q, 0, sizeof(*q));
@@ -563,7 +619,18 @@ dpdk_txq_init(struct dpdk_tx *t, struct engine *e, uint16_t port,
 		    sizeof(struct rte_udp_hdr);
 	q->base.max_payload = (uint32_t)maxp;
 
-	if (!(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+	if (dr != NULL) {
+		q->base.device = true;
+		q->base.gpu = dr->affinity;
+		why = "";	/* staged: logged below */
+		if ((rc = gpu_stream_create(dr->affinity, &q->stream)) < 0) {
+			log_seterr(err, errlen, "interface '%s': tx queue '%s': "
+			    "its region '%s' is device memory, which the DPDK "
+			    "engine stages through host memory: %s", ifc->name,
+			    cq->name, dr->name, gpu_last_error());
+			return rc;
+		}
+	} else if (!(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
 		why = "the port does not send multi-segment frames";
 	else if (rte_dev_bus(info->device) != NULL &&
 	    strcmp(rte_bus_name(rte_dev_bus(info->device)), "pci") == 0)
@@ -634,7 +701,12 @@ dpdk_txq_init(struct dpdk_tx *t, struct engine *e, uint16_t port,
 		    cq->name, nb_txd, rte_strerror(-rc));
 		return rc;
 	}
-	if (q->copy)
+	if (q->base.device)
+		log_info("interface '%s': tx queue '%s': payloads in device "
+		    "memory (region '%s', GPU %d) are copied to host memory to "
+		    "be sent, counted in staged (GPUDirect send is not built)",
+		    ifc->name, cq->name, dr->name, dr->affinity);
+	else if (q->copy)
 		log_info("interface '%s': tx queue '%s': payloads copied "
 		    "behind the headers (%s), counted in copied", ifc->name,
 		    cq->name, why);
@@ -680,6 +752,7 @@ dpdk_tx_fini(struct dpdk_tx *t)
 			continue;
 		rte_mempool_free(q->hdr_pool);
 		rte_mempool_free(q->ext_pool);
+		gpu_stream_destroy(q->stream);
 		free(q->slots);
 		free(q->free_stk);
 		free(q);

@@ -349,11 +349,14 @@ gpu_stream_destroy(void *stream)
 		(void)cudaStreamDestroy((cudaStream_t)stream);
 }
 
-extern "C" int
-gpu_copy_to_host(int ordinal, void *stream, const struct gpu_copy *v,
-		 unsigned n)
+/* gpu_copy_to_host() and gpu_copy_to_device(): queue every copy on the
+ * stream, then wait for all, so no copy outlives the call. */
+static int
+gpu_copy_batch(int ordinal, void *stream, const struct gpu_copy *v,
+	       unsigned n, cudaMemcpyKind kind, const char *what)
 {
 	cudaStream_t s = (cudaStream_t)stream;
+	char ctx[96];
 	cudaError_t e;
 	unsigned i;
 
@@ -361,18 +364,36 @@ gpu_copy_to_host(int ordinal, void *stream, const struct gpu_copy *v,
 	if ((e = cudaSetDevice(ordinal)) != cudaSuccess)
 		return gpu_cuda_error("gpu: cudaSetDevice", e);
 	for (i = 0; i < n; i++)
-		if ((e = cudaMemcpyAsync(v[i].dst, v[i].src, v[i].len,
-		    cudaMemcpyDeviceToHost, s)) != cudaSuccess) {
-			/* what was queued still runs: wait for it, so no
-			 * copy outlives the call */
+		if ((e = cudaMemcpyAsync(v[i].dst, v[i].src, v[i].len, kind,
+		    s)) != cudaSuccess) {
+			/* what was queued still runs: wait for it */
 			(void)cudaStreamSynchronize(s);
-			return gpu_cuda_error("gpu: cudaMemcpyAsync (TX "
-			    "staging)", e);
+			snprintf(ctx, sizeof(ctx), "gpu: cudaMemcpyAsync (%s)",
+			    what);
+			return gpu_cuda_error(ctx, e);
 		}
-	if ((e = cudaStreamSynchronize(s)) != cudaSuccess)
-		return gpu_cuda_error("gpu: cudaStreamSynchronize (TX "
-		    "staging)", e);
+	if ((e = cudaStreamSynchronize(s)) != cudaSuccess) {
+		snprintf(ctx, sizeof(ctx), "gpu: cudaStreamSynchronize (%s)",
+		    what);
+		return gpu_cuda_error(ctx, e);
+	}
 	return 0;
+}
+
+extern "C" int
+gpu_copy_to_host(int ordinal, void *stream, const struct gpu_copy *v,
+		 unsigned n)
+{
+	return gpu_copy_batch(ordinal, stream, v, n, cudaMemcpyDeviceToHost,
+	    "TX staging");
+}
+
+extern "C" int
+gpu_copy_to_device(int ordinal, void *stream, const struct gpu_copy *v,
+		   unsigned n)
+{
+	return gpu_copy_batch(ordinal, stream, v, n, cudaMemcpyHostToDevice,
+	    "software loopback");
 }
 
 extern "C" int

@@ -76,10 +76,11 @@ void gpu_free(void *p);
  */
 int gpu_alloc_pool(int ordinal, size_t bytes, void **out);
 
-/* One device-to-host copy of gpu_copy_to_host(). */
+/* One copy of gpu_copy_to_host() (device to host) or
+ * gpu_copy_to_device() (host to device). */
 struct gpu_copy {
-	void *dst;			/* host memory */
-	const void *src;		/* device memory */
+	void *dst;
+	const void *src;
 	size_t len;
 };
 
@@ -100,6 +101,12 @@ void gpu_stream_destroy(void *stream);
  */
 int gpu_copy_to_host(int ordinal, void *stream, const struct gpu_copy *v,
 		     unsigned n);
+
+/* The same from host to device: on return the device bytes are there and
+ * the host memory is no longer read (the DPDK engine's software loopback
+ * writing frames into a device region, as a NIC's DMA would). */
+int gpu_copy_to_device(int ordinal, void *stream, const struct gpu_copy *v,
+		       unsigned n);
 
 /* cudaHostRegister (portable, mapped) len bytes at p and declare the
  * range. 0 or a negative errno. */
@@ -228,6 +235,13 @@ gpu_copy_to_host(int ordinal, void *stream, const struct gpu_copy *v,
 	(void)v;
 	(void)n;
 	return -ENOSYS;
+}
+
+static inline int
+gpu_copy_to_device(int ordinal, void *stream, const struct gpu_copy *v,
+		   unsigned n)
+{
+	return gpu_copy_to_host(ordinal, stream, v, n);
 }
 
 static inline int

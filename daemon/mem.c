@@ -211,7 +211,10 @@ mem_create_device(struct mem_region *m, char *err, size_t errlen)
 		    "%s", m->name, mem_gpu_why());
 		return -ENODEV;
 	}
-	m->size = m->nbufs * m->buf_size;
+	/* Whole 2 MiB pages: the driver's allocator then gives an address
+	 * on a 2 MiB boundary (the API promises 256 bytes), so the region is
+	 * whole 64 KiB GPU pages, which DPDK maps for a NIC (GPUDirect). */
+	m->size = mem_round_up(m->nbufs * m->buf_size, MEM_HUGE_PAGE_SIZE);
 	if ((rc = gpu_alloc(m->affinity, m->size, &p)) < 0) {
 		log_seterr(err, errlen, "memory region '%s': %llu bytes on GPU "
 		    "%d: %s", m->name, (unsigned long long)m->size, m->affinity,
@@ -271,7 +274,7 @@ mem_region_create(const struct cfg_region *r, struct mem_region *out,
 	m->kind = r->kind;
 	m->affinity = r->affinity;
 	m->nbufs = r->num_bufs;
-	m->buf_size = r->buf_size;
+	m->buf_size = r->buf_size + r->headroom;	/* the stride */
 	if (m->nbufs == 0 || m->buf_size == 0) {
 		log_seterr(err, errlen, "memory region '%s': num_bufs and "
 		    "buf_size must be > 0", m->name);

@@ -17,6 +17,8 @@
 /* Page sizes the host kinds round their mapping up to. */
 #define MEM_PAGE_SIZE		4096u
 #define MEM_HUGE_PAGE_SIZE	(2u << 20)
+/* A GPU page as DPDK maps it for a NIC; device regions are whole ones. */
+#define MEM_GPU_PAGE_SIZE	(64u << 10)
 /* Longest error text mem_region_create() writes (including the NUL). */
 #define MEM_ERR_MAX		256
 
@@ -30,7 +32,9 @@ struct mem_region {
 	enum daqiri_mem_kind kind;		/* as configured */
 	int affinity;			/* GPU ordinal (device, host_pinned) */
 	uint32_t nbufs;
-	uint64_t buf_size;
+	uint64_t buf_size;		/* the stride: the config's buf_size
+					 * plus the engine's headroom in front
+					 * (cfg_region.headroom) */
 	uint64_t size;			/* bytes allocated/mapped, >= nbufs x buf_size */
 	void *base;			/* host view; NULL for device */
 	void *dev;			/* device view: cudaMalloc'd memory (device),

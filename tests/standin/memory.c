@@ -79,15 +79,35 @@ si_alloc_del(struct si_alloc *a)
 }
 
 /* Two mappings of one memfd: the device address nobody on the host may
- * touch, and the view the stand-in itself works through. */
+ * touch, and the view the stand-in itself works through. The device
+ * address of 2 MiB or more is 2 MiB-aligned, as the driver's allocator
+ * gives them (its pages are 2 MiB; the API promises 256 bytes): code
+ * that needs 64 KiB GPU pages (DPDK's) sees what it sees on a GPU. */
 int
 si_map_fd(int fd, size_t maplen, uintptr_t *dev, uint8_t **view)
 {
+	size_t align = maplen >= SI_BIG_PAGE ? SI_BIG_PAGE : 0;
+	uint8_t *r;
+	uintptr_t a;
 	void *d, *v;
 
-	d = mmap(NULL, maplen, PROT_NONE, MAP_SHARED, fd, 0);
-	if (d == MAP_FAILED)
+	r = mmap(NULL, maplen + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+	    -1, 0);
+	if (r == MAP_FAILED)
 		return -1;
+	a = align != 0 ? ((uintptr_t)r + align - 1) & ~(uintptr_t)(align - 1) :
+	    (uintptr_t)r;
+	d = mmap((void *)a, maplen, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (d == MAP_FAILED) {
+		munmap(r, maplen + align);
+		return -1;
+	}
+	/* the reservation's slack before and after */
+	if (a > (uintptr_t)r)
+		munmap(r, a - (uintptr_t)r);
+	if ((uintptr_t)r + maplen + align > a + maplen)
+		munmap((void *)(a + maplen), (uintptr_t)r + maplen + align -
+		    (a + maplen));
 	v = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (v == MAP_FAILED) {
 		munmap(d, maplen);

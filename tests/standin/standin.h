@@ -89,6 +89,7 @@ struct si_event {
 
 
 #define SI_DEVICE_MEM	(16ull << 30)	/* totalGlobalMem, enforced */
+#define SI_BIG_PAGE	(2ull << 20)	/* the driver's allocation page */
 
 enum si_optype {
 	SI_OP_COPY,

@@ -6,9 +6,10 @@
  * batches, waits with daqiri_tx_wait() whenever no buffer is free
  * (-EAGAIN), then daqiri_tx_flush(). Payload seq is tx-recv.py's: bytes
  * 0..7 the number (little endian), byte k >= 8 is (seq + k) & 0xff, LEN
- * - seq % 3 bytes long. Before that it takes every buffer unsent, so
- * the next daqiri_tx_buf() must say -EAGAIN, and tries a payload over
- * the channel's cap (-EINVAL, nothing sent). Checks the channel's
+ * - seq % 3 bytes long (LEN with --fixed, for a reorder stream). Before
+ * that it takes every buffer unsent, so the next daqiri_tx_buf() must say
+ * -EAGAIN, and tries a payload over the channel's cap (-EINVAL, nothing
+ * sent). Checks the channel's
  * counters at the end; prints "ok sent=N eagain=E ring_full=R" or why
  * not, exit 0 or 1.
  *
@@ -22,8 +23,8 @@
  * the CUDA stand-in the copies then run only at the next wait). Without
  * --device the pool must be host memory.
  *
- * usage: tx-client [--device [--no-sync]] SOCKET IFACE/TXQ COUNT LEN
- *        [NBUFS]
+ * usage: tx-client [--device [--no-sync]] [--fixed] SOCKET IFACE/TXQ COUNT
+ *        LEN [NBUFS]
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -43,7 +44,7 @@
 /* --device: the stream of the copies and one scratch buffer per slot of
  * b[] (an asynchronous copy reads its source until the stream is
  * synchronised). */
-static bool dev_mode, dev_sync = true;
+static bool dev_mode, dev_sync = true, fixed_len;
 static uint8_t *scratch;
 static uint32_t scratch_len;
 #ifdef DAQIRI_HAVE_CUDA
@@ -64,7 +65,7 @@ static uint32_t
 fill(struct daqiri_tx_buf *b, uint32_t slot, uint64_t seq, uint32_t len)
 {
 	uint8_t *p = dev_mode ? scratch + (size_t)slot * scratch_len : b->data;
-	uint32_t n = len - (uint32_t)(seq % 3), k;
+	uint32_t n = fixed_len ? len : len - (uint32_t)(seq % 3), k;
 
 	for (k = 0; k < n; k++)
 		p[k] = k < 8 ? (uint8_t)(seq >> (8 * k)) : (uint8_t)(seq + k);
@@ -111,14 +112,16 @@ main(int argc, char **argv)
 			dev_mode = true;
 		else if (strcmp(argv[1], "--no-sync") == 0)
 			dev_sync = false;
+		else if (strcmp(argv[1], "--fixed") == 0)
+			fixed_len = true;
 		else
 			break;
 		argv++;
 		argc--;
 	}
 	if (argc < 5 || argc > 6 || (!dev_sync && !dev_mode)) {
-		fprintf(stderr, "usage: tx-client [--device [--no-sync]] SOCKET "
-		    "IFACE/TXQ COUNT LEN [NBUFS]\n");
+		fprintf(stderr, "usage: tx-client [--device [--no-sync]] "
+		    "[--fixed] SOCKET IFACE/TXQ COUNT LEN [NBUFS]\n");
 		return 2;
 	}
 #ifndef DAQIRI_HAVE_CUDA

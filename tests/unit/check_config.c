@@ -547,12 +547,11 @@ static const struct rule_case rules[] = {
 	  "by daqiri: a tx queue's header region (daqiri writes every header "
 	  "itself; give one region, the payload buffers)",
 	  NULL, NULL },
-	{ "tx device region", RAW, "memory_regions: [txbuf]",
-	  "memory_regions: [@out]", E, "memory_regions: 'out' is a device "
-	  "region: not supported by daqiri yet: a tx queue in device memory "
-	  "on the dpdk engine (GPUDirect send); the socket engine sends it "
-	  "through host memory", "    - name: txbuf\n      kind: huge\n      num_bufs: 64\n"
-	  "      buf_size: 2048\n", "" },
+	{ "loopback sw on the socket engine", SOCK, "    master_core: 0\n",
+	  "    master_core: 0\n    loopback: @sw\n", E,
+	  "loopback: sw is the dpdk engine's software loopback (stream_type: "
+	  "raw); a socket stream loops back through the kernel: send to "
+	  "127.0.0.1", NULL, NULL },
 	{ "tx buffers too small", RAW, "memory_regions: [txbuf]",
 	  "memory_regions: [@txbuf]", E, "memory_regions: buf_size 63 of "
 	  "'txbuf' is less than the 64 bytes a tx queue's buffers need at "
@@ -1394,11 +1393,12 @@ START_TEST(test_accepted_forms)
 	ck_assert_int_eq(d->ndiags, 0);
 	free(t);
 
+	/* loopback: sw is the dpdk engine's (golden 116-119) */
 	t = build(base_sock, "    master_core: 0\n", "    master_core: 0\n"
-		  "    debug: TRUE\n    loopback: sw\n", &m);
+		  "    debug: TRUE\n    loopback: \"\"\n", &m);
 	ck_assert_int_eq(cfg_parse(t, strlen(t), "t", c, d), 0);
 	ck_assert(c->debug);
-	ck_assert_int_eq(c->loopback, CFG_LOOPBACK_SW);
+	ck_assert_int_eq(c->loopback, CFG_LOOPBACK_NONE);
 	free(t);
 
 	t = build(base_sock, "cpu_core: 1", "cpu_core: \"3\"", &m);

@@ -217,6 +217,8 @@ setup_cfg(const char *address, int nq, uint32_t nbufs, uint64_t buf_size,
 		c.regions[0].kind = DAQIRI_MEM_HOST;
 		c.regions[0].num_bufs = nbufs;
 		c.regions[0].buf_size = buf_size;
+		/* as the parser derives it for a dpdk rx region */
+		c.regions[0].headroom = CFG_DPDK_MBUF_HEADROOM;
 		ck_assert_int_eq(mem_regions_create(&c, regions, err,
 		    sizeof(err)), 0);
 	}
@@ -356,9 +358,9 @@ START_TEST(test_frames_bytes_and_stats)
 }
 END_TEST
 
-/* Buffers of 2048 bytes: a 3000-byte frame arrives as a chain of two (a
- * header part and a payload part), an 8050-byte one would be a chain of
- * five and is dropped as truncated. */
+/* Buffers of 2048 frame bytes (behind DPDK's headroom): a 3000-byte frame
+ * arrives as a chain of two (a header part and a payload part), an
+ * 8050-byte one would be a chain of five and is dropped as truncated. */
 START_TEST(test_chained_frames)
 {
 	struct capture *x = &cap[0];
@@ -386,7 +388,7 @@ START_TEST(test_chained_frames)
 
 			check_frame(&fr[k], x, i);
 			two += fr[k].payload_len > 0;
-			ck_assert_uint_eq(fr[k].hdr_len, 2048 - 128);
+			ck_assert_uint_eq(fr[k].hdr_len, 2048);
 			got++;
 		}
 		ops->release(q, (unsigned)r);
@@ -615,8 +617,8 @@ START_TEST(test_error_small_buffers)
 {
 	make_capture(&cap[0], 1, 100);
 	write_pcap("a.pcap", &cap[0]);
-	setup_cfg("net_pcap0", 1, 128, 128, pcap_args);
-	init_fails(-ENOMEM, "buffers of 128 bytes; DPDK needs more than");
+	setup_cfg("net_pcap0", 1, 128, 64, pcap_args);
+	init_fails(-ENOMEM, "buffers of 64 bytes; DPDK needs at least 65");
 }
 END_TEST
 
