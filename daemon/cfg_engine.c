@@ -23,6 +23,8 @@ static const struct cfg_engine_traits traits[CFG_ENGINE_MAX] = {
 		.tx_l2 = true,
 		.eal_args = true,
 		.rx_headroom = CFG_DPDK_MBUF_HEADROOM,
+		.steer_by = "NIC (rte_flow)",
+		.spread_by = "port (RSS)",
 		.sw_loopback = true,
 	},
 	[CFG_ENGINE_SOCKET] = {
@@ -36,6 +38,9 @@ static const struct cfg_engine_traits traits[CFG_ENGINE_MAX] = {
 		.tx_l2 = false,
 		.eal_args = false,
 		.rx_headroom = 0,
+		.steer_by = "kernel (a BPF program on the queues' reuseport "
+		    "group)",
+		.spread_by = "kernel (its reuseport hash)",
 		.sw_loopback = false,
 	},
 };

@@ -424,6 +424,8 @@ struct cfg_engine_traits {
 	bool eal_args;			/* dpdk_args mean something */
 	uint32_t rx_headroom;		/* bytes in front of each rx buffer
 					 * (cfg_region.headroom) */
+	const char *steer_by;		/* who steers flows to queues */
+	const char *spread_by;		/* who spreads frames without that */
 	bool sw_loopback;		/* loopback: sw (a ring port per
 					 * interface, tx queue N to rx queue
 					 * N) */

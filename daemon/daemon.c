@@ -58,6 +58,8 @@
  *   engine.c         main: the table of engines built in
  *   engine_socket.c  the socket engine: init/start/fini on main, receive,
  *                    release and counters on the queue's worker
+ *   steer_cbpf.c     main: the socket engine's flow steering, the flows
+ *                    compiled into its reuseport group's BPF program
  *   engine_dpdk.c    the DPDK engine, split the same way (and, in software
  *                    loopback, frames landed in the rx queue's buffers)
  *   engine_dpdk_eal.c main: EAL's arguments, start-up and clean-up
@@ -851,6 +853,7 @@ daemon_run(struct cfg *c, const char *socket_path, const char *config_file,
 			log_warnx("interface '%s': cannot start", di->ifc->name);
 			goto out;
 		}
+		daemon_steer(d->cfg, di);
 		for (int q = 0; q < di->nworkers; q++)
 			worker_set_idle(di->workers[q], d->stale_ns / 4);
 		for (int q = 0; q < di->nworkers; q++)
@@ -880,4 +883,38 @@ out:
 	if (rc != 0)
 		log_warnx("start-up failed; daqirid exits");
 	return rc;
+}
+
+void
+daemon_steer(const struct cfg *c, struct daemon_iface *di)
+{
+	const struct cfg_engine_traits *tr = cfg_iface_traits(c, di->ifc);
+	char why[256] = "";
+	int rc, nq = di->ifc->rx.nqueues;
+
+	/* software loopback: a frame arrives on the rx queue at its tx
+	 * queue's place, which its sender chose */
+	if (di->eng == NULL || di->flows == NULL || nq <= 1 ||
+	    c->loopback == CFG_LOOPBACK_SW) {
+		di->steered = true;
+		return;
+	}
+	rc = di->ops->steer != NULL ? di->ops->steer(di->eng, di->flows, why,
+	    sizeof(why)) : -EOPNOTSUPP;
+	if (rc == 0) {
+		if (!di->steered)
+			log_info("interface '%s': %d rx queues: the %s steers "
+			    "each flow's frames to its queue", di->ifc->name, nq,
+			    tr->steer_by);
+		di->steered = true;
+		return;
+	}
+	if (di->steered || !di->steer_said)
+		log_warnx("interface '%s': %d rx queues and no flow steering "
+		    "(%s): the %s spreads frames over the queues, and a frame "
+		    "that reaches another queue than its flow's is counted "
+		    "misrouted", di->ifc->name, nq, why[0] != '\0' ? why :
+		    strerror(-rc), tr->spread_by);
+	di->steered = false;
+	di->steer_said = true;
 }

@@ -36,6 +36,11 @@ struct daemon_iface {
 	struct stream *raws[CFG_MAX_QUEUES];	/* per rx queue */
 	int ntx;
 	struct tx_worker *txw[CFG_MAX_QUEUES];	/* per tx queue */
+	/* Flow steering (daemon_steer()): whether the engine steers the
+	 * flows of `flows` to their queues, and whether its refusal was
+	 * logged. One rx queue: nothing to steer (steered). */
+	bool steered;
+	bool steer_said;
 };
 
 /*
@@ -167,5 +172,10 @@ void daemon_sub_broken(void *ctx, uint64_t conn_id, uint32_t sub_id,
  * tx_id) off; tell the consumer (tx_closed) and close that channel. */
 void daemon_tx_broken(void *ctx, uint64_t conn_id, uint32_t tx_id,
 		      const char *why);
+
+/* Ask the engine to steer di->flows to their queues (engine_ops.steer)
+ * after start and after every change of the table; logs the outcome when
+ * it changes. Main thread. */
+void daemon_steer(const struct cfg *c, struct daemon_iface *di);
 
 #endif

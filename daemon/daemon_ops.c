@@ -618,7 +618,7 @@ find_interface(struct daemon *d, const char *name)
 
 /* Give every worker of di a copy of table t; then t becomes di's table. */
 static int
-flows_install(struct daemon_iface *di, struct flow_table *t,
+flows_install(struct daemon *d, struct daemon_iface *di, struct flow_table *t,
 	      struct daqiri_err *err)
 {
 	struct flow_change *change[CFG_MAX_QUEUES];
@@ -649,6 +649,7 @@ flows_install(struct daemon_iface *di, struct flow_table *t,
 		worker_flows_post(di->workers[q], change[q]);
 	flow_table_free(di->flows);
 	di->flows = t;
+	daemon_steer(d->cfg, di);
 	return 0;
 }
 
@@ -755,7 +756,7 @@ op_flow_add(void *ctx, const struct daqiri_flow_req *req,
 		    req->id, strerror(-rc)), rc == -ENOSPC ?
 		    DAQIRI_ST_NO_RESOURCES : DAQIRI_ST_EXISTS;
 	}
-	rc = flows_install(di, t, err);
+	rc = flows_install(d, di, t, err);
 	if (rc != 0)
 		return rc;
 	log_info("flow %u added on '%s' by pid %d (uid %u)", req->id,
@@ -788,7 +789,7 @@ op_flow_del(void *ctx, const struct daqiri_flow_req *req,
 	if (t == NULL)
 		return -ENOMEM;
 	(void)flow_table_del(t, req->id);
-	rc = flows_install(di, t, err);
+	rc = flows_install(d, di, t, err);
 	if (rc != 0)
 		return rc;
 	log_info("flow %u deleted on '%s' by pid %d (uid %u)", req->id,

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "flow.h"
 #include "mem.h"
 #include "rx_frame.h"
 
@@ -104,7 +105,7 @@ struct engine_rxq {
 };
 
 /*
- * The engine strategy. init/start/flow_add/flow_del/fini run on the main
+ * The engine strategy. init/start/steer/fini run on the main
  * thread; rxq() hands a queue to its worker, and from then on rx_burst,
  * release and stats of that queue are called only by that worker thread.
  */
@@ -152,12 +153,18 @@ struct engine_ops {
 	void (*release)(struct engine_rxq *q, unsigned n);
 
 	/*
-	 * Install flow f in hardware. 0 = the engine steers it; -EOPNOTSUPP =
-	 * the engine cannot, the worker classifies in software (flow.h), which
-	 * the socket engine always answers.
+	 * Steer the frames of table t's flows to their queues before any
+	 * queue sees them (first match wins, as flow_route(); a flow's first
+	 * queue), on the main thread after start() and whenever the
+	 * interface's table changes. 0: every flow of t now arrives at its
+	 * queue (the worker still classifies: steering only picks the queue);
+	 * a negative errno: the engine cannot (-EOPNOTSUPP) or the kernel or
+	 * NIC refused, with a message in why, and frames keep arriving where
+	 * the port or the kernel spreads them. With one rx queue there is
+	 * nothing to steer: 0. NULL: never.
 	 */
-	int (*flow_add)(struct engine *e, const struct cfg_flow *f);
-	int (*flow_del)(struct engine *e, uint32_t flow_id);
+	int (*steer)(struct engine *e, const struct flow_table *t, char *why,
+		     size_t whylen);
 
 	/* Copy the queue's counters into *out (0 or a negative errno). */
 	int (*stats)(struct engine_rxq *q, struct engine_stats *out);

@@ -40,7 +40,11 @@
 #include "engine.h"
 #include "engine_socket_internal.h"
 #include "log.h"
+#include "steer_cbpf.h"
 
+#ifndef SO_DETACH_REUSEPORT_BPF
+#define SO_DETACH_REUSEPORT_BPF	68	/* Linux 5.8 */
+#endif
 #ifndef SOL_UDP
 #define SOL_UDP			17
 #endif
@@ -790,16 +794,47 @@ sock_start(struct engine *e)
 	return 0;
 }
 
+/*
+ * Several queues share one address through SO_REUSEPORT, and the kernel
+ * would spread the datagrams by hash: the flows' program (steer_cbpf.c)
+ * on the group picks each one's queue instead. Socket i of the group is
+ * rx queue i (bound in that order in init).
+ */
 static int
-sock_flow_add(struct engine *e, const struct cfg_flow *f)
+sock_steer(struct engine *e, const struct flow_table *t, char *why,
+	   size_t whylen)
 {
-	return -EOPNOTSUPP;
-}
+	struct sock_engine *se = (struct sock_engine *)e;
+	static struct sock_filter prog[STEER_CBPF_MAX];	/* main thread */
+	uint32_t ids[CFG_MAX_QUEUES];
+	struct sock_fprog fp;
+	int n;
 
-static int
-sock_flow_del(struct engine *e, uint32_t id)
-{
-	return -EOPNOTSUPP;
+	if (se->nq <= 1)
+		return 0;
+	for (int i = 0; i < se->nq; i++)
+		ids[i] = se->q[i]->base.queue_id;
+	n = steer_cbpf_build(t, ids, se->nq, prog, STEER_CBPF_MAX);
+	if (n < 0) {
+		/* the program of the old table must not steer the new one */
+		(void)setsockopt(se->q[0]->fd, SOL_SOCKET,
+		    SO_DETACH_REUSEPORT_BPF, &n, sizeof(n));
+		snprintf(why, whylen, "its %u flows make a program longer "
+		    "than the kernel's %d instructions", t->nrules,
+		    STEER_CBPF_MAX);
+		return n;
+	}
+	fp.len = (unsigned short)n;
+	fp.filter = prog;
+	if (setsockopt(se->q[0]->fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp,
+	    sizeof(fp)) != 0) {
+		int rc = -errno;
+
+		snprintf(why, whylen, "SO_ATTACH_REUSEPORT_CBPF: %s",
+		    strerror(errno));
+		return rc;
+	}
+	return 0;
 }
 
 /*
@@ -1166,8 +1201,7 @@ const struct engine_ops engine_socket_ops = {
 	.rxq = sock_rxq,
 	.rx_burst = sock_rx_burst,
 	.release = sock_release,
-	.flow_add = sock_flow_add,
-	.flow_del = sock_flow_del,
+	.steer = sock_steer,
 	.stats = sock_stats,
 	.set_wake_fd = sock_set_wake_fd,
 	.set_place = sock_set_place,

@@ -298,6 +298,7 @@ plan_post(struct daemon *d, struct reload_plan *p)
 				    "with daqirictl since are gone", di->ifc->name);
 			flow_table_free(di->flows);
 			di->flows = p->tables[i];
+			daemon_steer(d->cfg, di);
 			p->tables[i] = NULL;
 		}
 		if (p->restream[i]) {

@@ -81,6 +81,7 @@ struct sim_opts {
 	uint64_t seed;
 	uint32_t gso;
 	bool quiet, allow_remote, allow_huge;
+	uint16_t src_port;		/* --src-port; 0: the kernel's */
 	/* flags that replace (or, without a config, define) the layout */
 	bool has_seq, has_batch, has_ppb, has_poff, has_pbytes, has_dtype,
 	    has_endian;
@@ -143,8 +144,8 @@ usage(int rc)
 	fprintf(rc ? stderr : stdout,
 	    "usage: daqiri-sim [-c FILE] [--stream IFACE/REORDER] "
 	    "[--dest udp://IP:PORT]\n"
-	    "                  [--rate R[pps|kpps|Mpps|Mbps|Gbps]] "
-	    "[--batches N]\n"
+	    "                  [--src-port PORT] "
+	    "[--rate R[pps|kpps|Mpps|Mbps|Gbps]] [--batches N]\n"
 	    "                  [--packets N] [--shuffle W] [--loss P] "
 	    "[--dup P] [--seed S] [--gso N]\n"
 	    "                  [-q|--quiet] [--allow-remote] "
@@ -326,12 +327,13 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		OPT_LOSS, OPT_DUP, OPT_SEED, OPT_GSO, OPT_QUIET, OPT_REMOTE,
 		OPT_SEQ, OPT_BATCH, OPT_PPB, OPT_POFF, OPT_PBYTES, OPT_DTYPE,
 		OPT_ENDIAN, OPT_HUGE, OPT_PACKETS, OPT_CONTROL, OPT_CTL_APPLY,
-		OPT_CTL_EXPECT, OPT_CTL_WAIT, OPT_CTL_LOG,
+		OPT_CTL_EXPECT, OPT_CTL_WAIT, OPT_CTL_LOG, OPT_SRC_PORT,
 	};
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "stream", required_argument, NULL, OPT_STREAM },
 		{ "dest", required_argument, NULL, OPT_DEST },
+		{ "src-port", required_argument, NULL, OPT_SRC_PORT },
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "batches", required_argument, NULL, OPT_BATCHES },
 		{ "packets", required_argument, NULL, OPT_PACKETS },
@@ -374,6 +376,10 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 			break;
 		case OPT_DEST:
 			o->dest = optarg;
+			break;
+		case OPT_SRC_PORT:
+			o->src_port = (uint16_t)parse_u64("--src-port", optarg,
+			    65535);
 			break;
 		case OPT_RATE:
 			parse_rate(o, optarg);
@@ -1157,7 +1163,7 @@ shuffle(struct sim_pkt *p, uint32_t n, uint32_t w, uint64_t *rng)
 }
 
 static int
-open_socket(uint32_t addr, uint16_t port)
+open_socket(uint32_t addr, uint16_t port, uint16_t src_port)
 {
 	struct sockaddr_in sa;
 	int fd, v = SIM_SNDBUF;
@@ -1165,6 +1171,15 @@ open_socket(uint32_t addr, uint16_t port)
 	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
 		die("socket: %s", strerror(errno));
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	if (src_port != 0) {
+		/* an instrument's fixed source port (a flow may match it) */
+		memset(&sa, 0, sizeof(sa));
+		sa.sin_family = AF_INET;
+		sa.sin_port = htons(src_port);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
+			die("--src-port %u: bind: %s", src_port,
+			    strerror(errno));
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_addr.s_addr = htonl(addr);
@@ -1220,7 +1235,7 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	fd = open_socket(daddr, dport);
+	fd = open_socket(daddr, dport, o.src_port);
 	if ((t = malloc(sizeof(*t))) == NULL)
 		die("out of memory");
 	tx_init(t, &l, &o, fd);

@@ -58,6 +58,9 @@
  *    cudaErrorNotSupported: only the creating process records.
  *  - Opening the same memory handle twice returns the same address and
  *    counts the opens, as current drivers do.
+ *  - An allocation of 2 MiB or more starts on a 2 MiB boundary, as the
+ *    driver's allocator places them (the API promises 256 bytes); a
+ *    smaller one on a page.
  *  - A wait on an IPC event whose owner died returns
  *    cudaErrorLaunchFailure once (not sticky) instead of hanging.
  *  - Kernels run on the waiting thread with the stand-in's lock held; a

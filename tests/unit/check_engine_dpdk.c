@@ -352,9 +352,15 @@ START_TEST(test_frames_bytes_and_stats)
 	ck_assert_uint_eq(st.truncated, 0);
 	ck_assert_uint_eq(st.errors, 0);
 	ck_assert_uint_ge(st.bursts, n / 64);
-	ck_assert_int_eq(ops->flow_add(eng, &c.interfaces[0].rx.flows[0]),
-	    -EOPNOTSUPP);
-	ck_assert_int_eq(ops->flow_del(eng, 0), -EOPNOTSUPP);
+	{
+		/* one queue: nothing to steer */
+		struct flow_table *ft = flow_table_create(&c.interfaces[0]);
+		char why[128];
+
+		ck_assert_ptr_nonnull(ft);
+		ck_assert_int_eq(ops->steer(eng, ft, why, sizeof(why)), 0);
+		flow_table_free(ft);
+	}
 }
 END_TEST
 
@@ -536,6 +542,18 @@ START_TEST(test_two_queues)
 	ck_assert_uint_eq(st0.rx_packets, 100);
 	ck_assert_uint_eq(st1.rx_packets, 70);
 	ck_assert_int_eq(ops->rxq(eng, 1)->qi, 1);
+	{
+		/* net_pcap has no flow rules: refused, with rte_flow's
+		 * reason, and nothing left behind */
+		struct flow_table *ft = flow_table_create(&c.interfaces[0]);
+		char why[256] = "";
+
+		ck_assert_ptr_nonnull(ft);
+		ck_assert_int_lt(ops->steer(eng, ft, why, sizeof(why)), 0);
+		ck_assert_msg(strstr(why, "rte_flow refused flow 0") != NULL,
+		    "why: %s", why);
+		flow_table_free(ft);
+	}
 }
 END_TEST
 
