@@ -152,6 +152,8 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/daemon/engine_dpdk.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_tx.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_eal.o: ALL_CFLAGS += $(DPDK_CFLAGS)
+$(BUILD)/obj/daemon/engine_dpdk_flow.o: ALL_CFLAGS += $(DPDK_CFLAGS)
+$(BUILD)/obj/daemon/engine_dpdk_vdev.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/http.o: ALL_CFLAGS += $(MHD_CFLAGS)
 
 $(BUILD)/obj/%.cu.o: %.cu

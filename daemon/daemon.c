@@ -63,6 +63,10 @@
  *   engine_dpdk.c    the DPDK engine, split the same way (and, in software
  *                    loopback, frames landed in the rx queue's buffers)
  *   engine_dpdk_eal.c main: EAL's arguments, start-up and clean-up
+ *   engine_dpdk_flow.c main: the port's flow rules (rte_flow)
+ *   engine_dpdk_vdev.c the drops net_af_packet and net_af_xdp do not count,
+ *                    read from their sockets (found on main, read by the
+ *                    queue's worker)
  *   engine_dpdk_tx.c the DPDK engine's tx queues: set up on main, frames
  *                    built and sent on the queue's tx worker
  *   flow.c           flow tables: compiled on main, a copy per worker

@@ -7,11 +7,8 @@
  */
 #define ALLOW_EXPERIMENTAL_API 1	/* extmem, extbuf pools, dma_map */
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <linux/if_packet.h>
-#include <net/if.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +51,6 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
-#include <rte_flow.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
@@ -66,8 +62,8 @@
 
 /* RX descriptors per queue, at most half the queue's buffers. */
 #define DPDK_RX_DESC		1024u
-/* rte_flow priorities the rules use: their place, up to this. */
-#define DPDK_FLOW_PRIO_MAX	7u
+/* Data room of an af_xdp mbuf: the PMD's UMEM frames are pages. */
+#define DPDK_XDP_ROOM		3072u
 /* Descriptors of a tx queue set up only because the port pairs queues. */
 #define DPDK_IDLE_TX_DESC	64u
 /* Fewest buffers a queue may have (descriptors + a burst in hand). */
@@ -118,12 +114,15 @@ struct dpdk_rxq {
 	uint64_t port_ns;
 	uint64_t port_drops;
 	uint64_t port_errors;
-	/* net_af_packet, which counts no drop: its AF_PACKET sockets (the
-	 * PMD's, not ours to close), whose PACKET_STATISTICS we read (a read
-	 * clears them: summed in pkt_drops) */
+	/* net_af_packet and net_af_xdp, which do not count every drop:
+	 * their sockets (the PMD's, not ours to close), whose statistics we
+	 * read (AF_PACKET's clear on reading: summed in pkt_drops; AF_XDP's
+	 * do not: pkt_base holds them at start) */
 	int pkt_fd[CFG_MAX_QUEUES];
 	int npkt_fd;
+	int pkt_domain;			/* AF_PACKET or AF_XDP */
 	uint64_t pkt_drops;
+	uint64_t pkt_base;
 	struct rte_eth_stats base_stats;	/* at start() */
 
 	/* Software loopback (cfg.loopback: sw): frames come from a tx
@@ -154,7 +153,8 @@ struct dpdk_engine {
 	uint16_t port;
 	bool have_port;
 	bool own_pool;			/* rx pools in DPDK memory (af_xdp) */
-	bool pkt_stats;			/* net_af_packet: drops from its sockets */
+	int sock_domain;		/* af_packet, af_xdp: drops read from
+					 * their sockets (AF_PACKET, AF_XDP) */
 	bool started;
 	bool eal_ref;			/* counted in dpdk_eal_users */
 	struct rte_device *dev;
@@ -321,6 +321,16 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 		log_info("interface '%s': queue '%s': %s: packet buffers come "
 		    "from DPDK's memory, not region '%s'", ifc->name,
 		    cq->name, why, m->name);
+		if (de->own_pool && room > DPDK_XDP_ROOM) {
+			/* an XDP frame is a page, the mbuf's header in it */
+			room = DPDK_XDP_ROOM;
+			log_warnx("interface '%s': queue '%s': net_af_xdp takes "
+			    "frames of up to %u bytes (one page each): region "
+			    "'%s' asks for %llu", ifc->name, cq->name,
+			    DPDK_XDP_ROOM - RTE_PKTMBUF_HEADROOM, m->name,
+			    (unsigned long long)(m->buf_size -
+			    RTE_PKTMBUF_HEADROOM));
+		}
 		mp = rte_pktmbuf_pool_create(pname, nbufs, cache, 0, room,
 		    socket);
 		if (mp == NULL)
@@ -742,8 +752,11 @@ dpdk_init(struct engine **out, const struct cfg *c,
 	de->dev = info.device;
 	de->own_pool = info.driver_name != NULL &&
 	    strcmp(info.driver_name, "net_af_xdp") == 0;
-	de->pkt_stats = info.driver_name != NULL &&
-	    strcmp(info.driver_name, "net_af_packet") == 0;
+	if (info.driver_name != NULL &&
+	    strcmp(info.driver_name, "net_af_packet") == 0)
+		de->sock_domain = AF_PACKET;
+	else if (de->own_pool)
+		de->sock_domain = AF_XDP;
 	if (ifc->rx.nqueues > info.max_rx_queues) {
 		log_seterr(err, errlen, "interface '%s': port '%s' has %u rx "
 		    "queue(s), the config %d%s", ifc->name, de->address,
@@ -833,79 +846,6 @@ fail:
 	return rc < 0 ? rc : -EINVAL;
 }
 
-/*
- * net_af_packet reads its kernel ring and never asks the kernel what the
- * ring dropped (no PACKET_STATISTICS in DPDK 22.11's PMD), so frames the
- * ring had no room for were counted nowhere. Find the PMD's AF_PACKET
- * sockets on its interface (iface= of its devargs) among this process's
- * descriptors, for dpdk_stats() to ask. 0 sockets leaves the port
- * without that count, said once in the log.
- */
-static void
-dpdk_find_pkt_fds(struct dpdk_engine *de, struct dpdk_rxq *q)
-{
-	const struct rte_devargs *da = rte_dev_devargs(de->dev);
-	const char *a = da != NULL ? da->args : NULL, *p;
-	char ifname[IF_NAMESIZE] = "";
-	unsigned ifindex;
-	DIR *d;
-	struct dirent *e;
-
-	if (a == NULL || (p = strstr(a, "iface=")) == NULL)
-		return;
-	p += 6;
-	for (size_t i = 0; i + 1 < sizeof(ifname) && p[i] != '\0' &&
-	    p[i] != ','; i++) {
-		ifname[i] = p[i];
-		ifname[i + 1] = '\0';
-	}
-	if ((ifindex = if_nametoindex(ifname)) == 0 ||
-	    (d = opendir("/proc/self/fd")) == NULL)
-		return;
-	while ((e = readdir(d)) != NULL && q->npkt_fd < CFG_MAX_QUEUES) {
-		struct sockaddr_ll sll;
-		socklen_t len = sizeof(int);
-		int fd = atoi(e->d_name), dom = 0;
-
-		if (e->d_name[0] == '.' || fd == dirfd(d) ||
-		    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) != 0 ||
-		    dom != AF_PACKET)
-			continue;
-		len = sizeof(sll);
-		if (getsockname(fd, (struct sockaddr *)&sll, &len) == 0 &&
-		    sll.sll_family == AF_PACKET &&
-		    (unsigned)sll.sll_ifindex == ifindex)
-			q->pkt_fd[q->npkt_fd++] = fd;
-	}
-	closedir(d);
-	if (q->npkt_fd == 0)
-		log_warnx("interface '%s': port '%s': no AF_PACKET socket on "
-		    "'%s' found: frames its ring drops are not counted",
-		    de->name, de->address, ifname);
-	else
-		log_debug("interface '%s': port '%s': %d AF_PACKET socket(s) "
-		    "on '%s': their ring's drops count as kernel", de->name,
-		    de->address, q->npkt_fd, ifname);
-}
-
-/* What the af_packet rings dropped since the last call (cleared). */
-static uint64_t
-dpdk_pkt_drops(struct dpdk_rxq *q)
-{
-	uint64_t n = 0;
-
-	for (int i = 0; i < q->npkt_fd; i++) {
-		struct tpacket_stats_v3 st;
-		socklen_t len = sizeof(st);
-
-		memset(&st, 0, sizeof(st));
-		if (getsockopt(q->pkt_fd[i], SOL_PACKET, PACKET_STATISTICS,
-		    &st, &len) == 0)
-			n += st.tp_drops;
-	}
-	return n;
-}
-
 static int
 dpdk_start(struct engine *e)
 {
@@ -927,9 +867,16 @@ dpdk_start(struct engine *e)
 		if (!de->q[i]->port_counters)
 			continue;
 		(void)rte_eth_stats_get(de->port, &de->q[i]->base_stats);
-		if (de->pkt_stats) {
-			dpdk_find_pkt_fds(de, de->q[i]);
-			(void)dpdk_pkt_drops(de->q[i]);	/* from now on */
+		if (de->sock_domain != 0) {
+			struct dpdk_rxq *q = de->q[i];
+
+			q->npkt_fd = dpdk_vdev_sockets(de->dev, de->name,
+			    de->address, de->sock_domain, q->pkt_fd,
+			    CFG_MAX_QUEUES);
+			q->pkt_domain = de->sock_domain;
+			/* from now on */
+			q->pkt_base = dpdk_vdev_drops(q->pkt_domain, q->pkt_fd,
+			    q->npkt_fd);
 		}
 	}
 	return 0;
@@ -1209,7 +1156,12 @@ dpdk_stats(struct engine_rxq *rq, struct engine_stats *out)
 			const struct rte_eth_stats *b = &q->base_stats;
 
 			q->port_ns = now;
-			q->pkt_drops += dpdk_pkt_drops(q);
+			if (q->pkt_domain == AF_PACKET)
+				q->pkt_drops += dpdk_vdev_drops(AF_PACKET,
+				    q->pkt_fd, q->npkt_fd);
+			else if (q->pkt_domain == AF_XDP)
+				q->pkt_drops = dpdk_vdev_drops(AF_XDP, q->pkt_fd,
+				    q->npkt_fd) - q->pkt_base;
 			q->port_drops = s.imissed - b->imissed +
 			    s.rx_nombuf - b->rx_nombuf + q->pkt_drops;
 			q->port_errors = s.ierrors - b->ierrors;
@@ -1226,111 +1178,18 @@ dpdk_set_wake_fd(struct engine_rxq *rq, int fd)
 	((struct dpdk_rxq *)rq)->wake_fd = fd;
 }
 
-/* The rte_flow pattern of rule r into it[] (ETH / IPV4 / UDP / END),
- * specs, lasts and masks in the caller's storage. */
-struct dpdk_flow_pat {
-	struct rte_flow_item it[4];
-	struct rte_flow_item_ipv4 ip, ip_mask;
-	struct rte_flow_item_udp udp, udp_last, udp_mask;
-};
-
-static void
-dpdk_flow_pattern(const struct flow_rule *r, struct dpdk_flow_pat *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->it[0].type = RTE_FLOW_ITEM_TYPE_ETH;
-	p->it[1].type = RTE_FLOW_ITEM_TYPE_IPV4;
-	p->it[2].type = RTE_FLOW_ITEM_TYPE_UDP;
-	p->it[3].type = RTE_FLOW_ITEM_TYPE_END;
-	if (r->fields & FLOW_F_IPV4_SRC) {
-		p->ip.hdr.src_addr = rte_cpu_to_be_32(r->ipv4_src);
-		p->ip_mask.hdr.src_addr = UINT32_MAX;
-	}
-	if (r->fields & FLOW_F_IPV4_DST) {
-		p->ip.hdr.dst_addr = rte_cpu_to_be_32(r->ipv4_dst);
-		p->ip_mask.hdr.dst_addr = UINT32_MAX;
-	}
-	if (r->fields & FLOW_F_IPV4_LEN) {
-		p->ip.hdr.total_length = rte_cpu_to_be_16(r->ipv4_len);
-		p->ip_mask.hdr.total_length = UINT16_MAX;
-	}
-	p->udp_last = p->udp;
-	if (r->fields & FLOW_F_UDP_SRC) {
-		p->udp.hdr.src_port = rte_cpu_to_be_16(r->udp_src_lo);
-		p->udp_last.hdr.src_port = rte_cpu_to_be_16(r->udp_src_hi);
-		p->udp_mask.hdr.src_port = UINT16_MAX;
-	}
-	if (r->fields & FLOW_F_UDP_DST) {
-		p->udp.hdr.dst_port = rte_cpu_to_be_16(r->udp_dst_lo);
-		p->udp_last.hdr.dst_port = rte_cpu_to_be_16(r->udp_dst_hi);
-		p->udp_mask.hdr.dst_port = UINT16_MAX;
-	}
-	p->it[1].spec = &p->ip;
-	p->it[1].mask = &p->ip_mask;
-	p->it[2].spec = &p->udp;
-	p->it[2].mask = &p->udp_mask;
-	/* a range only where one is given: not every NIC takes "last" */
-	if (((r->fields & FLOW_F_UDP_SRC) && r->udp_src_lo != r->udp_src_hi) ||
-	    ((r->fields & FLOW_F_UDP_DST) && r->udp_dst_lo != r->udp_dst_hi))
-		p->it[2].last = &p->udp_last;
-}
-
-/*
- * NIC steering with rte_flow: one rule per flow, ETH / IPV4 / UDP with
- * the flow's fields, to the queue of its first queue id, in table order
- * (priority = place, capped at DPDK_FLOW_PRIO_MAX: the first match wins
- * as in flow_route()). Each rule is validated, then created; the first
- * the port refuses undoes them all (rte_flow_flush), says why, and
- * leaves the port spreading by RSS. The worker still classifies every
- * frame: the rules only pick its queue.
- */
 static int
 dpdk_steer(struct engine *e, const struct flow_table *t, char *why,
 	   size_t whylen)
 {
 	struct dpdk_engine *de = (struct dpdk_engine *)e;
-	struct rte_flow_error fe;
-	struct dpdk_flow_pat pat;
-	struct rte_flow_action_queue qa;
-	struct rte_flow_action act[2];
-	struct rte_flow_attr attr;
-	int rc = 0;
+	uint32_t ids[CFG_MAX_QUEUES];
 
 	if (de->nq <= 1)
 		return 0;
-	memset(&fe, 0, sizeof(fe));
-	(void)rte_flow_flush(de->port, &fe);
-	for (uint32_t i = 0; i < t->nrules && rc == 0; i++) {
-		const struct flow_rule *r = &t->rules[i];
-		int qi = -1;
-
-		for (int k = 0; k < de->nq && r->nqueue_ids > 0; k++)
-			if (de->q[k]->base.queue_id == r->queue_ids[0])
-				qi = k;
-		if (qi < 0)
-			continue;
-		memset(&attr, 0, sizeof(attr));
-		attr.ingress = 1;
-		attr.priority = i < DPDK_FLOW_PRIO_MAX ? i : DPDK_FLOW_PRIO_MAX;
-		dpdk_flow_pattern(r, &pat);
-		qa.index = (uint16_t)qi;
-		memset(act, 0, sizeof(act));
-		act[0].type = RTE_FLOW_ACTION_TYPE_QUEUE;
-		act[0].conf = &qa;
-		act[1].type = RTE_FLOW_ACTION_TYPE_END;
-		memset(&fe, 0, sizeof(fe));
-		rc = rte_flow_validate(de->port, &attr, pat.it, act, &fe);
-		if (rc == 0 && rte_flow_create(de->port, &attr, pat.it, act,
-		    &fe) == NULL)
-			rc = -rte_errno;
-		if (rc != 0)
-			snprintf(why, whylen, "rte_flow refused flow %u: %s%s%s",
-			    r->id, rte_strerror(-rc), fe.message != NULL ?
-			    ": " : "", fe.message != NULL ? fe.message : "");
-	}
-	if (rc != 0)
-		(void)rte_flow_flush(de->port, &fe);
-	return rc < 0 ? rc : rc > 0 ? -rc : 0;
+	for (int k = 0; k < de->nq; k++)
+		ids[k] = de->q[k]->base.queue_id;
+	return dpdk_flow_steer(de->port, ids, de->nq, t, why, whylen);
 }
 
 static void

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What the DPDK engine's files share: engine_dpdk.c owns the port and the
- * rx queues, engine_dpdk_eal.c EAL, and engine_dpdk_tx.c (transmit) sets
- * up the tx queues of the same port through these calls. Only files
- * compiled with DPDK's headers include this.
+ * rx queues, engine_dpdk_eal.c EAL, engine_dpdk_flow.c the port's flow
+ * rules, engine_dpdk_vdev.c the drops two vdevs do not count, and
+ * engine_dpdk_tx.c (transmit) sets up the tx queues of the same port
+ * through these calls. Only files compiled with DPDK's headers include
+ * this.
  */
 #ifndef DAQIRI_ENGINE_DPDK_INTERNAL_H
 #define DAQIRI_ENGINE_DPDK_INTERNAL_H
@@ -16,6 +18,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "flow.h"
 #include "mem.h"
 
 /* EAL (engine_dpdk_eal.c), main thread. Start it once per process with
@@ -33,6 +36,28 @@ bool dpdk_is_pci(const char *a);
  * loopback the ring port made for it (net_ring_lb<index>, into buf). */
 const char *dpdk_port_of(const struct cfg *c, const struct cfg_interface *ifc,
 			 char *buf, size_t len);
+
+/*
+ * Steer table t's flows on port with rte_flow (engine_dpdk_flow.c): rx
+ * queue k of the port is the queue of id queue_ids[k] (k < nq). 0, or a
+ * negative errno with why, every rule undone.
+ */
+int dpdk_flow_steer(uint16_t port, const uint32_t *queue_ids, int nq,
+		    const struct flow_table *t, char *why, size_t whylen);
+
+/*
+ * The sockets (AF_PACKET or AF_XDP, domain) of vdev dev on the interface
+ * its devargs' iface= names, found among this process's descriptors, into
+ * fds[0..max) (engine_dpdk_vdev.c); how many. None found is logged, with
+ * ifc_name and port.
+ */
+int dpdk_vdev_sockets(const struct rte_device *dev, const char *ifc_name,
+		      const char *port, int domain, int *fds, int max);
+
+/* What those sockets' rings dropped: AF_PACKET since the last call (the
+ * kernel clears it on reading), AF_XDP's rx_ring_full since the socket
+ * was made. */
+uint64_t dpdk_vdev_drops(int domain, const int *fds, int nfds);
 
 /* The tx queues of one port (engine_dpdk_tx.c). */
 struct dpdk_tx;

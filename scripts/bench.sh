@@ -11,7 +11,9 @@
 # loop's latency at 1 kHz), the hand-off latency below, the daemon's restart
 # gap (scripts/bench-restart.sh; says so when that script is missing),
 # the Python module against the C consumer (scripts/bench-python.sh; says
-# so when the module or torch is missing), and build/bench_reorder_gpu
+# so when the module or torch is missing), the DPDK engine against
+# dpdk-testpmd on virtual devices (scripts/bench-dpdk.sh; root only, says
+# so otherwise), and build/bench_reorder_gpu
 # (says so when there is no GPU).
 #
 # Hand-off latency: daqirid runs on a config whose tensors are one small
@@ -96,6 +98,9 @@ sh scripts/bench-e2e.sh 2>&1 | tee -a "$OUT"
 
 part "transmit: the daemon's tx path vs sendmmsg, the closed loop at 1 kHz (scripts/bench-tx.sh)"
 sh scripts/bench-tx.sh 2>&1 | tee -a "$OUT"
+
+part "DPDK receive: daqirid vs dpdk-testpmd rxonly on net_af_packet and net_af_xdp (scripts/bench-dpdk.sh)"
+sh scripts/bench-dpdk.sh 2>&1 | grep -v '^libbpf: \|^libxdp: ' | tee -a "$OUT"
 
 part "hand-off latency, publish -> consumer sees it"
 handoff() {
