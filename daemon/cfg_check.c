@@ -169,47 +169,26 @@ cfg_check_reorder_region(struct pctx *x, const yaml_node_t *v,
 }
 
 /*
- * The flows of a reorder config must all reach one rx queue: its plan
- * lives on that queue's worker. Returns the queue, or NULL (reported,
- * or a flow already known to be bad).
+ * The rx queue whose worker runs reorder config r (cfg_rx_owner()), or
+ * NULL: reported here, or a flow already known to be bad.
  */
 static const struct cfg_queue *
 reorder_queue(struct pctx *x, const struct cfg_interface *ifc,
 	      const struct cfg_reorder *r, const yaml_node_t *at)
 {
-	const struct cfg_queue *q = NULL;
-	uint32_t first = 0;
+	struct cfg_owner o;
 
-	for (int i = 0; i < r->nflow_ids; i++) {
-		const struct cfg_flow *f = cfg_flow_by_id(ifc->rx.flows,
-							  ifc->rx.nflows,
-							  r->flow_ids[i]);
-		const struct cfg_queue *fq;
-
-		if (f == NULL || f->nqueue_ids == 0)
-			return NULL;
-		if (f->nqueue_ids > 1) {
-			err(x, at, "flow_ids: flow %u spreads over %d queues; "
-			    "a reorder config is fed by one rx queue", f->id,
-			    f->nqueue_ids);
-			return NULL;
-		}
-		fq = queue_by_id(ifc->rx.queues, ifc->rx.nqueues,
-				 f->queue_ids[0]);
-		if (fq == NULL)
-			return NULL;
-		if (q != NULL && fq != q) {
-			err(x, at, "flow_ids: flow %u goes to rx queue %u but "
-			    "flow %u to rx queue %u; a reorder config is fed "
-			    "by one rx queue", first, q->id, f->id, fq->id);
-			return NULL;
-		}
-		if (q == NULL) {
-			q = fq;
-			first = f->id;
-		}
-	}
-	return q;
+	cfg_rx_owner(ifc, r, &o);
+	if (o.status == CFG_OWNER_SPREAD)
+		err(x, at, "flow_ids: flow %u spreads over %d queues; a "
+		    "reorder config is fed by one rx queue", o.flow,
+		    o.nspread);
+	else if (o.status == CFG_OWNER_SPLIT)
+		err(x, at, "flow_ids: flow %u goes to rx queue %u but flow %u "
+		    "to rx queue %u; a reorder config is fed by one rx queue",
+		    o.flow, ifc->rx.queues[o.queue].id, o.other_flow,
+		    ifc->rx.queues[o.other_queue].id);
+	return o.status == CFG_OWNER_OK ? &ifc->rx.queues[o.queue] : NULL;
 }
 
 /* A bit field of a gpu reorder config, which the CPU reads, must lie in

@@ -325,15 +325,15 @@ flow_by_id(const struct cfg_rx *rx, uint32_t id)
 	return NULL;
 }
 
-/* The queue whose worker runs reorder config r: its first flow's first
- * queue (worker.c owner_queue()); -1 when none. */
-static int64_t
-reorder_queue(const struct cfg_rx *rx, const struct cfg_reorder *r)
-{
-	const struct cfg_flow *f = r->nflow_ids > 0 ?
-	    flow_by_id(rx, r->flow_ids[0]) : NULL;
 
-	return f != NULL && f->nqueue_ids > 0 ? (int64_t)f->queue_ids[0] : -1;
+/* The id of the rx queue that runs reorder config r (cfg_rx_owner()),
+ * -1 when none. */
+static int64_t
+owner_queue_id(const struct cfg_interface *ifc, const struct cfg_reorder *r)
+{
+	int q = cfg_rx_owner_queue(ifc, r);
+
+	return q >= 0 ? (int64_t)ifc->rx.queues[q].id : -1;
 }
 
 /* Flows: live, as a whole table per interface, in file order. */
@@ -477,12 +477,12 @@ diff_reorders(const struct cfg *ca, const struct cfg *cb,
 			    "needs a restart (only timeout_us, resync_after_us, "
 			    "fill, window and missing_action apply live)",
 			    ib->name, rb->name, key);
-		else if (reorder_queue(a, ra) != reorder_queue(b, rb))
-			change(o, false, rb->pos, "stream '%s/%s': its first "
-			    "flow now targets queue %lld, not %lld: the queue "
-			    "that runs a stream changes only at a restart",
-			    ib->name, rb->name, (long long)reorder_queue(b, rb),
-			    (long long)reorder_queue(a, ra));
+		else if (owner_queue_id(ia, ra) != owner_queue_id(ib, rb))
+			change(o, false, rb->pos, "stream '%s/%s': its flows "
+			    "now reach queue %lld, not %lld: the queue that "
+			    "runs a stream changes only at a restart", ib->name,
+			    rb->name, (long long)owner_queue_id(ib, rb),
+			    (long long)owner_queue_id(ia, ra));
 		if (ra->timeout_us != rb->timeout_us)
 			change(o, true, cfg_pos_of(cb, &rb->timeout_us, rb->pos),
 			    "stream '%s/%s': timeout_us: %u -> %u", ib->name,

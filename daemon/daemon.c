@@ -30,6 +30,9 @@
  *                    forms, socket_config, device memory on rx and tx,
  *                    Ethernet headers), the one table the checker and
  *                    the daemon ask instead of branching on stream_type
+ *   cfg_owner.c      any thread, pure: which rx queue (worker) runs each
+ *                    reorder stream, the one rule the checker, workers,
+ *                    diff and stats ask
  *   cfg_diff.c       any thread, pure: a running config against a new
  *                    one, each difference live or restart-only, at the
  *                    new file's line:col

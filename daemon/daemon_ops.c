@@ -163,6 +163,30 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 	return ctl == NULL ? -ENOMEM : control_counters_json(d->ctl, ctl);
 }
 
+/* The reorder streams rx queue q's worker runs (cfg_rx_owner(), the rule
+ * the workers follow), by name. */
+static int
+queue_streams_json(const struct daemon_iface *di, int q, cJSON *qo)
+{
+	cJSON *a = cJSON_AddArrayToObject(qo, "streams");
+	char name[DAQIRI_STREAM_NAME_MAX];
+
+	if (a == NULL)
+		return -ENOMEM;
+	for (int j = 0; j < di->ifc->rx.nreorders; j++) {
+		const struct cfg_reorder *r = &di->ifc->rx.reorders[j];
+		cJSON *v;
+
+		if (cfg_rx_owner_queue(di->ifc, r) != q)
+			continue;
+		snprintf(name, sizeof(name), "%s/%s", di->ifc->name, r->name);
+		if ((v = cJSON_CreateString(name)) == NULL ||
+		    !cJSON_AddItemToArray(a, v))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int
 interface_stats_json(struct daemon_iface *di, cJSON *o)
 {
@@ -180,7 +204,8 @@ interface_stats_json(struct daemon_iface *di, cJSON *o)
 		if (qo == NULL)
 			return -ENOMEM;
 		cJSON_AddItemToArray(qs, qo);
-		if (worker_stats_json(di->workers[q], qo) != 0)
+		if (worker_stats_json(di->workers[q], qo) != 0 ||
+		    queue_streams_json(di, q, qo) != 0)
 			return -ENOMEM;
 		worker_snapshot(di->workers[q], &c);
 		rx += c.rx_packets;

@@ -469,15 +469,14 @@ stream_of_flow(const struct cfg_reorder *const *cfgs, int n, uint32_t flow_id)
 	return -1;
 }
 
-/* The queue id that feeds reorder config r: its first flow's first queue. */
+/* The id of the rx queue that feeds reorder config r (cfg_rx_owner()),
+ * -1 when none. */
 static int64_t
 owner_queue(const struct cfg_interface *ifc, const struct cfg_reorder *r)
 {
-	for (int f = 0; f < ifc->rx.nflows; f++)
-		if (r->nflow_ids > 0 && ifc->rx.flows[f].id == r->flow_ids[0] &&
-		    ifc->rx.flows[f].nqueue_ids > 0)
-			return ifc->rx.flows[f].queue_ids[0];
-	return -1;
+	int q = cfg_rx_owner_queue(ifc, r);
+
+	return q >= 0 ? (int64_t)ifc->rx.queues[q].id : -1;
 }
 
 /* Routes of every rule of t, for a worker with these streams. */

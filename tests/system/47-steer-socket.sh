@@ -63,6 +63,9 @@ start_daemon
 grep -q "interface 'lo': 2 rx queues: the kernel (a BPF program on the queues' reuseport group) steers each flow's frames to its queue" \
 	"$T/daemon.log" || fail "no steering line in the log: $(cat "$T/daemon.log")"
 
+expect_eq "q0 runs stream a (stats)" "$(ctl -j stats | jq -c '.interfaces[0].queues[0].streams')" '["lo/a"]'
+expect_eq "q1 runs stream b (stats)" "$(ctl -j stats | jq -c '.interfaces[0].queues[1].streams')" '["lo/b"]'
+
 # sim NAME STREAM SRC_PORT SEED: one instrument, in the background
 sim() {
 	bg "$BUILD/daqiri-sim" -c "$T/daqirid.yaml" --stream "lo/$2" --src-port "$3" \
