@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cfg_internal.h"
@@ -222,11 +223,23 @@ cfg_parse_compat(const char *text, size_t len, const char *file,
 	return parse(text, len, file, out, d, compat);
 }
 
+/* What st is, for a refusal. */
+static const char *
+file_kind(const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) ? "a directory" :
+	    S_ISFIFO(st->st_mode) ? "a FIFO" :
+	    S_ISSOCK(st->st_mode) ? "a socket" :
+	    S_ISCHR(st->st_mode) ? "a character device" :
+	    S_ISBLK(st->st_mode) ? "a block device" : "of an unknown type";
+}
+
 static int
 load(const char *file, struct cfg *out, struct cfg_diags *d,
      struct cfg_compat *compat)
 {
 	static const struct cfg_pos whole = { 0, 0 };
+	struct stat st = { .st_mode = 0 };
 	char *buf;
 	size_t len = 0;
 	ssize_t n;
@@ -235,10 +248,19 @@ load(const char *file, struct cfg *out, struct cfg_diags *d,
 	cfg_diags_reset(d, compat);
 	snprintf(d->file, sizeof(d->file), "%s", file);
 	cfg_defaults(out);
-	fd = open(file, O_RDONLY | O_CLOEXEC);
+	/* Never blocking: a FIFO or a device would hold whoever loads
+	 * (the main loop, on a reload) until someone writes to it. */
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		diag_add(d, CFG_SEV_ERROR, whole, "cannot read: %s",
 			 strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		diag_add(d, CFG_SEV_ERROR, whole, "cannot read: %s, not a "
+			 "regular file (a configuration is read from a file "
+			 "only)", file_kind(&st));
+		close(fd);
 		return -1;
 	}
 	buf = malloc(CFG_FILE_MAX + 1);

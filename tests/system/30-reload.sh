@@ -179,6 +179,15 @@ before=$(sstat .reorder.placed)
 wait_for ".streams[0].reorder.placed == $((before + 256))"
 echo "   ok  still receiving on the old configuration"
 
+note "the file replaced by a FIFO nobody writes: refused at once, the main loop free"
+rm -f "$CFG"
+mkfifo "$CFG"
+refused "a FIFO"
+grep -q "^$CFG: error: cannot read: a FIFO, not a regular file" "$T/reload.err" ||
+	fail "no reason: $(cat "$T/reload.err")"
+ctl status > /dev/null || fail "status after the FIFO reload"
+echo "   ok  $(grep 'error' "$T/reload.err" | head -1)"
+
 kill -TERM "$CONS"
 wait_gone "$CONS"
 grep -q ' bad=0 ' "$T/consumer.out" || fail "consumer saw a bad tensor: $(cat "$T/consumer.out")"

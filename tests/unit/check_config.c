@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -1122,15 +1123,31 @@ START_TEST(test_load_errors)
 	struct cfg *c = new_cfg();
 	struct cfg_diags *d = new_diags();
 	char path[] = "/tmp/check_config.XXXXXX";
+	char path_fifo[64];
 	int fd;
 
+	snprintf(path_fifo, sizeof(path_fifo), "/tmp/check_config.%d.fifo",
+		 (int)getpid());
 	ck_assert_int_eq(cfg_load("/nonexistent/daqirid.yaml", c, d), -1);
 	ck_assert_int_eq(d->ndiags, 1);
 	ck_assert_str_eq(d->file, "/nonexistent/daqirid.yaml");
 	ck_assert_str_eq(d->diags[0].msg,
 			 "cannot read: No such file or directory");
 	ck_assert_int_eq(cfg_load("/", c, d), -1);
-	ck_assert_str_eq(d->diags[0].msg, "cannot read: Is a directory");
+	ck_assert_str_eq(d->diags[0].msg, "cannot read: a directory, not a "
+			 "regular file (a configuration is read from a file "
+			 "only)");
+	/* a FIFO nobody writes to is refused at once, not waited on */
+	ck_assert_int_eq(mkfifo(path_fifo, 0600), 0);
+	ck_assert_int_eq(cfg_load(path_fifo, c, d), -1);
+	ck_assert_str_eq(d->diags[0].msg, "cannot read: a FIFO, not a "
+			 "regular file (a configuration is read from a file "
+			 "only)");
+	unlink(path_fifo);
+	ck_assert_int_eq(cfg_load("/dev/zero", c, d), -1);
+	ck_assert_str_eq(d->diags[0].msg, "cannot read: a character device, "
+			 "not a regular file (a configuration is read from a "
+			 "file only)");
 
 	/* a file that loads goes through cfg_parse with its name */
 	fd = mkstemp(path);
