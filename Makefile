@@ -316,6 +316,7 @@ system-asan:
 	  if [ $$rc -eq 77 ]; then echo "system-asan: 36-tx-hostile skipped"; else exit $$rc; fi
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/41-direct-placement.sh
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/46-sw-loopback.sh
+	$(Q)BUILD=$(BUILD)/asan sh tests/system/28-metrics-abuse.sh
 
 # The suites that use CUDA once more on the CUDA stand-in: unit-run ran
 # their no-device paths, here their GPU cases run (kernels as CPU bodies,

@@ -646,6 +646,8 @@ on_tick(struct daemon *d)
 	struct stream *s;
 
 	(void)!read(d->tick_fd, &expirations, sizeof(expirations));
+	if (d->http != NULL)
+		http_tick(d->http);
 	FOR_EACH_STREAM(d, s)
 		stream_reap(s, daemon_sub_broken, d);
 	for (int i = 0; i < d->nifs; i++)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -316,6 +317,24 @@ daemon_metrics_text(void *ctx, char **text, size_t *len)
 	cJSON *st = cJSON_CreateObject(), *co = cJSON_CreateObject();
 	struct daqiri_err err = { .status = DAQIRI_ST_OK };
 	int rc = -ENOMEM;
+	static long delay_ms = -1;
+
+	/* test only (daqirid(8) DAQIRID_TEST_METRICS_DELAY_MS) */
+	if (delay_ms < 0) {
+		const char *e = getenv("DAQIRID_TEST_METRICS_DELAY_MS");
+
+		delay_ms = e != NULL ? strtol(e, NULL, 10) : 0;
+		if (delay_ms < 0 || delay_ms > 60000)
+			delay_ms = 0;
+	}
+	if (delay_ms > 0) {
+		struct timespec ts = { delay_ms / 1000,
+			(delay_ms % 1000) * 1000000L };
+
+		log_info("metrics: this build takes %ld ms longer (test only)",
+		    delay_ms);
+		nanosleep(&ts, NULL);
+	}
 
 	if (st != NULL && co != NULL && op_stats(ctx, st, &err) == 0 &&
 	    op_consumers(ctx, co, &err) == 0)

@@ -5,6 +5,7 @@
  * in order, runs the main loop and takes them down in reverse.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -48,6 +49,24 @@ struct options {
 	int verbose;
 	int compat;
 };
+
+/* Test only (daqirid(8) DAQIRID_TEST_START_FIFO): start-up waits here,
+ * signals blocked, until the FIFO named is opened for writing and closed,
+ * so a test can signal daqirid at a moment it knows. */
+static void
+test_start_pause(void)
+{
+	const char *p = getenv("DAQIRID_TEST_START_FIFO");
+	char b[64];
+	int fd;
+
+	if (p == NULL || p[0] == '\0' ||
+	    (fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	while (read(fd, b, sizeof(b)) > 0)
+		;
+	close(fd);
+}
 
 /*
  * Read -c FILE, else DAQIRID_DEFAULT_CONFIG when it exists, else the
@@ -184,6 +203,8 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (!o.check_only)
+		test_start_pause();
 	if (load_config(&o, &cfg, &diags, &used, abs_config) != 0) {
 		cfg_compat_print(&diags, stdout);
 		return 1;

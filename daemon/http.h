@@ -2,10 +2,12 @@
 /*
  * The HTTP endpoint at daemon.metrics_listen (libmicrohttpd, on its own
  * thread): GET /metrics, the Prometheus text, and GET /healthz, 200 while
- * every RX and TX worker's heartbeat advances, else 503 naming the stuck
- * ones.
- * Bounded: a connection limit, an idle timeout and a per-connection
- * memory limit; what it turns away is counted (the stats "http" object).
+ * the main loop turns and every RX and TX worker's heartbeat advances,
+ * else 503 naming what is stuck.
+ * Bounded: a connection limit (a newcomer replaces the oldest incomplete
+ * request), a deadline for each request's line and headers, an idle
+ * timeout, a per-connection memory limit and a body limit; what it turns
+ * away is counted by reason (the stats "http" object).
  */
 #ifndef DAQIRI_HTTP_H
 #define DAQIRI_HTTP_H
@@ -26,6 +28,13 @@
 #define HTTP_MEMORY_LIMIT	(32u * 1024)
 /* Longest a /metrics request waits for the main loop (then 503). */
 #define HTTP_MAIN_WAIT_MS	2000
+/* A /metrics text younger than this is served again, not rebuilt. */
+#define HTTP_METRICS_FRESH_MS	1000
+/* A request's line and headers must be in this long after its
+ * connection opened, however slowly they come; else it is closed. */
+#define HTTP_REQUEST_DEADLINE_MS	2000
+/* Request body bytes read (and ignored) at most; more: 413. */
+#define HTTP_BODY_MAX		4096
 #define HTTP_MAX_WORKERS	(CFG_MAX_INTERFACES * CFG_MAX_QUEUES)
 
 struct http;
@@ -59,6 +68,11 @@ int http_fd(const struct http *h);
  */
 void http_serve(struct http *h, int (*build)(void *ctx, char **text,
     size_t *len), void *ctx);
+
+/* Main thread, every tick: the main loop's heartbeat (/healthz), and
+ * connections past the request deadline and /metrics requests past
+ * their wait are ended. */
+void http_tick(struct http *h);
 
 /* The counters as the stats "http" object (any thread). */
 int http_counters_json(const struct http *h, cJSON *o);

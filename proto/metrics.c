@@ -437,19 +437,32 @@ static const struct family families[] = {
 	{ "daqiri_http_connections", false, AT_HTTP,
 	  "HTTP connections open now", { { NULL, "current", NULL, NULL } } },
 	{ "daqiri_http_connections_incomplete_total", true, AT_HTTP,
-	  "HTTP connections closed unanswered before the idle timeout "
-	  "(requests over the memory limit or malformed, which the server "
-	  "refuses itself, and abandoned ones)",
+	  "HTTP connections closed unanswered by their client, or refused "
+	  "by the server itself (requests over the memory limit or "
+	  "malformed)",
 	  { { NULL, "incomplete", NULL, NULL } } },
 	{ "daqiri_http_timeouts_total", true, AT_HTTP,
-	  "HTTP connections closed unanswered by the idle timeout (slow or "
-	  "silent clients)",
+	  "HTTP connections closed unanswered by the idle timeout after a "
+	  "complete request",
 	  { { NULL, "timeouts", NULL, NULL } } },
+	{ "daqiri_http_deadline_closed_total", true, AT_HTTP,
+	  "HTTP connections closed for a request not complete within the "
+	  "deadline (slow or silent clients)",
+	  { { NULL, "deadline", NULL, NULL } } },
+	{ "daqiri_http_evicted_total", true, AT_HTTP,
+	  "HTTP connections closed at the limit to make room for a newcomer "
+	  "(the oldest incomplete request)",
+	  { { NULL, "evicted", NULL, NULL } } },
+	{ "daqiri_http_metrics_cached_total", true, AT_HTTP,
+	  "/metrics requests answered with a text built less than a second "
+	  "before",
+	  { { NULL, "metrics_cached", NULL, NULL } } },
 	{ "daqiri_http_responses_total", true, AT_HTTP,
 	  "HTTP responses daqirid sent, by status code",
 	  { { "responses", "200", "code", "200" },
 	    { "responses", "404", "code", "404" },
 	    { "responses", "405", "code", "405" },
+	    { "responses", "413", "code", "413" },
 	    { "responses", "503", "code", "503" } } },
 };
 

@@ -101,8 +101,9 @@ note "SIGTERM still stops it in order"
 stop_daemon
 
 # Before the fix, TERM was blocked only in the main-loop set-up: a SIGTERM
-# during start-up (here: while daqirid reads its config from a FIFO, so the
-# moment is certain) took the default action and killed it unannounced.
+# during start-up (here: while daqirid waits on DAQIRID_TEST_START_FIFO,
+# just before it reads its config, so the moment is certain) took the
+# default action and killed it unannounced.
 note "SIGTERM during start-up: kept pending, then an orderly stop"
 rm -f "$T/notify"
 bg "$BUILD/tests/sdnotify-recv" "$T/notify" 60 > "$T/notify2.log"
@@ -111,12 +112,12 @@ while [ ! -S "$T/notify" ]; do
 	i=$((i + 1)); [ $i -lt 100 ] || fail "notify listener did not start"
 	sleep 0.05
 done
-mkfifo "$T/cfg.fifo"
-NOTIFY_SOCKET=$T/notify bg "$BUILD/daqirid" -c "$T/cfg.fifo" -s "$SOCK" -l info 2> "$T/daemon2.log"
+mkfifo "$T/start.fifo"
+DAQIRID_TEST_START_FIFO=$T/start.fifo NOTIFY_SOCKET=$T/notify \
+	bg "$BUILD/daqirid" -c "$T/daqirid.yaml" -s "$SOCK" -l info 2> "$T/daemon2.log"
 DAEMON_PID=$LAST_PID
-exec 3> "$T/cfg.fifo"		# returns once daqirid has opened it
+exec 3> "$T/start.fifo"		# returns once daqirid has opened it
 kill -TERM "$DAEMON_PID"
-cat "$T/daqirid.yaml" >&3
 exec 3>&-
 i=0
 while kill -0 "$DAEMON_PID" 2>/dev/null; do

@@ -45,7 +45,7 @@ delivers() {
 delivers "before"
 
 note "1000 connections at once"
-a0=$(h accepted); j0=$(h rejected)
+a0=$(h accepted); j0=$(h rejected); v0=$(h evicted)
 touch "$T/hold"
 $ABUSE flood 127.0.0.1 "$MPORT" 1000 "$T/hold" > "$T/flood.out" &
 FLOOD_PID=$!
@@ -59,16 +59,20 @@ wait_for ".http.accepted + .http.rejected >= $((a0 + j0 + made))" 30
 cur=$(h current)
 [ "$cur" -le "$LIMIT" ] || fail "$cur connections open, over the limit $LIMIT"
 rej=$(( $(h rejected) - j0 ))
-[ "$rej" -ge $((made - LIMIT)) ] || fail "rejected $rej, want at least $((made - LIMIT))"
-echo "   ok  $made connections: $(( $(h accepted) - a0 )) accepted, $rej refused at the limit; $cur open"
+ev=$(( $(h evicted) - v0 ))
+# each one past the limit was refused, or took the place of the oldest
+# silent one
+[ $((rej + ev)) -ge $((made - LIMIT)) ] ||
+	fail "rejected $rej + evicted $ev, want at least $((made - LIMIT))"
+echo "   ok  $made connections: $(( $(h accepted) - a0 )) accepted, $rej refused at the limit, $ev evicted for newcomers; $cur open"
 ctl status > /dev/null || fail "the control socket does not answer during the flood"
 delivers "during the flood"
 rm "$T/hold"
 wait_gone "$FLOOD_PID" 60
 wait_for ".http.current == 0" 30
 
-note "slow clients that go silent: closed by the idle timeout, counted"
-t0=$(h timeouts)
+note "slow clients that go silent: closed by the request deadline, counted"
+t0=$(h deadline)
 $ABUSE slow 127.0.0.1 "$MPORT" 20 > "$T/slow.out" &
 SLOW_PID=$!
 PIDS="$PIDS $SLOW_PID"
@@ -76,7 +80,25 @@ wait_for ".http.current == 20" 30
 delivers "with slow clients connected"
 wait_gone "$SLOW_PID" 60
 expect_eq "slow clients closed by the server" "$(kv "$T/slow.out" closed)" 20
-expect_eq "timeouts counted" $(( $(h timeouts) - t0 )) 20
+expect_eq "deadline closes counted" $(( $(h deadline) - t0 )) 20
+
+note "slowloris: $LIMIT connections trickling a header each forever, /healthz probed meanwhile"
+d0=$(h deadline); v0=$(h evicted)
+$ABUSE trickle 127.0.0.1 "$MPORT" "$LIMIT" 6 > "$T/trickle.out" || fail "trickle: $(cat "$T/trickle.out")"
+cat "$T/trickle.out"
+probes=$(kv "$T/trickle.out" probes)
+[ "$probes" -ge 10 ] || fail "only $probes probes made"
+expect_eq "every /healthz probe answered 200" "$(kv "$T/trickle.out" probes_ok)" "$probes"
+[ "$(kv "$T/trickle.out" closed_by_server)" -gt 0 ] || fail "no trickling connection was closed"
+[ $(( $(h deadline) + $(h evicted) - d0 - v0 )) -gt 0 ] || fail "closes not counted"
+echo "   ok  closed for the deadline $(( $(h deadline) - d0 )), evicted $(( $(h evicted) - v0 ))"
+wait_for ".http.current == 0" 30
+
+note "a request body over the bound: 413"
+head -c 100000 /dev/zero > "$T/body"
+# curl may also say the server closed while it still sent: the code counts
+code=$(curl -s -o /dev/null -w '%{http_code}' -X GET --data-binary "@$T/body" "$URL/metrics") || true
+expect_eq "GET with a 100 kB body" "$code" 413
 
 note "a 1 MB request line: refused by the server, counted"
 i0=$(h incomplete)
@@ -104,5 +126,32 @@ delivers "after the abuse"
 kill -0 "$DAEMON_PID" || fail "daqirid died"
 kill "$SIM_PID"
 wait_gone "$SIM_PID"
+stop_daemon
+
+note "a main loop slow to build /metrics (8 s, test hook): /healthz answers meanwhile, and says so"
+DAQIRID_TEST_METRICS_DELAY_MS=8000
+export DAQIRID_TEST_METRICS_DELAY_MS
+start_daemon
+unset DAQIRID_TEST_METRICS_DELAY_MS
+bg curl -s -o "$T/slow-metrics" -w '%{http_code}' "$URL/metrics" > "$T/slow-metrics.code"
+M=$LAST_PID
+wait_line "$T/daemon.log" 'metrics: this build takes 8000 ms longer' 10
+# probes are answered while the build goes on; once the main loop has
+# been held past the watchdog rule (1 s), they say so with a 503
+n=0
+while :; do
+	code=$(curl -s -o "$T/hz" -w '%{http_code}' --max-time 30 "$URL/healthz") || true
+	kill -0 "$M" 2> /dev/null ||
+		fail "/metrics was answered before the probes saw the main loop stuck (last probe: $code $(cat "$T/hz"))"
+	n=$((n + 1))
+	[ "$code" = 503 ] && grep -q "daqirid's main loop has not turned for" "$T/hz" && break
+	[ "$code" = 200 ] || fail "/healthz: $code $(cat "$T/hz")"
+	sleep 0.1
+done
+echo "   ok  $n probes answered while /metrics waited; then: $(cat "$T/hz")"
+wait_gone "$M" 30
+expect_eq "/metrics afterwards" "$(cat "$T/slow-metrics.code")" 200
+code=$(curl -s -o "$T/hz" -w '%{http_code}' "$URL/healthz") || true
+expect_eq "/healthz once the main loop turns again" "$code" 200
 stop_daemon
 echo ok

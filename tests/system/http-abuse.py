@@ -13,6 +13,14 @@
 #                                status line the server answered, or "reset"
 #   paths HOST PORT N            N requests for unknown paths; print
 #                                "paths 404=K"
+#   trickle HOST PORT N SECONDS  slowloris: keep N connections open for
+#                                SECONDS, each sending one more byte of a
+#                                never-ending header every 0.2 s, opening
+#                                a new one for each the server closes;
+#                                meanwhile GET /healthz every 0.1 s on a
+#                                connection of its own; print "trickle
+#                                opened=O closed_by_server=C probes=P
+#                                probes_ok=K"
 import os
 import resource
 import select
@@ -145,6 +153,69 @@ def paths(host, port, n):
     print("paths 404=%d" % got, flush=True)
 
 
+def probe(host, port):
+    """GET /healthz; True when answered 200."""
+    try:
+        s = connect(host, port, timeout=10)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            b = s.recv(4096)
+            if not b:
+                break
+            data += b
+        s.close()
+        return data.startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+def trickle(host, port, n, seconds):
+    line = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+    socks, opened, closed, probes, ok = [], 0, 0, 0, 0
+    end = time.monotonic() + min(seconds, DEADLINE_S)
+    next_byte = next_probe = time.monotonic()
+    while time.monotonic() < end:
+        while len(socks) < n:
+            try:
+                socks.append([connect(host, port), 0])
+                opened += 1
+            except OSError:
+                break
+        now = time.monotonic()
+        if now >= next_byte:
+            next_byte = now + 0.2
+            for e in list(socks):
+                # the line, then one header byte after another, forever
+                b = line[e[1]:e[1] + 1] if e[1] < len(line) else b"X"
+                try:
+                    e[0].send(b)
+                    e[1] += 1
+                except OSError:
+                    closed += 1
+                    e[0].close()
+                    socks.remove(e)
+        for e in list(socks):
+            if ready([e[0]], select.POLLIN, 0):
+                try:
+                    gone = e[0].recv(4096) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    closed += 1
+                    e[0].close()
+                    socks.remove(e)
+        if now >= next_probe:
+            next_probe = now + 0.1
+            probes += 1
+            ok += probe(host, port)
+        time.sleep(0.01)
+    for e in socks:
+        e[0].close()
+    print("trickle opened=%d closed_by_server=%d probes=%d probes_ok=%d" %
+          (opened, closed, probes, ok), flush=True)
+
+
 def main():
     cmd, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
     if cmd == "flood":
@@ -155,6 +226,8 @@ def main():
         bigline(host, port, int(sys.argv[4]))
     elif cmd == "paths":
         paths(host, port, int(sys.argv[4]))
+    elif cmd == "trickle":
+        trickle(host, port, int(sys.argv[4]), float(sys.argv[5]))
     else:
         sys.exit("unknown command " + cmd)
 
