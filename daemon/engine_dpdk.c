@@ -21,29 +21,9 @@
 #include "gpu.h"
 #include "log.h"
 
-#if defined(__has_include)
-#if __has_include(<rte_config.h>)
-#define DPDK_HAVE_HEADERS 1
-#endif
-#endif
+#include "engine_dpdk_begin.h"
 
 #ifdef DPDK_HAVE_HEADERS
-
-/*
- * DPDK's inline functions (rte_memcpy) need SSSE3, which the daemon's
- * baseline x86-64 flags do not give; DPDK's own libraries are built for
- * corei7, so any machine that runs this code has it. Only this file is
- * compiled for it.
- */
-#if defined(__x86_64__) && !defined(__SSSE3__)
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("ssse3"))), \
-			     apply_to = function)
-#define DPDK_CLANG_TARGET 1
-#else
-#pragma GCC target("ssse3")
-#endif
-#endif
 
 #include <rte_config.h>
 #include <rte_bus.h>
@@ -1235,9 +1215,7 @@ dpdk_fini(struct engine *e)
 	free(de);
 }
 
-#ifdef DPDK_CLANG_TARGET
-#pragma clang attribute pop
-#endif
+#include "engine_dpdk_end.h"
 
 #else /* !DPDK_HAVE_HEADERS */
 

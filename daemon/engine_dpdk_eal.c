@@ -22,24 +22,9 @@
 #include "config.h"
 #include "log.h"
 
-#if defined(__has_include)
-#if __has_include(<rte_config.h>)
-#define DPDK_HAVE_HEADERS 1
-#endif
-#endif
+#include "engine_dpdk_begin.h"
 
 #ifdef DPDK_HAVE_HEADERS
-
-/* As engine_dpdk.c: DPDK's inline functions need SSSE3. */
-#if defined(__x86_64__) && !defined(__SSSE3__)
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("ssse3"))), \
-			     apply_to = function)
-#define DPDK_CLANG_TARGET 1
-#else
-#pragma GCC target("ssse3")
-#endif
-#endif
 
 #include <rte_config.h>
 #include <rte_eal.h>
@@ -386,8 +371,6 @@ dpdk_eal_put(void)
 	dpdk_eal_gone = true;
 }
 
-#ifdef DPDK_CLANG_TARGET
-#pragma clang attribute pop
-#endif
+#include "engine_dpdk_end.h"
 
 #endif /* DPDK_HAVE_HEADERS */

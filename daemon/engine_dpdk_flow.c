@@ -10,24 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#if defined(__has_include)
-#if __has_include(<rte_config.h>)
-#define DPDK_HAVE_HEADERS 1
-#endif
-#endif
+#include "engine_dpdk_begin.h"
 
 #ifdef DPDK_HAVE_HEADERS
-
-/* As engine_dpdk.c: DPDK's inline functions need SSSE3. */
-#if defined(__x86_64__) && !defined(__SSSE3__)
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("ssse3"))), \
-			     apply_to = function)
-#define DPDK_CLANG_TARGET 1
-#else
-#pragma GCC target("ssse3")
-#endif
-#endif
 
 #include <rte_config.h>
 #include <rte_byteorder.h>
@@ -143,8 +128,6 @@ dpdk_flow_steer(uint16_t port, const uint32_t *queue_ids, int nq,
 	return rc < 0 ? rc : rc > 0 ? -rc : 0;
 }
 
-#ifdef DPDK_CLANG_TARGET
-#pragma clang attribute pop
-#endif
+#include "engine_dpdk_end.h"
 
 #endif /* DPDK_HAVE_HEADERS */
