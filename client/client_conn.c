@@ -423,7 +423,10 @@ client_hello_done(struct daqiri *d, const struct daqiri_msg *m)
 	const cJSON *i = cJSON_GetObjectItemCaseSensitive(m->json, "instance");
 	char *end;
 
-	if (cJSON_IsNumber(c) && c->valuedouble >= 0)
+	/* below 2^64 (its upper bound is exclusive: a double of 2^64
+	 * does not fit) */
+	if (daqiri_json_int_in(c, 0, DAQIRI_JSON_U64_END) &&
+	    c->valuedouble < DAQIRI_JSON_U64_END)
 		d->conn_id = (uint64_t)c->valuedouble;
 	/* A daemon from before "instance" says nothing: 0. */
 	d->instance = 0;

@@ -27,6 +27,7 @@
 #include "convert.h"
 #include "daqiri_client.h"
 #include "desc.h"
+#include "proto.h"
 
 /* How often a waiting consumer looks at its signal flag. */
 #define CONSUME_WAIT_MS		250
@@ -404,7 +405,8 @@ stream_counts(struct daqiri *d, const char *stream, struct stream_counts *c)
 	for (size_t i = 0; ro != NULL && i < sizeof(keys) / sizeof(keys[0]);
 	    i++) {
 		n = cJSON_GetObjectItemCaseSensitive(ro, keys[i]);
-		if (cJSON_IsNumber(n))
+		/* a count as the daemon sent it, if it is one */
+		if (daqiri_json_int_in(n, 0, 9007199254740992.0))
 			*v[i] = (long long)n->valuedouble;
 	}
 	cJSON_Delete(o);

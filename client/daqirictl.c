@@ -23,6 +23,7 @@
 #include "daqiri_client.h"
 #include "daqirictl.h"
 #include "metrics.h"
+#include "proto.h"
 #include "histogram.h"
 
 #define CTL_TABLE_MAX_COLS	8	/* wider arrays print as blocks */
@@ -330,7 +331,8 @@ hist_quantile_text(const cJSON *h, unsigned permille, char *buf, size_t cap)
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(h, "buckets")) {
 		if (n == CTL_HIST_MAX_BUCKETS || !cJSON_IsNumber(e))
 			return buf;
-		b[n++] = e->valuedouble > 0 ? (uint64_t)e->valuedouble : 0;
+		b[n++] = daqiri_json_int_in(e, 0, 9007199254740992.0) ?
+		    (uint64_t)e->valuedouble : 0;
 	}
 	q = daqiri_hist_quantile(b, n, permille);
 	if (q < 0)

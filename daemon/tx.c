@@ -1153,8 +1153,29 @@ tx_channel_open(struct tx_worker *w, uint64_t conn_id, uint32_t tx_id,
 		if (w->mchans[i] == NULL)
 			slot = i;
 	if (slot < 0) {
-		snprintf(err, errlen, "tx queue '%s' has %d channels open, the "
-		    "most it takes", w->name, TX_MAX_CHANNELS);
+		/* channels closed since the last tick may be free by now */
+		for (int i = 0; i < TX_MAX_CHANNELS; i++) {
+			struct tx_chan *o = w->mchans[i];
+
+			if (o != NULL && o->main_closed &&
+			    atomic_load_explicit(&o->released,
+			    memory_order_acquire) &&
+			    atomic_load_explicit(&o->cmds,
+			    memory_order_acquire) == 0) {
+				w->mchans[i] = NULL;
+				chan_free(o);
+				if (slot < 0)
+					slot = i;
+			}
+		}
+	}
+	if (slot < 0) {
+		int open = tx_worker_nchannels(w);
+
+		snprintf(err, errlen, "tx queue '%s' takes %d channels: %d "
+		    "open and %d closing (their worker has not let them go "
+		    "yet; try again)", w->name, TX_MAX_CHANNELS, open,
+		    TX_MAX_CHANNELS - open);
 		return -ENOSPC;
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL)

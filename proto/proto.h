@@ -12,6 +12,7 @@
 #ifndef DAQIRI_PROTO_H
 #define DAQIRI_PROTO_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,25 @@
 
 #include "daqiri_types.h"	/* the shared enums: dtype, mem kind, fill, mode */
 #include "daqiri_limits.h"
+
+/*
+ * True when v is a JSON number that is a finite integer in [lo, hi], so
+ * that casting it to an integer type holding that range is defined. A
+ * reader of what a peer sent (a daemon, or an impostor on its socket)
+ * asks this before every such cast: 1e400 or NaN cast to an integer is
+ * undefined behaviour.
+ */
+static inline bool
+daqiri_json_int_in(const cJSON *v, double lo, double hi)
+{
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
+	    v->valuedouble == floor(v->valuedouble) && v->valuedouble >= lo &&
+	    v->valuedouble <= hi;
+}
+
+/* 2^64 as a double: the integers of [0, DAQIRI_JSON_U64_END) fit a
+ * uint64_t (UINT64_MAX itself rounds up to this in a double). */
+#define DAQIRI_JSON_U64_END	18446744073709551616.0
 
 /*
  * Protocol version, sent in "hello"; the daemon answers any other value

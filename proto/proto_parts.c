@@ -325,7 +325,8 @@ daqiri_reply_merge(cJSON **acc, struct daqiri_msg *m, size_t total,
 		goto done;
 	}
 	p = cJSON_GetObjectItemCaseSensitive(*acc, "part");
-	if (!cJSON_IsNumber(p) || m->u.reply.part != (uint32_t)p->valuedouble + 1)
+	if (!daqiri_json_int_in(p, 0, UINT32_MAX - 1) ||
+	    m->u.reply.part != (uint32_t)p->valuedouble + 1)
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "reply part %u out of order", m->u.reply.part);
 	re0 = cJSON_GetObjectItemCaseSensitive(*acc, "re");

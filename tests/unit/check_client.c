@@ -582,6 +582,45 @@ START_TEST(test_version_mismatch)
 }
 END_TEST
 
+/* An impostor's hello with numbers no integer holds (1e400 is inf to
+ * cJSON; casting it was undefined behaviour, which UBSan stops in `make
+ * asan`): connected all the same, the nonsense ignored. */
+START_TEST(test_impostor_numbers)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct daqiri *d;
+	char buf[1024];
+	int l, c, st;
+	pid_t pid;
+	const char *rep = "{\"type\":\"reply\",\"re\":\"hello\",\"status\":"
+	    "\"ok\",\"version\":2,\"daemon\":\"daqirid 0\",\"conn\":1e400,"
+	    "\"admin\":false,\"instance\":\"0000000000000001\"}";
+
+	snprintf(dir, sizeof(dir), "/tmp/check_client.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/i.sock", dir);
+	l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	pid = fork();
+	if (pid == 0) {
+		c = accept(l, NULL, NULL);
+		if (c < 0 || recv(c, buf, sizeof(buf), 0) <= 0 ||
+		    send(c, rep, strlen(rep), 0) < 0)
+			_exit(1);
+		/* hold the connection until the client is done */
+		(void)recv(c, buf, sizeof(buf), 0);
+		_exit(0);
+	}
+	ck_assert_int_eq(daqiri_connect(sa.sun_path, &d), 0);
+	daqiri_disconnect(d);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	close(l);
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_requests)
 {
 	struct daqiri *d;
@@ -1330,6 +1369,7 @@ client_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_connect_errors);
 	tcase_add_test(tc, test_version_mismatch);
+	tcase_add_test(tc, test_impostor_numbers);
 	tcase_add_test(tc, test_requests);
 	tcase_add_test(tc, test_big_reply);
 	tcase_add_test(tc, test_subscribe_errors);

@@ -548,6 +548,46 @@ START_TEST(test_limits)
 }
 END_TEST
 
+/* Every channel taken: the refusal says how many are open and how many
+ * closing; once all are closed, and their worker let them go, an open
+ * succeeds without waiting for the main loop's reap (no tick here). */
+START_TEST(test_channel_limit)
+{
+	struct tx_worker *w = mkworker(8);
+	static struct cons c[TX_MAX_CHANNELS];
+	struct daqiri_tx_info info;
+	char err[256] = "";
+	int fds[3], rc = -ENOSPC;
+
+	for (int i = 0; i < TX_MAX_CHANNELS; i++)
+		copen(w, &c[i], 1, (uint32_t)i + 1, 4);
+	ck_assert_int_eq(tx_channel_open(w, 1, 100, 1, 4, &info, fds, err,
+	    sizeof(err)), -ENOSPC);
+	ck_assert_msg(strstr(err, "takes 64 channels: 64 open and 0 closing")
+	    != NULL, "%s", err);
+	ck_assert_int_eq(tx_channel_close(w, 1, 0), TX_MAX_CHANNELS);
+	for (int i = 0; i < TX_MAX_CHANNELS; i++)
+		cclose(&c[i]);
+	/* the worker lets closed channels go on its next turn */
+	for (int i = 0; i < 1000 && rc == -ENOSPC; i++) {
+		rc = tx_channel_open(w, 1, 100, 1, 4, &info, fds, err,
+		    sizeof(err));
+		if (rc == -ENOSPC) {
+			ck_assert_msg(strstr(err, "0 open and 64 closing") !=
+			    NULL, "%s", err);
+			sleep_ms(10);
+		}
+	}
+	ck_assert_msg(rc == 0, "open after closing all: %d %s", rc, err);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	ck_assert_int_eq(tx_channel_close(w, 1, 100), 1);
+	tx_worker_stop(w);
+	tx_worker_reap(w, NULL, NULL);
+	tx_worker_destroy(w);
+}
+END_TEST
+
 /* A queue whose engine takes device pools (engine_txq.device): each
  * channel's pool is device memory on the queue's GPU, handed over as an
  * "ipc" memfd of one sealed handle, and the worker gives the engine
@@ -636,6 +676,7 @@ tx_suite(void)
 	tcase_add_test(tc, test_completions_full);
 	tcase_add_test(tc, test_broken);
 	tcase_add_test(tc, test_limits);
+	tcase_add_test(tc, test_channel_limit);
 	tcase_add_test(tc, test_refused_submissions_bounded);
 	tcase_add_test(tc, test_device_pool);
 	suite_add_tcase(s, tc);
