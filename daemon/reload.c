@@ -157,14 +157,44 @@ plan_streams(struct daemon *d, int i, const struct cfg *nc,
 
 /* Make everything; on the first failure say why in r->reason and
  * return -1 (the caller discards what was made). */
+/* Regions a reload took out of the config go once no retiring stream
+ * uses them any more. */
+static void
+release_regions(struct daemon *d)
+{
+	if (d->nretiring > 0 || d->regions_keep < 0)
+		return;
+	for (int r = d->regions_keep; r < CFG_MAX_REGIONS; r++)
+		if (r >= d->cfg->nregions)
+			mem_region_destroy(&d->regions[r]);
+	d->regions_keep = -1;
+}
+
 static int
 plan_make(struct daemon *d, const struct cfg *nc, struct reload_plan *p,
 	  struct reload_result *r)
 {
+	char err[256];
+
 	if (d->nretiring > 0) {
 		snprintf(r->reason, sizeof(r->reason), "streams removed by the "
 		    "previous reload are still being let go; try again");
 		return -1;
+	}
+	/* A region the previous reload took out may still be there (it
+	 * goes at the next tick): gone now, before this reload may make a
+	 * region at its place again, which would leak it. */
+	release_regions(d);
+	/* Regions this reload appends are made now, whether a stream uses
+	 * them yet or not (a later reload's stream then finds them). */
+	for (int ri = d->cfg->nregions; ri < nc->nregions; ri++) {
+		if (mem_region_create(&nc->regions[ri], &d->regions[ri], err,
+		    sizeof(err)) < 0) {
+			snprintf(r->reason, sizeof(r->reason), "%.200s; nothing "
+			    "changed", err);
+			return -1;
+		}
+		p->made_region[ri] = true;
 	}
 	for (int i = 0; i < d->nifs; i++) {
 		struct daemon_iface *di = &d->ifs[i];
@@ -367,12 +397,7 @@ daemon_reload_reap(struct daemon *d)
 		stream_destroy(s);
 		d->retiring[k] = d->retiring[--d->nretiring];
 	}
-	if (d->nretiring == 0 && d->regions_keep >= 0) {
-		for (int r = d->regions_keep; r < CFG_MAX_REGIONS; r++)
-			if (r >= d->cfg->nregions)
-				mem_region_destroy(&d->regions[r]);
-		d->regions_keep = -1;
-	}
+	release_regions(d);
 }
 
 void

@@ -112,12 +112,49 @@ wait_line "$T/daemon.log" "stream 'sensor0/sensor2' removed: 1 subscription"
 expect_eq "sensor0/sensor2 listed" "$(has_stream sensor0/sensor2)" false
 same_as_file "removed"
 
+note "a region added alone is made at once, and a later reload's stream on it runs"
+# three.yaml: one.yaml and two.yaml's region, no stream on it yet
+awk '{ print } /^      buf_size: 4096000/ && !r { r = 1
+	print "    - name: tensors2"; print "      kind: host"
+	print "      num_bufs: 8"; print "      buf_size: 512000" }' "$T/one.yaml" > "$T/three.yaml"
+regions2() { grep -c 'memfd:daqiri:tensors2 ' "/proc/$DAEMON_PID/maps" || true; }
+wait_for '[.streams[] | select(.name == "sensor0/sensor2")] | length == 0'
+i=0	# the region of the removed stream goes at a tick after it
+while [ "$(regions2)" != 0 ]; do
+	i=$((i + 1)); [ $i -lt 200 ] || fail "tensors2 still mapped: $(regions2)"
+	sleep 0.05
+done
+cp "$T/three.yaml" "$CFG"
+ctl reload > "$T/reload.out" 2>&1 || fail "region alone refused: $(cat "$T/reload.out")"
+expect_eq "tensors2 mapped at once" "$(regions2)" 1
+cp "$T/two.yaml" "$CFG"
+ctl reload > "$T/reload.out" 2>&1 || fail "a stream on the region refused: $(cat "$T/reload.out")"
+"$BUILD/daqiri-sim" -c "$T/two.yaml" --stream sensor0/sensor2 --batches 2 --seed 13 --rate 5kpps \
+	> "$T/sim3.out" || fail "sim for sensor2 again"
+sent3=$(kv "$T/sim3.out" sent)
+wait_for '.streams[] | select(.name == "sensor0/sensor2") | .reorder.placed == 64'
+
+note "a region taken out and put back by quick reloads, 10 times: never leaked"
+cp "$T/three.yaml" "$CFG"
+ctl reload > /dev/null 2>&1 || fail "back to the region alone"
+wait_for '[.streams[] | select(.name == "sensor0/sensor2")] | length == 0'
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	cp "$T/one.yaml" "$CFG"
+	ctl reload > "$T/reload.out" 2>&1 || fail "round $i, out: $(cat "$T/reload.out")"
+	cp "$T/three.yaml" "$CFG"
+	ctl reload > "$T/reload.out" 2>&1 || fail "round $i, back: $(cat "$T/reload.out")"
+done
+# each round's removed region went before the next put it back
+expect_eq "tensors2 mappings after 10 rounds" "$(regions2)" 1
+cp "$T/one.yaml" "$CFG"
+ctl reload > /dev/null 2>&1 || fail "back to one.yaml"
+
 wait_gone "$SIM" 60
 [ "$GONE_RC" -eq 0 ] || fail "daqiri-sim failed"
 sent1=$((B * 128))
 wait_for ".streams[0].handoff.published == $B" 20
 read_stream
-expect_eq "rx_packets + kernel = sent (both streams)" $((i_rx_packets + i_kernel)) $((sent1 + sent2))
+expect_eq "rx_packets + kernel = sent (both streams)" $((i_rx_packets + i_kernel)) $((sent1 + sent2 + sent3))
 expect_eq "rx = streams_packets_in + unmatched + no_stream + misrouted" \
 	$((i_streams_packets_in + i_unmatched + i_no_stream + i_misrouted)) "$i_rx_packets"
 expect_eq "the running stream: placed + drops = packets_in" \
