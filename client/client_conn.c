@@ -43,6 +43,23 @@ mark_dead(struct daqiri *d)
 		client_set_err(d, "the daemon closed the connection");
 }
 
+/* An exchange ran out of time: the rest of its answer, if it ever
+ * comes, could not be told from the next one's, so the connection is
+ * given up (a reconnecting subscription comes back on a new one). */
+static int
+exchange_timed_out(struct daqiri *d, const char *what)
+{
+	if (!d->dead) {
+		snprintf(d->err, sizeof(d->err), "no %s from the daemon within "
+		    "%d ms; the connection is closed", what,
+		    CLIENT_REPLY_TIMEOUT_MS);
+		d->have_reason = false;
+		shutdown(d->fd, SHUT_RDWR);
+		d->dead = true;
+	}
+	return -ETIMEDOUT;
+}
+
 static struct daqiri_sub *
 sub_find(struct daqiri *d, uint32_t id)
 {
@@ -138,10 +155,12 @@ client_recv_fds(struct daqiri *d, uint32_t id, uint32_t n,
 	int fd, r;
 
 	while (i < n) {
+		int left = client_left_ms(d);
+
 		fd = -1;
-		r = client_recv_one(d, &m, &fd, CLIENT_REPLY_TIMEOUT_MS);
+		r = left > 0 ? client_recv_one(d, &m, &fd, left) : 0;
 		if (r == 0)
-			r = -ETIMEDOUT;
+			r = exchange_timed_out(d, "descriptors");
 		if (r < 0)
 			goto fail;
 		if (m.type == DAQIRI_MSG_EVENT) {
@@ -214,21 +233,33 @@ client_send(struct daqiri *d, cJSON *obj)
 	return r;
 }
 
-/* The next daemon message that is a reply (skipping events), within
- * CLIENT_REPLY_TIMEOUT_MS: 0 with *m, or a negative errno. */
+int
+client_left_ms(const struct daqiri *d)
+{
+	uint64_t t = daqiri_mono_ns();
+
+	return t >= d->xdeadline_ns ? 0 :
+	    (int)((d->xdeadline_ns - t + 999999) / 1000000ull);
+}
+
+void
+client_exchange_start(struct daqiri *d)
+{
+	d->xdeadline_ns = daqiri_mono_ns() +
+	    CLIENT_REPLY_TIMEOUT_MS * 1000000ull;
+}
+
+/* The next daemon message that is a reply (skipping events), before the
+ * exchange's deadline: 0 with *m, or a negative errno. */
 static int
 next_reply(struct daqiri *d, struct daqiri_msg *m)
 {
-	uint64_t deadline = daqiri_mono_ns() + CLIENT_REPLY_TIMEOUT_MS * 1000000ull;
-	uint64_t t;
-	int r;
+	int r, left;
 
 	for (;;) {
-		t = daqiri_mono_ns();
-		if (t >= deadline)
-			return -ETIMEDOUT;
-		r = client_recv_one(d, m, NULL,
-		    (int)((deadline - t) / 1000000ull) + 1);
+		if ((left = client_left_ms(d)) == 0)
+			return exchange_timed_out(d, "reply");
+		r = client_recv_one(d, m, NULL, left);
 		if (r < 0)
 			return r;
 		if (r == 0)
@@ -252,18 +283,18 @@ wait_reply(struct daqiri *d, struct daqiri_msg *m)
 	struct daqiri_err err;
 	struct daqiri_msg p;
 	cJSON *acc = NULL;
-	size_t total;
+	size_t total, items;
 	int r;
 
 	r = next_reply(d, m);
 	if (r < 0 || !m->u.reply.has_part)
 		return r;
 	total = (size_t)d->rlen;
+	items = daqiri_json_items(m->json);
 	if (daqiri_reply_merge(&acc, m, total, &err) < 0)
 		goto bad;
 	while (m->u.reply.more) {
-		/* each part gets the whole wait: the daemon sends as fast as
-		 * we read */
+		/* every part within the exchange's one wait */
 		r = next_reply(d, &p);
 		if (r < 0) {
 			/* The rest of the series would answer the next
@@ -281,6 +312,13 @@ wait_reply(struct daqiri *d, struct daqiri_msg *m)
 			return r;
 		}
 		total += (size_t)d->rlen;
+		items += daqiri_json_items(p.json);
+		if (items > DAQIRI_REPLY_ITEMS_MAX) {
+			daqiri_msg_free(&p);
+			snprintf(err.msg, sizeof(err.msg), "reply of more than "
+			    "%u values", DAQIRI_REPLY_ITEMS_MAX);
+			goto bad;
+		}
 		if (daqiri_reply_merge(&acc, &p, total, &err) < 0) {
 			daqiri_msg_free(&p);
 			goto bad;
@@ -358,6 +396,7 @@ client_transact(struct daqiri *d, cJSON *obj, struct daqiri_msg *m)
 		cJSON_Delete(obj);
 		return -ENOTCONN;
 	}
+	client_exchange_start(d);
 	r = client_send(d, obj);
 	if (r < 0)
 		return r;
@@ -632,6 +671,7 @@ daqiri_request(struct daqiri *d, const char *json, char **reply)
 	}
 	if (d->dead)
 		return -ENOTCONN;
+	client_exchange_start(d);
 	r = daqiri_send_msg(d->fd, json, (size_t)len, -1);
 	if (r == -EAGAIN) {
 		struct pollfd p = { .fd = d->fd, .events = POLLOUT };

@@ -138,6 +138,10 @@ struct daqiri {
 	uint64_t next_try_ns;
 	uint64_t hello_deadline_ns;
 	uint32_t backoff_ms;
+	/* The end of the exchange under way: its reply (every part) and
+	 * the fds that follow it share one wait of CLIENT_REPLY_TIMEOUT_MS
+	 * from the request, whatever else comes in between. */
+	uint64_t xdeadline_ns;
 	struct daqiri_sub *subs;
 	struct daqiri_tx *txs;
 	char err[DAQIRI_ERR_MSG_MAX + 64];	/* room for a prefix */
@@ -153,6 +157,12 @@ CLIENT_HIDDEN void client_set_err(struct daqiri *d, const char *msg);
 /* Map fd (prot): a regular file of at least len bytes sealed against
  * shrinking, so a mapping of it can never SIGBUS; 0, -EPROTO or -errno. */
 CLIENT_HIDDEN int client_map_fd(int fd, size_t len, int prot, void **out);
+
+/* An exchange (request, reply in any number of parts, fds) starts: its
+ * one deadline, CLIENT_REPLY_TIMEOUT_MS from now. */
+CLIENT_HIDDEN void client_exchange_start(struct daqiri *d);
+/* Milliseconds left of it (at least 1), or 0 when it is past. */
+CLIENT_HIDDEN int client_left_ms(const struct daqiri *d);
 
 /*
  * Receive one message, waiting at most timeout_ms (-1 forever). Returns

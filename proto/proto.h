@@ -89,6 +89,11 @@ daqiri_json_int_in(const cJSON *v, double lo, double hi)
  * about 25. */
 #define DAQIRI_REPLY_PARTS_MAX	256u
 #define DAQIRI_REPLY_BYTES_MAX	((size_t)DAQIRI_REPLY_PARTS_MAX * DAQIRI_MSG_SIZE_MAX)
+/* JSON values one reply may hold, all its parts together: a bound on what
+ * a reader builds of it in memory (a value is a node of about 64 bytes;
+ * small values packed into DAQIRI_REPLY_BYTES_MAX would make some 40
+ * times its bytes). */
+#define DAQIRI_REPLY_ITEMS_MAX	262144u
 
 /* Every message type, once. Requests, then daemon -> client messages. */
 enum daqiri_msg_type {
@@ -440,6 +445,9 @@ struct daqiri_part {
 int daqiri_reply_split(const cJSON *reply, size_t max,
 		       struct daqiri_part **out);
 void daqiri_parts_free(struct daqiri_part *p, int n);
+
+/* The JSON values of v, itself and all below it (NULL: 0). */
+size_t daqiri_json_items(const cJSON *v);
 
 /*
  * Reassembly: add the decoded part m (a reply with has_part) to *acc.

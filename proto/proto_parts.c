@@ -302,6 +302,24 @@ out:
 	return r;
 }
 
+/* The values of the list from c on, and all below them: siblings
+ * iteratively, children by recursion (cJSON's parser bounds the depth). */
+static size_t
+json_list_items(const cJSON *c)
+{
+	size_t n = 0;
+
+	for (; c != NULL; c = c->next)
+		n += 1 + json_list_items(c->child);
+	return n;
+}
+
+size_t
+daqiri_json_items(const cJSON *v)
+{
+	return v != NULL ? 1 + json_list_items(v->child) : 0;
+}
+
 int
 daqiri_reply_merge(cJSON **acc, struct daqiri_msg *m, size_t total,
 		   struct daqiri_err *err)

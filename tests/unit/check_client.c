@@ -621,6 +621,130 @@ START_TEST(test_impostor_numbers)
 }
 END_TEST
 
+/*
+ * An impostor that answers hello, then the next request with a reply in
+ * parts made of reply (daqiri_reply_split, as the daemon makes them),
+ * waiting gap_ms before each part after the first. Returns its pid; the
+ * socket is at sock_path.
+ */
+static pid_t
+impostor_parts(const char *name, cJSON *reply, unsigned gap_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *hello = "{\"type\":\"reply\",\"re\":\"hello\","
+	    "\"status\":\"ok\",\"version\":2,\"daemon\":\"daqirid 0\","
+	    "\"conn\":1,\"admin\":false,\"instance\":\"1\"}";
+	static char buf[70000];
+	int l, c;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "/tmp/check_client.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, name);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct daqiri_part *parts;
+		cJSON *req;
+		ssize_t n;
+		int np;
+
+		c = accept(l, NULL, NULL);
+		if (c < 0 || recv(c, buf, sizeof(buf), 0) <= 0 ||
+		    send(c, hello, strlen(hello), 0) < 0 ||
+		    (n = recv(c, buf, sizeof(buf) - 1, 0)) <= 0)
+			_exit(1);
+		buf[n] = '\0';
+		/* answer as the daemon would: to this request's id */
+		req = cJSON_Parse(buf);
+		cJSON_AddItemToObject(reply, "id", cJSON_Duplicate(
+		    cJSON_GetObjectItemCaseSensitive(req, "id"), 1));
+		np = daqiri_reply_split(reply, DAQIRI_MSG_SIZE_MAX, &parts);
+		if (np < 0)
+			_exit(2);
+		for (int i = 0; i < np; i++) {
+			struct timespec ts = { gap_ms / 1000,
+			    (long)(gap_ms % 1000) * 1000000L };
+
+			if (i > 0)
+				nanosleep(&ts, NULL);
+			if (send(c, parts[i].text, parts[i].len,
+			    MSG_NOSIGNAL) < 0)
+				_exit(0);	/* the client gave up */
+		}
+		(void)recv(c, buf, sizeof(buf), 0);
+		_exit(0);
+	}
+	close(l);
+	return pid;
+}
+
+/* A reply in parts past DAQIRI_REPLY_ITEMS_MAX values (under the byte
+ * bound: small values that cJSON makes 40 times bigger in memory):
+ * refused, and the connection given up, not built. */
+START_TEST(test_impostor_reply_items)
+{
+	cJSON *r = cJSON_CreateObject(), *a = cJSON_CreateArray();
+	struct daqiri *d;
+	char *out = NULL;
+	pid_t pid;
+	int st;
+
+	cJSON_AddStringToObject(r, "type", "reply");
+	cJSON_AddStringToObject(r, "re", "stats");
+	cJSON_AddStringToObject(r, "status", "ok");
+	for (unsigned i = 0; i < DAQIRI_REPLY_ITEMS_MAX + 1000; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(0));
+	cJSON_AddItemToObject(r, "x", a);
+	pid = impostor_parts("items.sock", r, 0);
+	cJSON_Delete(r);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"stats\"}", &out),
+	    -EPROTO);
+	ck_assert_ptr_null(out);
+	ck_assert_msg(strstr(daqiri_last_error(d), "reply of more than 262144 "
+	    "values") != NULL, "%s", daqiri_last_error(d));
+	daqiri_disconnect(d);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	unlink(sock_path);
+	rmdir(dir);
+}
+END_TEST
+
+/* A reply whose parts come 3.5 s apart: each in time on its own, the
+ * whole past the request's one wait (10 s): -ETIMEDOUT, not 14 s later
+ * with the reply (every part used to get a wait of its own). */
+START_TEST(test_impostor_slow_parts)
+{
+	cJSON *r = cJSON_CreateObject(), *a = cJSON_CreateArray();
+	struct daqiri *d;
+	char *out = NULL;
+	pid_t pid;
+	int st;
+
+	cJSON_AddStringToObject(r, "type", "reply");
+	cJSON_AddStringToObject(r, "re", "stats");
+	cJSON_AddStringToObject(r, "status", "ok");
+	/* 5 parts of 64 KiB at most */
+	for (unsigned i = 0; i < 30000; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString("0123456"));
+	cJSON_AddItemToObject(r, "x", a);
+	pid = impostor_parts("slow.sock", r, 3500);
+	cJSON_Delete(r);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"stats\"}", &out),
+	    -ETIMEDOUT);
+	ck_assert_ptr_null(out);
+	daqiri_disconnect(d);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	unlink(sock_path);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_requests)
 {
 	struct daqiri *d;
@@ -1370,6 +1494,8 @@ client_suite(void)
 	tcase_add_test(tc, test_connect_errors);
 	tcase_add_test(tc, test_version_mismatch);
 	tcase_add_test(tc, test_impostor_numbers);
+	tcase_add_test(tc, test_impostor_reply_items);
+	tcase_add_test(tc, test_impostor_slow_parts);
 	tcase_add_test(tc, test_requests);
 	tcase_add_test(tc, test_big_reply);
 	tcase_add_test(tc, test_subscribe_errors);
