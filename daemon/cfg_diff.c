@@ -206,7 +206,7 @@ queue_equal(const struct cfg_queue *a, const struct cfg_queue *b)
 	if (strcmp(a->name, b->name) != 0 || a->id != b->id ||
 	    a->cpu_core != b->cpu_core || a->batch_size != b->batch_size ||
 	    a->timeout_us != b->timeout_us || a->nregions != b->nregions ||
-	    a->poll_mode != b->poll_mode ||
+	    a->poll_mode != b->poll_mode || a->num_rx_desc != b->num_rx_desc ||
 	    a->offload_tx_eth_src != b->offload_tx_eth_src)
 		return false;
 	for (int i = 0; i < a->nregions; i++)
@@ -222,7 +222,7 @@ queue_first_diff(const struct cfg_queue *a, const struct cfg_queue *b,
 {
 #define QF(f) if (a->f != b->f) { *key = #f; return &b->f; }
 	QF(id) QF(cpu_core) QF(batch_size) QF(timeout_us) QF(nregions)
-	QF(poll_mode)
+	QF(poll_mode) QF(num_rx_desc)
 	if (a->offload_tx_eth_src != b->offload_tx_eth_src) {
 		*key = "offloads";
 		return &b->offload_tx_eth_src;

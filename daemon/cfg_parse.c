@@ -259,6 +259,7 @@ static const struct keydef rx_queue_keys[] = {
 	  "bursts, and each reorder config has a timeout_us of its own" },
 	{ "memory_regions", KEY_OK, NULL },
 	{ "poll_mode", KEY_OK, NULL },
+	{ "num_rx_desc", KEY_OWN, "the DPDK port's receive descriptors" },
 };
 
 static const struct keydef tx_queue_keys[] = {
@@ -360,6 +361,12 @@ parse_queue(struct pctx *x, yaml_node_t *n, struct cfg_queue *q, bool tx,
 		cfg_get_u32(x, "batch_size", v, 1, UINT16_MAX, &q->batch_size);
 	if ((v = mval(&m, "timeout_us")) != NULL)
 		cfg_get_u32(x, "timeout_us", v, 0, UINT32_MAX, &q->timeout_us);
+	if ((v = mval(&m, "num_rx_desc")) != NULL &&
+	    cfg_get_u32(x, "num_rx_desc", v, CFG_RX_DESC_MIN, CFG_RX_DESC_MAX,
+	    &q->num_rx_desc) && eng(x) != NULL && !eng(x)->eal_args)
+		warn(x, v, "num_rx_desc: has no effect with stream_type %s "
+		     "(its socket's receive buffer follows the queue's "
+		     "region)", eng(x)->stream_type);
 	if ((v = mval(&m, "memory_regions")) != NULL)
 		parse_queue_regions(x, v, q, tx);
 	if ((v = mval(&m, "poll_mode")) != NULL) {

@@ -96,6 +96,8 @@ print_queue(FILE *fp, const struct cfg_queue *q, bool tx, uint32_t pacing)
 		fprintf(fp, "          timeout_us: %u\n", q->timeout_us);
 	fprintf(fp, "          poll_mode: %s\n",
 		cfg_poll_mode_names[q->poll_mode]);
+	if (!tx && q->num_rx_desc != 0)
+		fprintf(fp, "          num_rx_desc: %u\n", q->num_rx_desc);
 	fprintf(fp, "          memory_regions: [");
 	for (int i = 0; i < q->nregions; i++) {
 		fputs(i ? ", " : "", fp);
@@ -387,6 +389,7 @@ queue_equal(const struct cfg_queue *a, const struct cfg_queue *b)
 		EQ(region_idx[i]);
 	}
 	EQ(poll_mode);
+	EQ(num_rx_desc);
 	EQ(offload_tx_eth_src);
 	return cfg_tx_dest_equal(&a->dest, &b->dest);
 }

@@ -20,6 +20,9 @@
 #define CFG_NAME_MAX		DAQIRI_NAME_MAX	/* bytes, NUL included */
 #define CFG_PATH_MAX		256
 #define CFG_MAX_REGIONS		32
+/* An rx queue's num_rx_desc (daqiri extension), when given. */
+#define CFG_RX_DESC_MIN		32
+#define CFG_RX_DESC_MAX		32768
 /* DPDK's RTE_PKTMBUF_HEADROOM in Debian's build (engine_dpdk.c asserts
  * it): what the DPDK engine keeps in front of each rx buffer. */
 #define CFG_DPDK_MBUF_HEADROOM	128
@@ -157,6 +160,9 @@ struct cfg_queue {
 	char region_names[CFG_MAX_QUEUE_REGIONS][CFG_NAME_MAX];
 	int region_idx[CFG_MAX_QUEUE_REGIONS];	/* into cfg.regions */
 	enum cfg_poll_mode poll_mode;
+	/* rx only: the DPDK port's descriptors for the queue (daqiri
+	 * extension); 0 = sized from batch_size and the buffers */
+	uint32_t num_rx_desc;
 	/* tx only */
 	bool offload_tx_eth_src;
 	struct cfg_tx_dest dest;

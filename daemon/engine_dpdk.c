@@ -40,8 +40,11 @@
 
 #include "engine_dpdk_internal.h"
 
-/* RX descriptors per queue, at most half the queue's buffers. */
+/* RX descriptors a queue gets by default at least (at most half its
+ * buffers, always). */
 #define DPDK_RX_DESC		1024u
+/* The most descriptors a queue gets by default (four bursts). */
+#define DPDK_RX_DESC_MAX	4096u
 /* Data room of an af_xdp mbuf: the PMD's UMEM frames are pages. */
 #define DPDK_XDP_ROOM		3072u
 /* Descriptors of a tx queue set up only because the port pairs queues. */
@@ -549,7 +552,21 @@ dpdk_queue_init(struct dpdk_engine *de, const struct cfg *c,
 			return -ENOMEM;
 	}
 
-	nb_rxd = DPDK_RX_DESC;
+	/* As asked, or four bursts (a power of two, DPDK_RX_DESC to
+	 * DPDK_RX_DESC_MAX); at most half the buffers either way, the rest
+	 * being in the worker's and the streams' hands. */
+	if (cq->num_rx_desc != 0)
+		nb_rxd = (uint16_t)(cq->num_rx_desc > UINT16_MAX ? UINT16_MAX :
+		    cq->num_rx_desc);
+	else
+		for (nb_rxd = DPDK_RX_DESC; nb_rxd < 4 * cq->batch_size &&
+		    nb_rxd < DPDK_RX_DESC_MAX; nb_rxd *= 2)
+			;
+	if (nb_rxd > nbufs / 2 && cq->num_rx_desc != 0)
+		log_warnx("interface '%s': queue '%s': num_rx_desc %u is more "
+		    "than half its %u buffers; fewer are used (give the "
+		    "region more buffers)", ifc->name, cq->name,
+		    cq->num_rx_desc, nbufs);
 	while (nb_rxd > nbufs / 2 && nb_rxd > 32)
 		nb_rxd /= 2;
 	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(de->port, &nb_rxd,
