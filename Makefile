@@ -354,6 +354,7 @@ FUZZ_SECONDS ?= 60
 # Each target names the sources it exercises: FUZZ_SRC_<target>.
 FUZZ_SRC_fuzz_config := $(wildcard daemon/cfg_*.c) daemon/geometry.c $(PROTO_SRC) $(BUILD)/obj/default_config.c
 FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
+FUZZ_SRC_fuzz_client := $(CLIENT_LIB_SRC) $(PROTO_SRC)
 .SECONDARY:
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_SRC_$$*)

@@ -4,7 +4,8 @@
 # Run libFuzzer targets for $FUZZ_SECONDS seconds each (default 60) on a
 # seed corpus copied into a temporary directory: fuzz_config is seeded with
 # the golden configs and the shipped ones, fuzz_proto with
-# tests/fuzz/corpus_proto/ when it exists; tests/fuzz/<target>.dict is
+# tests/fuzz/corpus_proto/ and fuzz_client with tests/fuzz/corpus_client/
+# when they exist; tests/fuzz/<target>.dict is
 # used when present. Any crash, leak or timeout fails the run; its input is
 # kept as $BUILD/fuzz/<target>-<kind>-... for a look. The generated corpus
 # is thrown away.
@@ -43,6 +44,11 @@ for target in "$@"; do
 	fuzz_proto)
 		if [ -d "$top/tests/fuzz/corpus_proto" ]; then
 			cp "$top"/tests/fuzz/corpus_proto/* "$corpus/" 2>/dev/null
+		fi
+		;;
+	fuzz_client)
+		if [ -d "$top/tests/fuzz/corpus_client" ]; then
+			cp "$top"/tests/fuzz/corpus_client/* "$corpus/" 2>/dev/null
 		fi
 		;;
 	esac
