@@ -355,6 +355,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SRC_fuzz_config := $(wildcard daemon/cfg_*.c) daemon/geometry.c $(PROTO_SRC) $(BUILD)/obj/default_config.c
 FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
 FUZZ_SRC_fuzz_client := $(CLIENT_LIB_SRC) $(PROTO_SRC)
+FUZZ_SRC_fuzz_cfgdiff := $(FUZZ_SRC_fuzz_config)
 .SECONDARY:
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_SRC_$$*)

@@ -613,3 +613,30 @@ cfg_changes_print(const struct cfg_changes *ch, const char *file, FILE *fp)
 		fprintf(fp, "%s: %d more changes not shown\n", file,
 		    ch->nrestart + ch->nlive - ch->n);
 }
+
+/* config.h: the live parts of nc into run (the reload's copy; plans and
+ * workers keep their own copies of what they read at run time). */
+void
+cfg_apply_live(struct cfg *run, const struct cfg *nc)
+{
+	run->debug = nc->debug;
+	run->log_level = nc->log_level;
+	run->daemon.stats_interval_ms = nc->daemon.stats_interval_ms;
+	run->nregions = nc->nregions;
+	memcpy(run->regions, nc->regions, sizeof(run->regions));
+	for (int i = 0; i < run->ninterfaces; i++) {
+		struct cfg_rx *a = &run->interfaces[i].rx;
+		const struct cfg_rx *b = &nc->interfaces[i].rx;
+
+		a->nflows = b->nflows;
+		memcpy(a->flows, b->flows, sizeof(a->flows));
+		a->flow_isolation = b->flow_isolation;
+		a->dynamic_flow_capacity = b->dynamic_flow_capacity;
+		a->nreorders = b->nreorders;
+		memcpy(a->reorders, b->reorders, sizeof(a->reorders));
+	}
+	/* positions now refer to the file just read */
+	run->nmarks = nc->nmarks;
+	memcpy(run->marks, nc->marks, sizeof(run->marks[0]) *
+	    (size_t)nc->nmarks);
+}

@@ -519,6 +519,13 @@ struct cfg_changes {
 int cfg_diff(const struct cfg *old, const struct cfg *new_cfg,
 	     struct cfg_changes *out);
 
+/*
+ * Apply new_cfg's live parts to run (a reload: cfg_diff() found no
+ * restart-only change): run then equals new_cfg (cfg_equal(); fuzz_cfgdiff
+ * holds it to that), and its marks are new_cfg's. Pure.
+ */
+void cfg_apply_live(struct cfg *run, const struct cfg *new_cfg);
+
 /* Write every change as "file:line:col: live|restart: message\n". */
 void cfg_changes_print(const struct cfg_changes *ch, const char *file,
 		       FILE *fp);

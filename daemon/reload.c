@@ -268,33 +268,6 @@ nomem:
 	return -1;
 }
 
-/* The live parts of nc into the running config, which then equals nc
- * (checked by the caller). Nothing a worker reads at run time is here:
- * plans keep their own copy of their reorder config. */
-static void
-copy_live(struct cfg *run, const struct cfg *nc)
-{
-	run->debug = nc->debug;
-	run->log_level = nc->log_level;
-	run->daemon.stats_interval_ms = nc->daemon.stats_interval_ms;
-	run->nregions = nc->nregions;
-	memcpy(run->regions, nc->regions, sizeof(run->regions));
-	for (int i = 0; i < run->ninterfaces; i++) {
-		struct cfg_rx *a = &run->interfaces[i].rx;
-		const struct cfg_rx *b = &nc->interfaces[i].rx;
-
-		a->nflows = b->nflows;
-		memcpy(a->flows, b->flows, sizeof(a->flows));
-		a->flow_isolation = b->flow_isolation;
-		a->dynamic_flow_capacity = b->dynamic_flow_capacity;
-		a->nreorders = b->nreorders;
-		memcpy(a->reorders, b->reorders, sizeof(a->reorders));
-	}
-	/* positions now refer to the file just read */
-	run->nmarks = nc->nmarks;
-	memcpy(run->marks, nc->marks, sizeof(run->marks[0]) *
-	    (size_t)nc->nmarks);
-}
 
 /* Does table t still hold the config's flows, and only those? (Flows
  * added or deleted at run time make it differ.) */
@@ -352,7 +325,7 @@ plan_post(struct daemon *d, struct reload_plan *p)
 	memset(p->made_region, 0, sizeof(p->made_region));
 }
 
-/* After copy_live(): every stream's config where the running config now
+/* After cfg_apply_live(): every stream's config where the running config now
  * holds it. */
 static void
 repoint(struct daemon *d)
@@ -442,7 +415,7 @@ daemon_reload(struct daemon *d, struct reload_result *r)
 		r->outcome = RELOAD_UNCHANGED;
 		snprintf(r->reason, sizeof(r->reason), "no changes");
 		/* the file may have moved lines: positions follow it */
-		copy_live(d->cfg, &nc);
+		cfg_apply_live(d->cfg, &nc);
 		return 0;
 	}
 	if (plan_make(d, &nc, &plan, r) != 0) {
@@ -455,7 +428,7 @@ daemon_reload(struct daemon *d, struct reload_result *r)
 	if (nc.nregions < d->cfg->nregions)
 		d->regions_keep = nc.nregions;
 	plan_post(d, &plan);
-	copy_live(d->cfg, &nc);
+	cfg_apply_live(d->cfg, &nc);
 	repoint(d);
 	d->reloads++;
 	r->outcome = RELOAD_APPLIED;

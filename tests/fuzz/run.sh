@@ -5,7 +5,7 @@
 # seed corpus copied into a temporary directory: fuzz_config is seeded with
 # the golden configs and the shipped ones, fuzz_proto with
 # tests/fuzz/corpus_proto/ and fuzz_client with tests/fuzz/corpus_client/
-# when they exist; tests/fuzz/<target>.dict is
+# when they exist, fuzz_cfgdiff with pairs of those configs; tests/fuzz/<target>.dict is
 # used when present. Any crash, leak or timeout fails the run; its input is
 # kept as $BUILD/fuzz/<target>-<kind>-... for a look. The generated corpus
 # is thrown away.
@@ -45,6 +45,35 @@ for target in "$@"; do
 		if [ -d "$top/tests/fuzz/corpus_proto" ]; then
 			cp "$top"/tests/fuzz/corpus_proto/* "$corpus/" 2>/dev/null
 		fi
+		;;
+	fuzz_cfgdiff)
+		# pairs: each golden config against itself (a mutation of one
+		# side is then a small change, often a live one), against the
+		# default one and against its successor in the list
+		prev=$top/etc/daqirid.yaml
+		k=0
+		for f in "$top"/tests/config/*.yaml "$top"/etc/examples/*.yaml; do
+			[ -f "$f" ] || continue
+			k=$((k + 1))
+			{ cat "$top/etc/daqirid.yaml"; printf '\n%%%%\n'; cat "$f"; } \
+			    > "$corpus/d$k"
+			{ cat "$prev"; printf '\n%%%%\n'; cat "$f"; } > "$corpus/p$k"
+			{ cat "$f"; printf '\n%%%%\n'; cat "$f"; } > "$corpus/s$k"
+			prev=$f
+		done
+		# and the default config against itself with each of the
+		# live keys changed (reload's own cases)
+		k=0
+		for e in 's/flow_isolation: false/flow_isolation: true/' \
+		    's/dynamic_flow_capacity: 8/dynamic_flow_capacity: 9/' \
+		    's/window: 4 /window: 6 /' 's/fill: zero /fill: keep /' \
+		    's/timeout_us: 100000 /timeout_us: 200000 /' \
+		    's/log_level: warn /log_level: info /' \
+		    's/stats_interval_ms: 1000/stats_interval_ms: 500/'; do
+			k=$((k + 1))
+			{ cat "$top/etc/daqirid.yaml"; printf '\n%%%%\n'
+			  sed "$e" "$top/etc/daqirid.yaml"; } > "$corpus/l$k"
+		done
 		;;
 	fuzz_client)
 		if [ -d "$top/tests/fuzz/corpus_client" ]; then
