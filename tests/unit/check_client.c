@@ -547,38 +547,66 @@ START_TEST(test_connect_errors)
 }
 END_TEST
 
-/* A daemon that speaks another protocol version. */
-START_TEST(test_version_mismatch)
+/* An impostor's listening socket: dir and sock_path (name in dir) made. */
+static int
+impostor_listen(const char *name)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct daqiri *d;
-	char buf[1024];
-	int l, c, st;
-	pid_t pid;
-	const char *rep = "{\"type\":\"reply\",\"re\":\"hello\",\"status\":"
-	    "\"version_mismatch\",\"error\":{\"code\":\"version_mismatch\","
-	    "\"message\":\"protocol version 1, this side speaks 2\"}}";
+	int l;
 
 	snprintf(dir, sizeof(dir), "/tmp/check_client.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/v.sock", dir);
+	snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, name);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
 	l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	ck_assert_int_eq(listen(l, 1), 0);
-	pid = fork();
+	return l;
+}
+
+/* An impostor that answers the hello with rep, then waits for the
+ * client to hang up. Returns its pid. */
+static pid_t
+impostor_hello(const char *name, const char *rep)
+{
+	static char buf[1024];
+	int l = impostor_listen(name), c;
+	pid_t pid = fork();
+
 	if (pid == 0) {
 		c = accept(l, NULL, NULL);
 		if (c < 0 || recv(c, buf, sizeof(buf), 0) <= 0 ||
 		    send(c, rep, strlen(rep), 0) < 0)
 			_exit(1);
+		(void)recv(c, buf, sizeof(buf), 0);
 		_exit(0);
 	}
-	ck_assert_int_eq(daqiri_connect(sa.sun_path, &d),
-	    -EPROTONOSUPPORT);
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	close(l);
-	unlink(sa.sun_path);
+	return pid;
+}
+
+/* The end of an impostor test: its child reaped, its socket gone. */
+static void
+impostor_done(pid_t pid)
+{
+	int st;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	unlink(sock_path);
 	rmdir(dir);
+}
+
+/* A daemon that speaks another protocol version. */
+START_TEST(test_version_mismatch)
+{
+	struct daqiri *d;
+	pid_t pid = impostor_hello("v.sock", "{\"type\":\"reply\",\"re\":"
+	    "\"hello\",\"status\":\"version_mismatch\",\"error\":{\"code\":"
+	    "\"version_mismatch\",\"message\":\"protocol version 1, this "
+	    "side speaks 2\"}}");
+
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), -EPROTONOSUPPORT);
+	impostor_done(pid);
 }
 END_TEST
 
@@ -587,37 +615,15 @@ END_TEST
  * asan`): connected all the same, the nonsense ignored. */
 START_TEST(test_impostor_numbers)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct daqiri *d;
-	char buf[1024];
-	int l, c, st;
-	pid_t pid;
-	const char *rep = "{\"type\":\"reply\",\"re\":\"hello\",\"status\":"
-	    "\"ok\",\"version\":2,\"daemon\":\"daqirid 0\",\"conn\":1e400,"
-	    "\"admin\":false,\"instance\":\"0000000000000001\"}";
+	pid_t pid = impostor_hello("i.sock", "{\"type\":\"reply\",\"re\":"
+	    "\"hello\",\"status\":\"ok\",\"version\":2,\"daemon\":"
+	    "\"daqirid 0\",\"conn\":1e400,\"admin\":false,\"instance\":"
+	    "\"0000000000000001\"}");
 
-	snprintf(dir, sizeof(dir), "/tmp/check_client.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/i.sock", dir);
-	l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(l, 1), 0);
-	pid = fork();
-	if (pid == 0) {
-		c = accept(l, NULL, NULL);
-		if (c < 0 || recv(c, buf, sizeof(buf), 0) <= 0 ||
-		    send(c, rep, strlen(rep), 0) < 0)
-			_exit(1);
-		/* hold the connection until the client is done */
-		(void)recv(c, buf, sizeof(buf), 0);
-		_exit(0);
-	}
-	ck_assert_int_eq(daqiri_connect(sa.sun_path, &d), 0);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
 	daqiri_disconnect(d);
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	close(l);
-	unlink(sa.sun_path);
-	rmdir(dir);
+	impostor_done(pid);
 }
 END_TEST
 
@@ -630,21 +636,13 @@ END_TEST
 static pid_t
 impostor_parts(const char *name, cJSON *reply, unsigned gap_ms)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *hello = "{\"type\":\"reply\",\"re\":\"hello\","
 	    "\"status\":\"ok\",\"version\":2,\"daemon\":\"daqirid 0\","
 	    "\"conn\":1,\"admin\":false,\"instance\":\"1\"}";
 	static char buf[70000];
-	int l, c;
+	int l = impostor_listen(name), c;
 	pid_t pid;
 
-	snprintf(dir, sizeof(dir), "/tmp/check_client.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, name);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(l, 1), 0);
 	pid = fork();
 	if (pid == 0) {
 		struct daqiri_part *parts;
@@ -682,24 +680,33 @@ impostor_parts(const char *name, cJSON *reply, unsigned gap_ms)
 	return pid;
 }
 
+/* A stats reply of n values in its list "x", each a copy of v (taken). */
+static cJSON *
+stats_reply(unsigned n, cJSON *v)
+{
+	cJSON *r = cJSON_CreateObject(), *a = cJSON_CreateArray();
+
+	cJSON_AddStringToObject(r, "type", "reply");
+	cJSON_AddStringToObject(r, "re", "stats");
+	cJSON_AddStringToObject(r, "status", "ok");
+	for (unsigned i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_Duplicate(v, 1));
+	cJSON_AddItemToObject(r, "x", a);
+	cJSON_Delete(v);
+	return r;
+}
+
 /* A reply in parts past DAQIRI_REPLY_ITEMS_MAX values (under the byte
  * bound: small values that cJSON makes 40 times bigger in memory):
  * refused, and the connection given up, not built. */
 START_TEST(test_impostor_reply_items)
 {
-	cJSON *r = cJSON_CreateObject(), *a = cJSON_CreateArray();
+	cJSON *r = stats_reply(DAQIRI_REPLY_ITEMS_MAX + 1000,
+	    cJSON_CreateNumber(0));
 	struct daqiri *d;
 	char *out = NULL;
-	pid_t pid;
-	int st;
+	pid_t pid = impostor_parts("items.sock", r, 0);
 
-	cJSON_AddStringToObject(r, "type", "reply");
-	cJSON_AddStringToObject(r, "re", "stats");
-	cJSON_AddStringToObject(r, "status", "ok");
-	for (unsigned i = 0; i < DAQIRI_REPLY_ITEMS_MAX + 1000; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(0));
-	cJSON_AddItemToObject(r, "x", a);
-	pid = impostor_parts("items.sock", r, 0);
 	cJSON_Delete(r);
 	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
 	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"stats\"}", &out),
@@ -708,9 +715,7 @@ START_TEST(test_impostor_reply_items)
 	ck_assert_msg(strstr(daqiri_last_error(d), "reply of more than 262144 "
 	    "values") != NULL, "%s", daqiri_last_error(d));
 	daqiri_disconnect(d);
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	unlink(sock_path);
-	rmdir(dir);
+	impostor_done(pid);
 }
 END_TEST
 
@@ -719,29 +724,19 @@ END_TEST
  * with the reply (every part used to get a wait of its own). */
 START_TEST(test_impostor_slow_parts)
 {
-	cJSON *r = cJSON_CreateObject(), *a = cJSON_CreateArray();
+	/* 5 parts of 64 KiB at most */
+	cJSON *r = stats_reply(30000, cJSON_CreateString("0123456"));
 	struct daqiri *d;
 	char *out = NULL;
-	pid_t pid;
-	int st;
+	pid_t pid = impostor_parts("slow.sock", r, 3500);
 
-	cJSON_AddStringToObject(r, "type", "reply");
-	cJSON_AddStringToObject(r, "re", "stats");
-	cJSON_AddStringToObject(r, "status", "ok");
-	/* 5 parts of 64 KiB at most */
-	for (unsigned i = 0; i < 30000; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString("0123456"));
-	cJSON_AddItemToObject(r, "x", a);
-	pid = impostor_parts("slow.sock", r, 3500);
 	cJSON_Delete(r);
 	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
 	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"stats\"}", &out),
 	    -ETIMEDOUT);
 	ck_assert_ptr_null(out);
 	daqiri_disconnect(d);
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	unlink(sock_path);
-	rmdir(dir);
+	impostor_done(pid);
 }
 END_TEST
 
