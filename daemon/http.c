@@ -570,7 +570,6 @@ on_completed(void *cls, struct MHD_Connection *c, void **req_ctx,
 {
 	struct http *h = cls;
 	struct hreq *q = *req_ctx;
-
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
 	    MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
