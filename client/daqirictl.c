@@ -992,13 +992,13 @@ top_draw_tx_channels(const cJSON *q, const char *qname,
 		    num_at(c, "tx"), num_at(c, "pid"));
 		pr = prev_of(rows, nrows, key);
 		printf("%-*.*s %10.0f %9.1f %14.0f %8.0f %10.0f %12.0f "
-		    "%8.0f %8.0f\n", w, w, label,
+		    "%8.0f %8.0f %8.0f\n", w, w, label,
 		    rate(pk, pr, offsetof(struct top_row, in), dt),
 		    rate(by, pr, offsetof(struct top_row, bytes), dt) * 8 / 1e6,
 		    pk, num_at(c, "drops.too_big"),
 		    num_at(c, "drops.bad_buffer"),
 		    num_at(c, "drops.engine_error"), num_at(c, "drops.closed"),
-		    num_at(c, "in_flight"));
+		    num_at(c, "drops.no_peer"), num_at(c, "in_flight"));
 		if (*n < CTL_TOP_MAX_ROWS) {
 			snprintf(cur[*n].name, sizeof(cur[*n].name), "%s", key);
 			cur[*n].in = pk;
@@ -1027,9 +1027,10 @@ top_draw_tx(const cJSON *st, const struct top_row *rows, int nrows,
 
 			if (!hdr) {
 				printf("\n%-*s %10s %9s %14s %8s %10s %12s %8s "
-				    "%8s\n", w, "TX QUEUE", "PKTS/s", "Mb/s",
+				    "%8s %8s\n", w, "TX QUEUE", "PKTS/s", "Mb/s",
 				    "PACKETS", "TOO_BIG", "BAD_BUFFER",
-				    "ENGINE_ERROR", "CLOSED", "CHANNELS");
+				    "ENGINE_ERROR", "CLOSED", "NO_PEER",
+				    "CHANNELS");
 				hdr = true;
 			}
 			nm = cJSON_GetObjectItemCaseSensitive(q, "queue");
@@ -1037,13 +1038,14 @@ top_draw_tx(const cJSON *st, const struct top_row *rows, int nrows,
 			    nm->valuestring : "?");
 			pr = prev_of(rows, nrows, key);
 			printf("%-*.*s %10.0f %9.1f %14.0f %8.0f %10.0f %12.0f "
-			    "%8.0f %8.0f\n", w, w, key + 3,
+			    "%8.0f %8.0f %8.0f\n", w, w, key + 3,
 			    rate(pk, pr, offsetof(struct top_row, in), dt),
 			    rate(by, pr, offsetof(struct top_row, bytes), dt) *
 			    8 / 1e6, pk, num_at(q, "drops.too_big"),
 			    num_at(q, "drops.bad_buffer"),
 			    num_at(q, "drops.engine_error"),
 			    num_at(q, "drops.closed"),
+			    num_at(q, "drops.no_peer"),
 			    num_at(q, "channels_open"));
 			if (*n < CTL_TOP_MAX_ROWS) {
 				snprintf(cur[*n].name, sizeof(cur[*n].name), "%s",

@@ -103,5 +103,9 @@ ctl metrics > "$T/metrics.txt" || fail "daqirictl metrics"
 grep -q 'reason="no_peer"} 5$' "$T/metrics.txt" ||
 	fail "no no_peer in the metrics: $(grep tx_drops "$T/metrics.txt")"
 echo "   ok  $(grep 'reason="no_peer"' "$T/metrics.txt")"
+ctl top 1 > "$T/top" || fail "daqirictl top"
+col=$(awk '/^TX QUEUE/ { for (i = 1; i <= NF; i++) if ($i == "NO_PEER") c = i - 1 }
+	c && $1 ~ /\// && !/^TX/ { print $c; exit }' "$T/top")
+expect_eq "daqirictl top: the tx queue's NO_PEER column" "$col" 5
 stop_daemon
 echo "ok"
