@@ -92,8 +92,9 @@ daqiri_json_int_in(const cJSON *v, double lo, double hi)
 /* JSON values one reply may hold, all its parts together: a bound on what
  * a reader builds of it in memory (a value is a node of about 64 bytes;
  * small values packed into DAQIRI_REPLY_BYTES_MAX would make some 40
- * times its bytes). */
-#define DAQIRI_REPLY_ITEMS_MAX	262144u
+ * times its bytes). The largest reply the daemon makes, the consumers of
+ * 4096 subscriptions, has about 280000: room for four times that. */
+#define DAQIRI_REPLY_ITEMS_MAX	1048576u
 
 /* Every message type, once. Requests, then daemon -> client messages. */
 enum daqiri_msg_type {

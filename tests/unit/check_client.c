@@ -712,7 +712,7 @@ START_TEST(test_impostor_reply_items)
 	ck_assert_int_eq(daqiri_request(d, "{\"type\":\"stats\"}", &out),
 	    -EPROTO);
 	ck_assert_ptr_null(out);
-	ck_assert_msg(strstr(daqiri_last_error(d), "reply of more than 262144 "
+	ck_assert_msg(strstr(daqiri_last_error(d), "reply of more than 1048576 "
 	    "values") != NULL, "%s", daqiri_last_error(d));
 	daqiri_disconnect(d);
 	impostor_done(pid);
