@@ -67,12 +67,14 @@ start_daemon() {
 	wait_ready
 }
 
-# Wait (10 s at most) for READY=1 from $DAEMON_PID on $T/notify.log.
+# Wait (30 s at most: DPDK's EAL under ASan, loading its drivers on a
+# busy machine, was seen to take more than 10) for READY=1 from
+# $DAEMON_PID on $T/notify.log.
 wait_ready() {
 	i=0
 	while ! grep -q '^READY=1$' "$T/notify.log" 2>/dev/null; do
 		kill -0 "$DAEMON_PID" 2>/dev/null || fail "daqirid exited during start-up"
-		i=$((i + 1)); [ $i -lt 200 ] || fail "no READY=1 within 10 s"
+		i=$((i + 1)); [ $i -lt 600 ] || fail "no READY=1 within 30 s"
 		sleep 0.05
 	done
 }
