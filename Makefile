@@ -134,7 +134,7 @@ PROGS := $(BUILD)/daqirid $(addprefix $(BUILD)/,$(CLIENT_TOOLS)) $(BUILD)/daqiri
 PYMOD := $(BUILD)/python/daqiri$(PY_EXT)
 STANDIN := $(BUILD)/standin/libcudart.so.13
 
-.PHONY: all check layout unit unit-run unit-standin asan-standin golden system system-tools system-asan fuzz fuzz-run asan demo run bench \
+.PHONY: all check layout unit unit-run unit-standin asan-standin golden system system-tools system-asan fuzz fuzz-run asan tsan demo run bench \
 	python python-check python-asan \
 	install uninstall clean deps help
 .DEFAULT_GOAL := all
@@ -316,6 +316,7 @@ system-asan:
 	  if [ $$rc -eq 77 ]; then echo "system-asan: 36-tx-hostile skipped"; else exit $$rc; fi
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/41-direct-placement.sh
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/46-sw-loopback.sh
+	$(Q)BUILD=$(BUILD)/asan sh tests/system/48-spread-stream.sh
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/28-metrics-abuse.sh
 
 # The suites that use CUDA once more on the CUDA stand-in: unit-run ran
@@ -347,6 +348,18 @@ asan-standin:
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' unit-run
 
+# A shared plan's lock discipline (reorder.c "Shared plans") under
+# ThreadSanitizer: the unit test whose threads feed one plan at once.
+TSAN_SRC := tests/unit/check_shared.c daemon/reorder.c daemon/convert_cpu.c \
+	daemon/geometry.c daemon/log.c
+tsan: $(BUILD)/tsan/check_shared
+	$(Q)CK_FORK=no $(BUILD)/tsan/check_shared
+$(BUILD)/tsan/check_shared: $(TSAN_SRC) $(wildcard daemon/*.h proto/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TSAN    $@")
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=thread -Iproto -Idaemon \
+	  $(CHECK_CFLAGS) -o $@ $(TSAN_SRC) $(CHECK_LIBS) -pthread
+
 # libFuzzer targets (clang), seeded from the golden configs.
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
@@ -376,6 +389,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory golden
 	$(Q)$(MAKE) --no-print-directory system
 	$(Q)$(MAKE) --no-print-directory asan
+	$(Q)$(MAKE) --no-print-directory tsan
 	$(Q)$(if $(filter 1,$(HAVE_CUDA)),$(MAKE) --no-print-directory asan-standin,echo "asan-standin: not run: no nvcc")
 	$(Q)$(MAKE) --no-print-directory system-asan
 	$(Q)$(MAKE) --no-print-directory python-check

@@ -169,26 +169,29 @@ cfg_check_reorder_region(struct pctx *x, const yaml_node_t *v,
 }
 
 /*
- * The rx queue whose worker runs reorder config r (cfg_rx_owner()), or
- * NULL: reported here, or a flow already known to be bad.
+ * The home rx queue of reorder config r (cfg_rx_owner()), or NULL: a flow
+ * already known to be bad. A stream fed by several queues is placed by
+ * the CPU of each of their workers (reorder.c "Shared plans"): a gpu
+ * reorder, whose kernels one worker's CUDA stream orders, is refused.
+ * *queues gets the queue set.
  */
 static const struct cfg_queue *
 reorder_queue(struct pctx *x, const struct cfg_interface *ifc,
-	      const struct cfg_reorder *r, const yaml_node_t *at)
+	      const struct cfg_reorder *r, const yaml_node_t *at,
+	      uint32_t *queues)
 {
 	struct cfg_owner o;
 
 	cfg_rx_owner(ifc, r, &o);
-	if (o.status == CFG_OWNER_SPREAD)
-		err(x, at, "flow_ids: flow %u spreads over %d queues; a "
-		    "reorder config is fed by one rx queue", o.flow,
-		    o.nspread);
-	else if (o.status == CFG_OWNER_SPLIT)
-		err(x, at, "flow_ids: flow %u goes to rx queue %u but flow %u "
-		    "to rx queue %u; a reorder config is fed by one rx queue",
-		    o.flow, ifc->rx.queues[o.queue].id, o.other_flow,
-		    ifc->rx.queues[o.other_queue].id);
-	return o.status == CFG_OWNER_OK ? &ifc->rx.queues[o.queue] : NULL;
+	*queues = o.queues;
+	if (o.status != CFG_OWNER_OK)
+		return NULL;
+	if (o.nqueues > 1 && r->type == CFG_REORDER_GPU)
+		err(x, at, "flow_ids: its flows reach %d rx queues, and a gpu "
+		    "reorder is fed by one (its kernels run in one worker's "
+		    "order): give its flows one queue, or use reorder_type: "
+		    "cpu with a host region", o.nqueues);
+	return &ifc->rx.queues[o.queue];
 }
 
 /* A bit field of a gpu reorder config, which the CPU reads, must lie in
@@ -276,7 +279,7 @@ cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 	const struct cfg_region *out;
 	yaml_node_t *at;
 	uint64_t space, frame = 0, slot, need;
-	uint32_t window;
+	uint32_t window, queues = 0;
 
 	if (method_ok) {
 		/* the printed config carries the window the plan will run */
@@ -295,9 +298,28 @@ cfg_check_reorder_geometry(struct pctx *x, const struct cfg_interface *ifc,
 		}
 	}
 	if (flows_ok)
-		q = reorder_queue(x, ifc, r, mkey(m, "flow_ids"));
+		q = reorder_queue(x, ifc, r, mkey(m, "flow_ids"), &queues);
 	if (q != NULL)
 		frame = geom_queue_frame_bytes(x->c, ifc, q);
+	/* the other queues of a spread stream: the same frames */
+	for (int k = 0; q != NULL && k < ifc->rx.nqueues; k++) {
+		const struct cfg_queue *o = &ifc->rx.queues[k];
+
+		if (!(queues & (1u << k)) || o == q)
+			continue;
+		if (type_ok)
+			check_reorder_host_part(x, r, m, o,
+			    geom_queue_host_bytes(x->c, ifc, o), method_ok,
+			    offset_ok, pb_given);
+		if (!pb_given && geom_queue_frame_bytes(x->c, ifc, o) != frame)
+			err_at(x, r->pos, "payload_bytes: cannot be derived: "
+			       "rx queues '%s' and '%s', which both feed it, "
+			       "hold frames of %llu and %llu bytes; set "
+			       "payload_bytes", q->name, o->name,
+			       (unsigned long long)frame,
+			       (unsigned long long)geom_queue_frame_bytes(x->c,
+			       ifc, o));
+	}
 	/* the conversions the CUDA kernel makes (reorder_kernel.h) */
 	if (type_ok && r->type == CFG_REORDER_GPU && r->has_data_types &&
 	    !rk_conversion_ok(r->input_type, r->output_type))

@@ -326,14 +326,21 @@ flow_by_id(const struct cfg_rx *rx, uint32_t id)
 }
 
 
-/* The id of the rx queue that runs reorder config r (cfg_rx_owner()),
- * -1 when none. */
-static int64_t
-owner_queue_id(const struct cfg_interface *ifc, const struct cfg_reorder *r)
+/* The ids of the rx queues that feed reorder config r (cfg_rx_owner()),
+ * as "1" or "0, 1" into buf ("none" when none). */
+static const char *
+owner_queue_ids(const struct cfg_interface *ifc, const struct cfg_reorder *r,
+		char *buf, size_t len)
 {
-	int q = cfg_rx_owner_queue(ifc, r);
+	uint32_t set = cfg_rx_owner_queues(ifc, r);
+	size_t at = 0;
 
-	return q >= 0 ? (int64_t)ifc->rx.queues[q].id : -1;
+	snprintf(buf, len, "none");
+	for (int q = 0; q < ifc->rx.nqueues && at < len; q++)
+		if (set & (1u << q))
+			at += (size_t)snprintf(buf + at, len - at, "%s%u",
+			    at > 0 ? ", " : "", ifc->rx.queues[q].id);
+	return buf;
 }
 
 /* Flows: live, as a whole table per interface, in file order. */
@@ -457,6 +464,7 @@ diff_reorders(const struct cfg *ca, const struct cfg *cb,
 	for (int i = 0; i < b->nreorders; i++) {
 		const struct cfg_reorder *rb = &b->reorders[i];
 		const struct cfg_reorder *ra = reorder_by_name(a, rb->name);
+		char qa[CFG_MAX_QUEUES * 12], qb[CFG_MAX_QUEUES * 12];
 		const char *key;
 
 		if (ra == NULL) {
@@ -477,12 +485,12 @@ diff_reorders(const struct cfg *ca, const struct cfg *cb,
 			    "needs a restart (only timeout_us, resync_after_us, "
 			    "fill, window and missing_action apply live)",
 			    ib->name, rb->name, key);
-		else if (owner_queue_id(ia, ra) != owner_queue_id(ib, rb))
+		else if (strcmp(owner_queue_ids(ia, ra, qa, sizeof(qa)),
+		    owner_queue_ids(ib, rb, qb, sizeof(qb))) != 0)
 			change(o, false, rb->pos, "stream '%s/%s': its flows "
-			    "now reach queue %lld, not %lld: the queue that "
-			    "runs a stream changes only at a restart", ib->name,
-			    rb->name, (long long)owner_queue_id(ib, rb),
-			    (long long)owner_queue_id(ia, ra));
+			    "now reach queue(s) %s, not %s: the queues that "
+			    "feed a stream change only at a restart", ib->name,
+			    rb->name, qb, qa);
 		if (ra->timeout_us != rb->timeout_us)
 			change(o, true, cfg_pos_of(cb, &rb->timeout_us, rb->pos),
 			    "stream '%s/%s': timeout_us: %u -> %u", ib->name,

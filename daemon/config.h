@@ -438,31 +438,34 @@ struct cfg_engine_traits {
 };
 
 /*
- * Which rx queue feeds reorder config r of interface ifc (cfg_owner.c),
- * the one statement of that rule. status OK: queue is its index in
- * ifc->rx.queues (and flow its first flow). Else: NO_FLOW (flow names a
- * flow that is missing or has no queue the interface has; queue -1),
- * SPREAD (flow acts on nspread queues; queue -1), SPLIT (flow's queue,
- * queue, and other_flow's, other_queue, differ).
+ * Which rx queues feed reorder config r of interface ifc (cfg_owner.c),
+ * the one statement of that rule. status OK: queues is the set of their
+ * indexes in ifc->rx.queues (bit i for queue i), the union of its flows'
+ * queues, nqueues of them; queue is the lowest, the stream's home (its
+ * worker is woken for the stream's commands), flow its first flow. Else
+ * NO_FLOW: flow names a flow that is missing or has no queue the
+ * interface has (queue -1, queues 0).
  */
 enum cfg_owner_status {
 	CFG_OWNER_OK,
 	CFG_OWNER_NO_FLOW,
-	CFG_OWNER_SPREAD,
-	CFG_OWNER_SPLIT,
 };
+_Static_assert(CFG_MAX_QUEUES <= 32, "a queue set is a uint32_t");
 struct cfg_owner {
 	enum cfg_owner_status status;
 	int queue;
-	uint32_t flow, other_flow;
-	int other_queue;
-	int nspread;
+	uint32_t queues;
+	int nqueues;
+	uint32_t flow;
 };
 void cfg_rx_owner(const struct cfg_interface *ifc, const struct cfg_reorder *r,
 		  struct cfg_owner *out);
-/* The queue index of an OK answer, else -1. */
+/* The home queue's index of an OK answer, else -1. */
 int cfg_rx_owner_queue(const struct cfg_interface *ifc,
 		       const struct cfg_reorder *r);
+/* The queue set of an OK answer, else 0. */
+uint32_t cfg_rx_owner_queues(const struct cfg_interface *ifc,
+			     const struct cfg_reorder *r);
 
 /* The traits of engine e (NULL for none), and of an interface's. */
 const struct cfg_engine_traits *cfg_engine_traits(enum cfg_engine e);

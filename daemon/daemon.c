@@ -259,6 +259,42 @@ daemon_stream_make(struct daemon *d, const struct cfg_interface *ifc,
 	return rc;
 }
 
+/* Rx queues of the interface pinned to one core share one thread, the
+ * first one's (worker.c's top): one line says which. */
+static void
+share_cores(struct daemon_iface *di)
+{
+	const struct cfg_rx *rx = &di->ifc->rx;
+
+	for (int q = 0; q < di->nworkers; q++) {
+		char names[CFG_MAX_QUEUES * (CFG_NAME_MAX + 2)];
+		size_t at = 0;
+		int n = 0;
+
+		if (rx->queues[q].cpu_core < 0)
+			continue;
+		for (int p = 0; p < q; p++)
+			if (rx->queues[p].cpu_core == rx->queues[q].cpu_core)
+				goto next;	/* joined to p's already */
+		for (int m = q; m < di->nworkers; m++) {
+			if (rx->queues[m].cpu_core != rx->queues[q].cpu_core ||
+			    (m > q && worker_join(di->workers[m],
+			    di->workers[q]) != 0))
+				continue;
+			at += (size_t)snprintf(names + at, sizeof(names) - at,
+			    "%s%s", n > 0 ? ", " : "", rx->queues[m].name);
+			if (at >= sizeof(names))
+				at = sizeof(names) - 1;
+			n++;
+		}
+		if (n > 1)
+			log_info("interface '%s': rx queues %s share core %d: "
+			    "one worker thread polls them", di->ifc->name, names,
+			    rx->queues[q].cpu_core);
+next:		;
+	}
+}
+
 static int
 interface_up(struct daemon *d, struct daemon_iface *di,
 	     const struct cfg_interface *ifc)
@@ -338,6 +374,7 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 		}
 		di->nworkers++;
 	}
+	share_cores(di);
 	for (int q = 0; has_tx && q < ifc->tx.nqueues; q++) {
 		rc = tx_worker_create(&di->txw[q], ifc, q, di->eng, err,
 		    sizeof(err));

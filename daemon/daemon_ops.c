@@ -164,8 +164,9 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 	return ctl == NULL ? -ENOMEM : control_counters_json(d->ctl, ctl);
 }
 
-/* The reorder streams rx queue q's worker runs (cfg_rx_owner(), the rule
- * the workers follow), by name. */
+/* The reorder streams rx queue q's worker feeds (cfg_rx_owner(), the
+ * rule the workers follow), by name; a spread stream under each of its
+ * queues. */
 static int
 queue_streams_json(const struct daemon_iface *di, int q, cJSON *qo)
 {
@@ -178,7 +179,7 @@ queue_streams_json(const struct daemon_iface *di, int q, cJSON *qo)
 		const struct cfg_reorder *r = &di->ifc->rx.reorders[j];
 		cJSON *v;
 
-		if (cfg_rx_owner_queue(di->ifc, r) != q)
+		if (!(cfg_rx_owner_queues(di->ifc, r) & (1u << q)))
 			continue;
 		snprintf(name, sizeof(name), "%s/%s", di->ifc->name, r->name);
 		if ((v = cJSON_CreateString(name)) == NULL ||

@@ -154,14 +154,15 @@ struct engine_ops {
 
 	/*
 	 * Steer the frames of table t's flows to their queues before any
-	 * queue sees them (first match wins, as flow_route(); a flow's first
-	 * queue), on the main thread after start() and whenever the
-	 * interface's table changes. 0: every flow of t now arrives at its
-	 * queue (the worker still classifies: steering only picks the queue);
-	 * a negative errno: the engine cannot (-EOPNOTSUPP) or the kernel or
-	 * NIC refused, with a message in why, and frames keep arriving where
-	 * the port or the kernel spreads them. With one rx queue there is
-	 * nothing to steer: 0. NULL: never.
+	 * queue sees them (first match wins, as flow_route()), on the main
+	 * thread after start() and whenever the interface's table changes;
+	 * a flow with several queues spreads over them (the engine's way:
+	 * RSS, the UDP source port). 0: every flow of t now arrives at its
+	 * queues (the worker still classifies: steering only picks the
+	 * queue); a negative errno: the engine cannot (-EOPNOTSUPP) or the
+	 * kernel or NIC refused, with a message in why, and frames keep
+	 * arriving where the port or the kernel spreads them. With one rx
+	 * queue there is nothing to steer: 0. NULL: never.
 	 */
 	int (*steer)(struct engine *e, const struct flow_table *t, char *why,
 		     size_t whylen);
@@ -176,6 +177,14 @@ struct engine_ops {
 	 * every ENGINE_BUSY_WAKE_SPINS empty reads.
 	 */
 	void (*set_wake_fd)(struct engine_rxq *q, int fd);
+
+	/*
+	 * Optional (NULL: -1). An fd that is readable whenever rx_burst()
+	 * of q would return frames without waiting (the socket), or -1 when
+	 * there is none (busy-poll mode, DPDK): a thread that polls several
+	 * queues sleeps in one ppoll() on theirs (worker.c).
+	 */
+	int (*rx_fd)(struct engine_rxq *q);
 
 	/*
 	 * Optional (NULL: the engine never places directly). Hint the next

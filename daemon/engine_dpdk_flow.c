@@ -75,7 +75,8 @@ dpdk_flow_pattern(const struct flow_rule *r, struct dpdk_flow_pat *p)
 
 /*
  * NIC steering with rte_flow (engine_dpdk_internal.h): one rule per flow, ETH / IPV4 / UDP with
- * the flow's fields, to the queue of its first queue id, in table order
+ * the flow's fields, to its queue (QUEUE), or over its queues by the
+ * NIC's hash of addresses and ports (RSS) for a spread stream, in table order
  * (priority = place, capped at DPDK_FLOW_PRIO_MAX: the first match wins
  * as in flow_route()). Each rule is validated, then created; the first
  * the port refuses undoes them all (rte_flow_flush), says why, and
@@ -89,6 +90,8 @@ dpdk_flow_steer(uint16_t port, const uint32_t *queue_ids, int nq,
 	struct rte_flow_error fe;
 	struct dpdk_flow_pat pat;
 	struct rte_flow_action_queue qa;
+	struct rte_flow_action_rss ra;
+	uint16_t rq[CFG_MAX_QUEUE_IDS];
 	struct rte_flow_action act[2];
 	struct rte_flow_attr attr;
 	int rc = 0;
@@ -97,21 +100,36 @@ dpdk_flow_steer(uint16_t port, const uint32_t *queue_ids, int nq,
 	(void)rte_flow_flush(port, &fe);
 	for (uint32_t i = 0; i < t->nrules && rc == 0; i++) {
 		const struct flow_rule *r = &t->rules[i];
-		int qi = -1;
+		int nrq = 0;
 
-		for (int k = 0; k < nq && r->nqueue_ids > 0; k++)
-			if (queue_ids[k] == r->queue_ids[0])
-				qi = k;
-		if (qi < 0)
+		for (int j = 0; j < r->nqueue_ids; j++)
+			for (int k = 0; k < nq; k++)
+				if (queue_ids[k] == r->queue_ids[j]) {
+					rq[nrq++] = (uint16_t)k;
+					break;
+				}
+		if (nrq == 0)
 			continue;
 		memset(&attr, 0, sizeof(attr));
 		attr.ingress = 1;
 		attr.priority = i < DPDK_FLOW_PRIO_MAX ? i : DPDK_FLOW_PRIO_MAX;
 		dpdk_flow_pattern(r, &pat);
-		qa.index = (uint16_t)qi;
 		memset(act, 0, sizeof(act));
-		act[0].type = RTE_FLOW_ACTION_TYPE_QUEUE;
-		act[0].conf = &qa;
+		if (nrq == 1) {
+			qa.index = rq[0];
+			act[0].type = RTE_FLOW_ACTION_TYPE_QUEUE;
+			act[0].conf = &qa;
+		} else {
+			/* a spread stream: the NIC's hash of addresses and
+			 * ports over the flow's queues */
+			memset(&ra, 0, sizeof(ra));
+			ra.func = RTE_ETH_HASH_FUNCTION_DEFAULT;
+			ra.types = RTE_ETH_RSS_NONFRAG_IPV4_UDP;
+			ra.queue_num = (uint32_t)nrq;
+			ra.queue = rq;
+			act[0].type = RTE_FLOW_ACTION_TYPE_RSS;
+			act[0].conf = &ra;
+		}
 		act[1].type = RTE_FLOW_ACTION_TYPE_END;
 		memset(&fe, 0, sizeof(fe));
 		rc = rte_flow_validate(port, &attr, pat.it, act, &fe);

@@ -776,6 +776,18 @@ sock_set_wake_fd(struct engine_rxq *rq, int fd)
 	((struct sock_rxq *)rq)->wake_fd = fd;
 }
 
+/* Readable when a read would find datagrams (a GRO read's rest is
+ * emitted first: then none, it must not sleep); busy-poll spins. */
+static int
+sock_rxq_fd(struct engine_rxq *rq)
+{
+	struct sock_rxq *q = (struct sock_rxq *)rq;
+
+	if (q->mode == ENGINE_RX_BUSY_POLL || q->rd_next < q->rd_n)
+		return -1;
+	return q->fd;
+}
+
 static struct engine_rxq *
 sock_rxq(struct engine *e, int qi)
 {
@@ -1204,6 +1216,7 @@ const struct engine_ops engine_socket_ops = {
 	.steer = sock_steer,
 	.stats = sock_stats,
 	.set_wake_fd = sock_set_wake_fd,
+	.rx_fd = sock_rxq_fd,
 	.set_place = sock_set_place,
 	.tx = &engine_socket_tx_ops,
 	.fini = sock_fini,

@@ -133,10 +133,43 @@
  * (zero, nan); with fill keep the plan gives no hints, because that
  * content could be any datagram the socket received.
  *
+ * Shared plans (a stream whose flows spread over several rx queues:
+ * cfg_owner.c). Every worker of those queues feeds the one plan, which
+ * keeps one window, one publication order and one set of counters, so
+ * every rule above holds for the stream as a whole, whichever queue a
+ * packet came by. The caller serialises every call on the plan with a
+ * lock (stream_worker.c) except reorder_jobs_run(): the decisions --
+ * window, duplicate (the bitmap bit is claimed under the lock, so a
+ * packet that came by both queues is placed once), late, resync,
+ * counters -- are made under it, while the copies into the slots, the
+ * work that needs the cores, run outside it, concurrently. So
+ * reorder_burst_shared() records each placement as a job instead of
+ * writing it, and counts a writer on its batch; the caller runs the jobs
+ * after letting the lock go, and each writer is let go (release) after
+ * its copy and a store fence. A batch is published only with no writer
+ * left: drain() leaves a complete or expired head with writers for the
+ * next drain (the one after the jobs run), and a batch that must go now
+ * (slide, resync, flush, a smaller window) first runs the caller's own
+ * jobs, then waits for the other workers' (acquire), who need no lock to
+ * finish. placed counts a packet when its job is recorded: the CPU
+ * backend, the only one a shared plan takes, cannot fail a write, and a
+ * tensor is published only after every write into it. Direct placement
+ * is off (a hint belongs to one worker's receive). A restart shows in
+ * every feeder at once (the sender spreads over all of them), while a
+ * feeder that only lags behind the others sends a run of late packets
+ * alone: so a late run resyncs a shared plan only when every feeder has
+ * packets in it -- by time, or far behind the window (d < -W), once each
+ * has one; by volume once each has its share of R (R / feeders, at least
+ * 1). Until then a packet far behind is late like any other. A payload split over
+ * the frame's two parts is joined in the plan's bounce buffer and written
+ * at once, under the lock.
+ *
  * Bitmap: bit s (slot s) is bitmap[s / 64] >> (s % 64) & 1. Nothing here
  * allocates, locks or makes a syscall per packet.
  */
 #include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,6 +226,22 @@ struct sframe {
 	uint8_t *stash;
 };
 
+/* A shared plan's placement to make outside its lock (the rules at the
+ * top): buf is a copy of its batch's (which stays lent while the job's
+ * writer is counted), w its writers[] index. */
+struct reorder_job {
+	struct reorder_buf buf;
+	const uint8_t *src;
+	uint32_t slot;
+	uint32_t w;
+};
+
+struct reorder_jobs {
+	uint32_t feeder;		/* the caller's bit in feeders */
+	unsigned n;
+	struct reorder_job j[REORDER_BURST_MAX];
+};
+
 /* A position the window passed: when it was published or passed over. */
 struct rclosed {
 	uint64_t pos;
@@ -228,6 +277,18 @@ struct reorder_plan {
 	uint32_t late_run;		/* late packets in a row now */
 	bool mark_resync;		/* the next tensor starts an epoch */
 	struct rclosed closed[REORDER_CLOSED_MAX];
+
+	/* Shared plans (the rules at the top): writers of the open batch at
+	 * position pos in writers[pos % REORDER_CLOSED_MAX] (the open
+	 * positions lie within one window, so each has its own); jobs is
+	 * the caller's list during reorder_burst_shared(), else NULL. */
+	bool shared;
+	_Atomic uint32_t writers[REORDER_CLOSED_MAX];
+	struct reorder_jobs *jobs;
+	uint32_t feeders;		/* every feeder's bit */
+	uint32_t nfeeders;
+	/* the late run's packets per feeder (bit i: feeder_run[i]) */
+	uint32_t feeder_run[32];
 
 	/* Direct placement (the rules at the top) */
 	bool direct;			/* the plan places directly */
@@ -318,17 +379,60 @@ pass_base(struct reorder_plan *p, uint64_t to, uint64_t now_ns)
 	p->base_pos = to;
 }
 
-/* Does a late packet for position pos show that the sender restarted?
- * (The rules at the top: by time, or by a whole batch of late packets.) */
+/*
+ * A shared plan's restart: the sender spreads over every feeder, so a
+ * restarted one makes every feeder's packets late, while a feeder that
+ * only lags behind the others (preempted, overloaded) sends a run of late
+ * packets of its own alone. So a late run resyncs a shared plan only
+ * when every feeder is in it: by time or far behind (by_time) once each
+ * has a packet in it, by volume once each has its share of R (R /
+ * feeders, at least 1).
+ */
 static bool
-late_resyncs(struct reorder_plan *p, uint64_t pos, uint64_t now_ns)
+shared_resyncs(struct reorder_plan *p, bool by_time)
+{
+	uint32_t f = p->jobs != NULL ? p->jobs->feeder : 0, share;
+	bool every = true, volume = true;
+
+	if (f < 32)
+		p->feeder_run[f]++;
+	p->late_run++;
+	share = p->resync_run / (p->nfeeders > 0 ? p->nfeeders : 1);
+	if (share == 0)
+		share = 1;
+	for (uint32_t i = 0; i < 32; i++) {
+		if (!(p->feeders & (1u << i)))
+			continue;
+		every &= p->feeder_run[i] > 0;
+		volume &= p->feeder_run[i] >= share;
+	}
+	return every && (by_time || volume);
+}
+
+/* Does a packet behind the window, for position pos, show that the sender
+ * restarted? (The rules at the top: far behind it, by time, or by a whole
+ * batch of late packets.) */
+static bool
+late_resyncs(struct reorder_plan *p, uint64_t pos, bool far, uint64_t now_ns)
 {
 	const struct rclosed *c = &p->closed[pos & (REORDER_CLOSED_MAX - 1)];
+	bool by_time = p->resync_after_ns != 0 && c->set && c->pos == pos &&
+	    now_ns > c->ns && now_ns - c->ns > p->resync_after_ns;
 
-	if (p->resync_after_ns != 0 && c->set && c->pos == pos &&
-	    now_ns > c->ns && now_ns - c->ns > p->resync_after_ns)
+	if (p->shared)
+		return shared_resyncs(p, by_time || far);
+	if (far || by_time)
 		return true;
 	return ++p->late_run >= p->resync_run;
+}
+
+/* The late run ends (a packet of an open or newer batch, a resync). */
+static void
+late_run_end(struct reorder_plan *p)
+{
+	p->late_run = 0;
+	if (p->shared)
+		memset(p->feeder_run, 0, sizeof(p->feeder_run));
 }
 
 static void
@@ -503,6 +607,33 @@ direct_begin(struct reorder_plan *p, const struct rx_frame *pkts,
 	p->sf_n = n;
 }
 
+static _Atomic uint32_t *
+writers_of(struct reorder_plan *p, uint64_t pos)
+{
+	return &p->writers[pos & (REORDER_CLOSED_MAX - 1)];
+}
+
+static bool
+has_writers(struct reorder_plan *p, uint64_t pos)
+{
+	return p->shared && atomic_load_explicit(writers_of(p, pos),
+	    memory_order_acquire) != 0;
+}
+
+/* A batch of a shared plan that must go now: its writes first, the
+ * caller's own at once, the other workers' (who need no lock to finish
+ * them) waited for. */
+static void
+wait_writers(struct reorder_plan *p, uint64_t pos)
+{
+	if (!has_writers(p, pos))
+		return;
+	if (p->jobs != NULL)
+		reorder_jobs_run(p, p->jobs);
+	while (has_writers(p, pos))
+		sched_yield();
+}
+
 /* Publish (or, without a buffer or after a backend error, drop) the
  * oldest open batch. cause is the flag a partial batch gets. */
 static void
@@ -513,6 +644,8 @@ publish_head(struct reorder_plan *p, uint32_t cause, uint64_t now_ns)
 	uint64_t q, end;
 	bool complete = false, drop = false;
 	int rc;
+
+	wait_writers(p, r->pos);
 
 	if (r->has_buf && p->sf_n > 0)
 		guard_buf(p, &r->buf);
@@ -591,6 +724,9 @@ drain(struct reorder_plan *p, uint64_t now_ns)
 
 	while (p->nopen > 0) {
 		r = slot_of(p, p->head_pos);
+		/* a shared plan's writes still under way: the next drain */
+		if (has_writers(p, r->pos))
+			break;
 		if (r->has_buf && r->received == p->g.ppb)
 			publish_head(p, 0, now_ns);
 		else if (r->deadline <= now_ns)
@@ -651,6 +787,27 @@ place_direct(struct reorder_plan *p, struct rbatch *r, uint32_t slot,
 	    f->src != NULL ? f->src : payload_of(p, pkt));
 }
 
+/* A shared plan's placement: a job for the caller to run outside the
+ * lock, its batch's writer counted; a payload joined in the bounce
+ * buffer, which the next packet reuses, is written now. */
+static void
+defer(struct reorder_plan *p, const struct rbatch *r, uint32_t slot,
+      const uint8_t *src)
+{
+	struct reorder_job *j;
+
+	if (src == p->bounce) {
+		p->be->place(p->be_state, &r->buf, slot, src);
+		return;
+	}
+	j = &p->jobs->j[p->jobs->n++];
+	j->buf = r->buf;
+	j->src = src;
+	j->slot = slot;
+	j->w = (uint32_t)(r->pos & (REORDER_CLOSED_MAX - 1));
+	atomic_fetch_add_explicit(&p->writers[j->w], 1, memory_order_relaxed);
+}
+
 static void
 one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	   uint64_t now_ns)
@@ -695,13 +852,13 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	}
 	d = sdiff(p, b, (p->base_pos + p->id_off) & p->id_mask);
 	if (d < 0) {
-		if (-d <= (int64_t)p->g.window &&
-		    !late_resyncs(p, p->base_pos - (uint64_t)-d, now_ns)) {
+		if (!late_resyncs(p, p->base_pos - (uint64_t)-d,
+		    -d > (int64_t)p->g.window, now_ns)) {
 			p->c.late++;
 			return;
 		}
 		p->c.resync++;
-		p->late_run = 0;
+		late_run_end(p);
 		publish_all(p, DAQIRI_TENSOR_EVICTED, now_ns);
 		p->id_off = (b - p->base_pos) & p->id_mask;
 		p->mark_resync = true;
@@ -709,14 +866,14 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	} else if (d >= (int64_t)p->g.window) {
 		uint64_t target = p->base_pos + (uint64_t)d - p->g.window + 1;
 
-		p->late_run = 0;
+		late_run_end(p);
 		while (p->nopen > 0 && p->head_pos < target)
 			publish_head(p, DAQIRI_TENSOR_EVICTED, now_ns);
 		/* publishing moved base_pos to at most target */
 		pass_base(p, target, now_ns);
 		d = p->g.window - 1;
 	} else {
-		p->late_run = 0;
+		late_run_end(p);
 	}
 	pos = p->base_pos + (uint64_t)d;
 	r = open_at(p, pos);
@@ -742,6 +899,8 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	}
 	if (p->sf_n > 0)
 		place_direct(p, r, slot, pkt);
+	else if (p->jobs != NULL)
+		defer(p, r, slot, payload_of(p, pkt));
 	else
 		p->be->place(p->be_state, &r->buf, slot, payload_of(p, pkt));
 	r->written = p->written = true;
@@ -771,6 +930,61 @@ reorder_burst(struct reorder_plan *p, const struct rx_frame *pkts,
 	}
 	commit(p, now_ns);
 	p->sf_n = 0;
+}
+
+void
+reorder_burst_shared(struct reorder_plan *p, const struct rx_frame *pkts,
+		     unsigned n, uint64_t now_ns, struct reorder_jobs *jobs)
+{
+	jobs->n = 0;
+	p->jobs = p->shared ? jobs : NULL;
+	reorder_burst(p, pkts, n, now_ns);
+	p->jobs = NULL;
+}
+
+void
+reorder_jobs_run(struct reorder_plan *p, struct reorder_jobs *jobs)
+{
+	unsigned i, n = jobs->n;
+
+	jobs->n = 0;
+	for (i = 0; i < n; i++)
+		p->be->place(p->be_state, &jobs->j[i].buf, jobs->j[i].slot,
+		    jobs->j[i].src);
+	/* the CPU backend's commit is its store fence, and cannot fail */
+	if (n > 0)
+		(void)p->be->commit(p->be_state);
+	for (i = 0; i < n; i++)
+		atomic_fetch_sub_explicit(&p->writers[jobs->j[i].w], 1,
+		    memory_order_release);
+}
+
+struct reorder_jobs *
+reorder_jobs_create(unsigned feeder)
+{
+	struct reorder_jobs *j = calloc(1, sizeof(struct reorder_jobs));
+
+	if (j != NULL)
+		j->feeder = feeder;
+	return j;
+}
+
+void
+reorder_jobs_free(struct reorder_jobs *jobs)
+{
+	free(jobs);
+}
+
+int
+reorder_set_shared(struct reorder_plan *p, uint32_t feeders)
+{
+	if (p->be != &reorder_backend_cpu || feeders == 0)
+		return -EINVAL;
+	p->shared = true;
+	p->direct = false;
+	p->feeders = feeders;
+	p->nfeeders = (uint32_t)__builtin_popcount(feeders);
+	return 0;
 }
 
 /* The spares go back between bursts, so an idle stream holds none. */

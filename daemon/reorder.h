@@ -167,6 +167,28 @@ void reorder_burst(struct reorder_plan *p, const struct rx_frame *pkts,
 		   unsigned n, uint64_t now_ns);
 
 /*
+ * Shared plans (a stream spread over several rx queues; the rules at the
+ * top of reorder.c). reorder_set_shared() makes p one, fed by the
+ * feeders whose bits are set in feeders (bit i: feeder i < 32, the rx
+ * queue's index), at creation, before any packet; -EINVAL for a backend
+ * other than the CPU one. Every call on a shared plan is then made under
+ * the caller's lock except reorder_jobs_run(): reorder_burst_shared()
+ * decides the burst and leaves its copies in jobs (the feeder's own
+ * list, made by reorder_jobs_create(its index); one per thread), which
+ * the caller runs after letting the lock go, then takes it again for
+ * reorder_poll() to publish what they finished. On a plan not shared,
+ * reorder_burst_shared() is reorder_burst() and leaves no job.
+ */
+struct reorder_jobs;
+struct reorder_jobs *reorder_jobs_create(unsigned feeder);
+void reorder_jobs_free(struct reorder_jobs *jobs);
+int reorder_set_shared(struct reorder_plan *p, uint32_t feeders);
+void reorder_burst_shared(struct reorder_plan *p, const struct rx_frame *pkts,
+			  unsigned n, uint64_t now_ns,
+			  struct reorder_jobs *jobs);
+void reorder_jobs_run(struct reorder_plan *p, struct reorder_jobs *jobs);
+
+/*
  * Direct placement: where the payloads of the next packets will go if
  * they arrive in order (the slots after the last one placed: the rest of
  * its batch, then the next batch, in a buffer got ahead), for the

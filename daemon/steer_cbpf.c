@@ -7,6 +7,13 @@
  * datagram to the socket of the first flow that matches, as flow_route()
  * would pick it; what no flow matches gets the kernel's own hash. Pure.
  *
+ * A flow whose action lists several queues (a stream spread over them:
+ * cfg_owner.c) sends a datagram to the one at its UDP source port modulo
+ * their count, in the action's order: a sender spreads a stream by
+ * sending from several source ports, as a NIC's RSS spreads by the hash
+ * of the addresses and ports. Queues of the list this engine has not are
+ * left out.
+ *
  * The kernel runs a reuseport program with the packet's data at the UDP
  * payload, so the headers are read below it, relative to the IPv4 header
  * (SKF_NET_OFF). An IPv4 header with options (IHL > 5) puts the UDP header
@@ -109,13 +116,17 @@ steer_cbpf_build(const struct flow_table *t, const uint32_t *queue_ids,
 	for (uint32_t r = 0; r < t->nrules; r++) {
 		const struct flow_rule *fr = &t->rules[r];
 		struct fixups fx = { .n = 0 };
-		int qi = -1, next;
+		uint32_t qis[CFG_MAX_QUEUE_IDS];
+		int nq = 0, next;
 
-		for (int i = 0; i < nqueues && fr->nqueue_ids > 0; i++)
-			if (queue_ids[i] == fr->queue_ids[0])
-				qi = i;
-		if (qi < 0)
-			continue;	/* a queue this engine has not: hash */
+		for (int k = 0; k < fr->nqueue_ids; k++)
+			for (int i = 0; i < nqueues; i++)
+				if (queue_ids[i] == fr->queue_ids[k]) {
+					qis[nq++] = (uint32_t)i;
+					break;
+				}
+		if (nq == 0)
+			continue;	/* no queue this engine has: hash */
 		if (fr->fields & FLOW_F_UDP_SRC)
 			range(&p, &fx, OFF_UDP_SRC, 2, fr->udp_src_lo,
 			    fr->udp_src_hi);
@@ -131,7 +142,17 @@ steer_cbpf_build(const struct flow_table *t, const uint32_t *queue_ids,
 		if (fr->fields & FLOW_F_IPV4_DST)
 			range(&p, &fx, OFF_IP_DST, 4, fr->ipv4_dst,
 			    fr->ipv4_dst);
-		emit(&p, BPF_RET | BPF_K, 0, 0, (uint32_t)qi);
+		if (nq > 1) {
+			/* the source port picks one of the list */
+			load(&p, OFF_UDP_SRC, 2);
+			emit(&p, BPF_ALU | BPF_MOD | BPF_K, 0, 0, (uint32_t)nq);
+			for (int k = 0; k + 1 < nq; k++) {
+				emit(&p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1,
+				    (uint32_t)k);
+				emit(&p, BPF_RET | BPF_K, 0, 0, qis[k]);
+			}
+		}
+		emit(&p, BPF_RET | BPF_K, 0, 0, qis[nq - 1]);
 		next = p.n;
 		for (int i = 0; i < fx.n && !p.full; i++) {
 			struct sock_filter *j = &p.f[fx.at[i]];

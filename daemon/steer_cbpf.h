@@ -19,7 +19,8 @@
  * The program for table t, whose rules steer to the queue ids of a
  * reuseport group where socket i is the rx queue of id queue_ids[i]
  * (i < nqueues): a datagram goes to the socket of the first rule that
- * matches it (a rule's first queue), else to the kernel's hash. Into
+ * matches it (the rule's queue; of several, the one its UDP source port
+ * picks: steer_cbpf.c), else to the kernel's hash. Into
  * out[0..cap); returns the number of instructions, or -E2BIG when they
  * do not fit.
  */

@@ -198,9 +198,12 @@ int stream_consumers_json(struct stream *s, cJSON *arr);
 
 /* --- the stream's RX worker (stream_worker.c) ------------------------------ */
 
-/* Feed one burst of packets belonging to this stream. */
+/* Feed one burst of packets belonging to this stream; jobs is the
+ * calling worker's own list (reorder_jobs_create()), which a stream fed
+ * by several workers uses (reorder.c "Shared plans"). */
+struct reorder_jobs;
 void stream_burst(struct stream *s, const struct rx_frame *pkts,
-		  unsigned n, uint64_t now_ns);
+		  unsigned n, uint64_t now_ns, struct reorder_jobs *jobs);
 /* After stream_burst(): the mark of the reads of its payloads still to
  * come (0: none; the frames may go back to the engine), and whether a
  * mark's reads finished (wait: block until they did). reorder_fence(). */
@@ -215,10 +218,8 @@ void stream_service(struct stream *s, uint64_t now_ns);
 /* Make the counters visible to stream_snapshot() (also once at creation,
  * and by worker_create() before the worker starts). */
 void stream_publish_counters(struct stream *s);
-/* packets_in right now (reorder or raw). */
-uint64_t stream_packets_in(const struct stream *s);
 /* Nearest deadline of the stream's plan (UINT64_MAX = none). */
-uint64_t stream_next_deadline(const struct stream *s);
+uint64_t stream_next_deadline(struct stream *s);
 /* At stop: publish what is open. */
 void stream_flush(struct stream *s, uint64_t now_ns);
 

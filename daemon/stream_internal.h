@@ -20,6 +20,12 @@
  *  - tune_pending / tune_retired, release/acquire atomics: a reload hands
  *    the worker a prepared retune of the plan (timeout, fill, window), the
  *    worker applies it between bursts and hands back what it let go.
+ *
+ * "The worker" is one thread, except for a shared stream (fed by several
+ * rx queues: cfg_owner.c): then it is whichever of their workers holds
+ * work_lock, which every worker-side entry point (stream_worker.c) takes,
+ * so everything said of the worker holds of the lock's holder. Only the
+ * copies of a burst run outside it (reorder.c "Shared plans").
  */
 #ifndef DAQIRI_STREAM_INTERNAL_H
 #define DAQIRI_STREAM_INTERNAL_H
@@ -141,6 +147,8 @@ struct stream {
 	const struct cfg_reorder *reorder_cfg;
 	enum daqiri_stream_kind kind;
 	struct mem_region *region;
+	bool shared;			/* fed by several workers */
+	pthread_mutex_t work_lock;	/* shared: the worker side's lock */
 	/* Made and destroyed by main while no worker runs; between, only
 	 * the worker drives them (they call back owner_get/put/publish). */
 	struct reorder_plan *plan;	/* reorder streams */

@@ -156,6 +156,7 @@ stream_new(const char *ifc, const char *name, struct mem_region *region,
 	s->ipc_fd = -1;
 	s->worker_wake_fd = -1;
 	pthread_mutex_init(&s->cmd_lock, NULL);
+	pthread_mutex_init(&s->work_lock, NULL);
 	snprintf(s->name, sizeof(s->name), "%s/%s", ifc, name);
 	s->region = region;
 	s->nbufs = region->nbufs;
@@ -210,6 +211,7 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 	      const struct reorder_backend *backend, char *err, size_t errlen)
 {
 	struct reorder_owner owner;
+	struct cfg_owner o;
 	struct stream *s;
 	uint64_t tensor;
 	int rc;
@@ -243,6 +245,17 @@ stream_create(struct stream **out, const struct cfg_interface *ifc,
 	}
 	s->geom = reorder_geom(s->plan);
 	s->window = s->geom->window;
+	cfg_rx_owner(ifc, r, &o);
+	if (o.status == CFG_OWNER_OK && o.nqueues > 1) {
+		if ((rc = reorder_set_shared(s->plan, o.queues)) != 0) {
+			snprintf(err, errlen, "stream '%s': fed by %d rx "
+			    "queues, which only the cpu backend can share, "
+			    "not the %s one", s->name, o.nqueues,
+			    backend != NULL ? backend->name : "cpu");
+			goto fail;
+		}
+		s->shared = true;
+	}
 	if (region->kind == DAQIRI_MEM_DEVICE &&
 	    (rc = make_ipc_file(s, err, errlen)) != 0)
 		goto fail;
@@ -347,6 +360,7 @@ stream_destroy(struct stream *s)
 	free(s->pub_ns);
 	free(s->free_stack);
 	pthread_mutex_destroy(&s->cmd_lock);
+	pthread_mutex_destroy(&s->work_lock);
 	if (s->region == &s->own_region)
 		mem_region_destroy(&s->own_region);
 	free(s);

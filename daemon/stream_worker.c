@@ -623,9 +623,34 @@ run_commands(struct stream *s)
 
 /* --- counters and entry points -------------------------------------------- */
 
-/* Also called by main at creation, before the worker exists. */
-void
-stream_publish_counters(struct stream *s)
+/* A shared stream's worker side is whoever holds work_lock
+ * (stream_internal.h); a stream of one worker takes no lock. */
+static void
+work_lock(struct stream *s)
+{
+	if (s->shared)
+		pthread_mutex_lock(&s->work_lock);
+}
+
+static void
+work_unlock(struct stream *s)
+{
+	if (s->shared)
+		pthread_mutex_unlock(&s->work_lock);
+}
+
+/* The stream's time, which only goes forward: a shared stream's workers
+ * read their clocks a little apart (lock held). */
+static uint64_t
+advance(struct stream *s, uint64_t now_ns)
+{
+	if (now_ns > s->now_ns)
+		s->now_ns = now_ns;
+	return s->now_ns;
+}
+
+static void
+publish_counters_locked(struct stream *s)
 {
 	s->ctr.free_bufs = s->nfree;
 	s->ctr.open_bufs = s->nlent;
@@ -645,10 +670,33 @@ stream_publish_counters(struct stream *s)
 	seqlock_write_end(&s->snap_lock);
 }
 
+/* Also called by main at creation, before the worker exists. */
+void
+stream_publish_counters(struct stream *s)
+{
+	work_lock(s);
+	publish_counters_locked(s);
+	work_unlock(s);
+}
+
+/* A shared stream: the burst's decisions under the lock, its copies
+ * outside it (concurrently with the other workers'), then what they
+ * finished published under it (reorder.c "Shared plans"). */
 void
 stream_burst(struct stream *s, const struct rx_frame *pkts, unsigned n,
-	     uint64_t now_ns)
+	     uint64_t now_ns, struct reorder_jobs *jobs)
 {
+	if (s->shared) {
+		pthread_mutex_lock(&s->work_lock);
+		now_ns = advance(s, now_ns);
+		reorder_burst_shared(s->plan, pkts, n, now_ns, jobs);
+		pthread_mutex_unlock(&s->work_lock);
+		reorder_jobs_run(s->plan, jobs);
+		pthread_mutex_lock(&s->work_lock);
+		reorder_poll(s->plan, advance(s, now_ns));
+		pthread_mutex_unlock(&s->work_lock);
+		return;
+	}
 	s->now_ns = now_ns;
 	if (s->plan != NULL)
 		reorder_burst(s->plan, pkts, n, now_ns);
@@ -656,23 +704,26 @@ stream_burst(struct stream *s, const struct rx_frame *pkts, unsigned n,
 		raw_burst(s->raw, pkts, n, now_ns);
 }
 
+/* A shared stream's plan is the CPU backend's, which leaves nothing to
+ * read after a burst and places nothing directly. */
 uint64_t
 stream_fence(struct stream *s)
 {
-	return s->plan != NULL ? reorder_fence(s->plan) : 0;
+	return s->plan != NULL && !s->shared ? reorder_fence(s->plan) : 0;
 }
 
 bool
 stream_fence_done(struct stream *s, uint64_t mark, bool wait)
 {
-	return s->plan == NULL || reorder_fence_done(s->plan, mark, wait);
+	return s->plan == NULL || s->shared ||
+	    reorder_fence_done(s->plan, mark, wait);
 }
 
 unsigned
 stream_place_hints(struct stream *s, uint8_t **dst, unsigned max,
 		   uint32_t *payload_off, uint32_t *payload_len)
 {
-	if (s->plan == NULL)
+	if (s->plan == NULL || s->shared)
 		return 0;
 	return reorder_place_hints(s->plan, dst, max, payload_off,
 	    payload_len);
@@ -698,7 +749,8 @@ take_tune(struct stream *s)
 void
 stream_service(struct stream *s, uint64_t now_ns)
 {
-	s->now_ns = now_ns;
+	work_lock(s);
+	now_ns = advance(s, now_ns);
 	run_commands(s);
 	if (s->plan != NULL)
 		take_tune(s);
@@ -708,29 +760,30 @@ stream_service(struct stream *s, uint64_t now_ns)
 		reorder_poll(s->plan, now_ns);
 	else
 		raw_poll(s->raw, now_ns);
+	work_unlock(s);
 }
 
 uint64_t
-stream_packets_in(const struct stream *s)
+stream_next_deadline(struct stream *s)
 {
-	return s->plan != NULL ? reorder_counters(s->plan)->packets_in :
-	    raw_counters(s->raw)->packets_in;
-}
+	uint64_t d;
 
-uint64_t
-stream_next_deadline(const struct stream *s)
-{
-	return s->plan != NULL ? reorder_next_deadline(s->plan) :
+	work_lock(s);
+	d = s->plan != NULL ? reorder_next_deadline(s->plan) :
 	    raw_next_deadline(s->raw);
+	work_unlock(s);
+	return d;
 }
 
 void
 stream_flush(struct stream *s, uint64_t now_ns)
 {
-	s->now_ns = now_ns;
+	work_lock(s);
+	now_ns = advance(s, now_ns);
 	if (s->plan != NULL)
 		reorder_flush(s->plan, now_ns);
 	else
 		raw_flush(s->raw, now_ns);
-	stream_publish_counters(s);
+	publish_counters_locked(s);
+	work_unlock(s);
 }

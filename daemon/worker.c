@@ -5,8 +5,18 @@
  * the burst to the engine, then service the streams. The receive call
  * never sleeps past the nearest reorder deadline, so a partial batch is
  * published on time even when no further packet arrives.
+ *
+ * Rx queues of an interface pinned to the same core share one thread (a
+ * worker group, DPDK l3fwd's per-lcore queue list): its first worker,
+ * the host, runs the thread and makes a pass of each member's loop in
+ * turn without waiting; when none received anything it sleeps in one
+ * ppoll() over every member's socket and command eventfd (the engine's
+ * rx_fd()) until the nearest deadline of them all, or, on an engine
+ * without such fds (DPDK), polls on. Each member keeps its own queue,
+ * streams, counters and heartbeat.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
@@ -75,6 +85,7 @@ struct flow_change {
 struct worker {
 	char name[CFG_NAME_MAX * 2 + 2];
 	uint32_t qid;			/* the rx queue's id */
+	int qi;				/* its index in the interface's */
 	int core;
 	uint32_t batch;
 	struct engine *eng;
@@ -109,8 +120,6 @@ struct worker {
 	const char *wedge_file;		/* test only: WORKER_WEDGE_FILE_ENV */
 
 	struct worker_counters ctr;
-	uint64_t removed_in;		/* packets_in of streams a reload took
-					 * away, kept in streams_packets_in */
 	struct flow_stats fstats;
 	uint64_t last_snap_ns;
 	struct rx_frame frames[ENGINE_MAX_BURST];
@@ -118,6 +127,14 @@ struct worker {
 	struct rx_place place;
 	uint8_t *place_dst[ENGINE_MAX_BURST];
 	int hint_ws;			/* the ws index that hints */
+	/* a spread stream's copies, run outside its lock (stream_burst()) */
+	struct reorder_jobs *jobs;
+	/* Core sharing (the top): a member's host, NULL for a worker with
+	 * its own thread; a host's group, itself first. */
+	struct worker *host;
+	struct worker *group[CFG_MAX_QUEUES];
+	int ngroup;
+	uint64_t now;			/* its loop's clock (its thread) */
 
 	struct seqlock snap_lock;
 	struct worker_counters snap;
@@ -129,12 +146,9 @@ publish_counters(struct worker *w)
 {
 	w->ctr.matched = w->fstats.matched;
 	w->ctr.unmatched = w->fstats.unmatched;
-	w->ctr.streams_packets_in = w->removed_in;
 	w->ctr.inflight = w->fly_n;
-	for (int k = 0; k < w->nws; k++) {
+	for (int k = 0; k < w->nws; k++)
 		stream_publish_counters(w->ws[k].s);
-		w->ctr.streams_packets_in += stream_packets_in(w->ws[k].s);
-	}
 	w->eng->ops->stats(w->q, &w->ctr.engine);
 	seqlock_write_begin(&w->snap_lock);
 	seqlock_copy((uint64_t *)&w->snap, (const uint64_t *)&w->ctr,
@@ -186,6 +200,9 @@ route(struct worker *w, unsigned n)
 			if (f->stash != NULL && to != w->hint_ws)
 				unplace(&ws->frames[ws->n]);
 			ws->n++;
+			/* the stream counts it in its packets_in: a spread
+			 * stream's are this queue's share */
+			w->ctr.streams_packets_in++;
 		} else if (to == WS_ROUTE_MISROUTED)
 			w->ctr.misrouted++;
 		else
@@ -195,7 +212,8 @@ route(struct worker *w, unsigned n)
 }
 
 /* A reload took streams away: what they hold goes out (FLUSH) to their
- * subscribers, and their packets stay counted in streams_packets_in. */
+ * subscribers (a spread stream's queues change only at a restart, so a
+ * stream one worker lets go of, every worker lets go of). */
 static void
 let_go_streams(struct worker *w, const struct flow_change *fc, uint64_t now)
 {
@@ -209,7 +227,6 @@ let_go_streams(struct worker *w, const struct flow_change *fc, uint64_t now)
 			continue;
 		stream_service(s, now);
 		stream_flush(s, now);
-		w->removed_in += stream_packets_in(s);
 	}
 }
 
@@ -290,9 +307,12 @@ wedge(struct worker *w)
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
 	const char *until = w->wedge_file;
 
+	/* a member of a group stops with its host's thread */
+	struct worker *h = w->host != NULL ? w->host : w;
+
 	log_warnx("queue '%s': %s: this worker stops now (test only)",
 	    w->name, WORKER_WEDGE_ENV);
-	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
+	while (!atomic_load_explicit(&h->stop, memory_order_acquire)) {
 		if (until != NULL && access(until, F_OK) != 0) {
 			log_warnx("queue '%s': %s gone: this worker resumes "
 			    "(test only)", w->name, until);
@@ -362,100 +382,181 @@ shadow(struct worker *w, int n)
 	return -EIO;
 }
 
-static void *
-worker_main(void *arg)
+/* The nearest time w's loop must run again: a stream's deadline, or its
+ * idle interval (heartbeat, commands, counters). */
+static uint64_t
+next_wake(struct worker *w)
 {
-	struct worker *w = arg;
-	uint64_t now = daqiri_mono_ns();
+	uint64_t deadline = w->now + w->idle_ns;
 
-	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
-		uint64_t deadline = now + w->idle_ns;
-		int64_t timeout;
-		uint64_t drain;
-		int n;
+	for (int k = 0; k < w->nws; k++) {
+		uint64_t d = stream_next_deadline(w->ws[k].s);
 
-		/* the watchdog is fed only while this advances */
-		atomic_store_explicit(&w->beat_ns, now, memory_order_relaxed);
+		if (d < deadline)
+			deadline = d;
+	}
+	return deadline;
+}
 
+/* One pass of w's loop: receive (waiting up to next_wake() when wait,
+ * else not at all), feed the streams, service them. Returns the frames
+ * received (or a negative errno), or WORKER_PASS_STOP when a test's
+ * wedge ended with a stop. */
+#define WORKER_PASS_STOP	INT32_MIN
+static int
+worker_pass(struct worker *w, bool wait)
+{
+	uint64_t drain, deadline;
+	int64_t timeout = 0;
+	int n;
+
+	/* the watchdog is fed only while this advances */
+	atomic_store_explicit(&w->beat_ns, w->now, memory_order_relaxed);
+	if (wait) {
+		deadline = next_wake(w);
+		timeout = deadline > w->now ? (int64_t)(deadline - w->now) : 0;
+	}
+	reap_inflight(w, false, false);
+	hint_place(w);
+	n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
+	if (n > 0 && w->shadow != NULL)
+		n = shadow(w, n);
+	w->now = daqiri_mono_ns();
+	/* A flow change posted before this burst arrived applies to it:
+	 * daqirictl's reply comes after the post. */
+	take_flow_change(w, w->now, n);
+	if (n > 0) {
+		w->ctr.bursts++;
+		unsigned most = 0;
+		struct inflight cur;
+
+		cur.n = (unsigned)n;
+		cur.nmarks = 0;
+		route(w, (unsigned)n);
 		for (int k = 0; k < w->nws; k++) {
-			uint64_t d = stream_next_deadline(w->ws[k].s);
+			struct wstream *ws = &w->ws[k];
+			uint64_t mark;
 
-			if (d < deadline)
-				deadline = d;
-		}
-		timeout = deadline > now ? (int64_t)(deadline - now) : 0;
-		reap_inflight(w, false, false);
-		hint_place(w);
-		n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
-		if (n > 0 && w->shadow != NULL)
-			n = shadow(w, n);
-		now = daqiri_mono_ns();
-		/* A flow change posted before this burst arrived applies to
-		 * it: daqirictl's reply comes after the post. */
-		take_flow_change(w, now, n);
-		if (n > 0) {
-			w->ctr.bursts++;
-			unsigned most = 0;
-			struct inflight cur;
-
-			cur.n = (unsigned)n;
-			cur.nmarks = 0;
-			route(w, (unsigned)n);
-			for (int k = 0; k < w->nws; k++) {
-				struct wstream *ws = &w->ws[k];
-				uint64_t mark;
-
-				if (ws->n == 0)
-					continue;
-				if (ws->n > most) {
-					most = ws->n;
-					w->hint_ws = k;
-				}
-				stream_burst(ws->s, ws->frames, ws->n, now);
-				ws->n = 0;
-				if ((mark = stream_fence(ws->s)) != 0) {
-					cur.m[cur.nmarks].s = ws->s;
-					cur.m[cur.nmarks++].mark = mark;
-				}
+			if (ws->n == 0)
+				continue;
+			if (ws->n > most) {
+				most = ws->n;
+				w->hint_ws = k;
 			}
-			release_burst(w, &cur);
-			/* with a wedge file, at any burst while it exists */
-			if (w->wedge && (w->wedge_file == NULL ||
-			    access(w->wedge_file, F_OK) == 0)) {
-				if (!wedge(w))
-					break;
-				now = daqiri_mono_ns();
-			}
-		} else if (n < 0) {
-			w->ctr.rx_errors++;
-			if (n != -EINTR && n != -EAGAIN) {
-				/* do not spin on a persistent error */
-				struct timespec ts = { 0, 1000000 };
-
-				nanosleep(&ts, NULL);
+			stream_burst(ws->s, ws->frames, ws->n, w->now, w->jobs);
+			ws->n = 0;
+			if ((mark = stream_fence(ws->s)) != 0) {
+				cur.m[cur.nmarks].s = ws->s;
+				cur.m[cur.nmarks++].mark = mark;
 			}
 		}
-		/* An empty return may be the wake eventfd: drain it, or the
-		 * next receive would return at once again. Commands are seen
-		 * through the streams' flags either way. */
-		if (n == 0 && w->wake_fd >= 0)
-			(void)!read(w->wake_fd, &drain, sizeof(drain));
-		for (int k = 0; k < w->nws; k++)
-			stream_service(w->ws[k].s, now);
-		/* Counters for the main thread: when idle, else at most every
-		 * WORKER_SNAP_NS (reading the engine's may be a syscall). */
-		if (n <= 0 || now - w->last_snap_ns >= WORKER_SNAP_NS) {
-			publish_counters(w);
-			w->last_snap_ns = now;
+		release_burst(w, &cur);
+		/* with a wedge file, at any burst while it exists */
+		if (w->wedge && (w->wedge_file == NULL ||
+		    access(w->wedge_file, F_OK) == 0)) {
+			if (!wedge(w))
+				return WORKER_PASS_STOP;
+			w->now = daqiri_mono_ns();
+		}
+	} else if (n < 0) {
+		w->ctr.rx_errors++;
+		if (n != -EINTR && n != -EAGAIN) {
+			/* do not spin on a persistent error */
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
 		}
 	}
-	now = daqiri_mono_ns();
+	/* An empty return may be the wake eventfd: drain it, or the next
+	 * receive would return at once again. Commands are seen through the
+	 * streams' flags either way. */
+	if (n == 0 && w->wake_fd >= 0)
+		(void)!read(w->wake_fd, &drain, sizeof(drain));
+	for (int k = 0; k < w->nws; k++)
+		stream_service(w->ws[k].s, w->now);
+	/* Counters for the main thread: when idle, else at most every
+	 * WORKER_SNAP_NS (reading the engine's may be a syscall). */
+	if (n <= 0 || w->now - w->last_snap_ns >= WORKER_SNAP_NS) {
+		publish_counters(w);
+		w->last_snap_ns = w->now;
+	}
+	return n;
+}
+
+/* A stopping worker: what its streams hold goes out, its bursts back. */
+static void
+worker_finish(struct worker *w)
+{
+	uint64_t now = daqiri_mono_ns();
+
 	for (int k = 0; k < w->nws; k++) {
 		stream_service(w->ws[k].s, now);
 		stream_flush(w->ws[k].s, now);
 	}
 	reap_inflight(w, true, true);
 	publish_counters(w);
+}
+
+/* A group's idle wait (the top): every member's socket and eventfd until
+ * the nearest next_wake() of them all; false when an engine has no fd
+ * to wait on (the group then polls on). */
+static bool
+group_wait(struct worker *h)
+{
+	struct pollfd pfd[2 * CFG_MAX_QUEUES];
+	uint64_t deadline = UINT64_MAX, now;
+	struct timespec ts;
+	nfds_t n = 0;
+
+	for (int k = 0; k < h->ngroup; k++) {
+		struct worker *w = h->group[k];
+		int fd = w->eng->ops->rx_fd != NULL ?
+		    w->eng->ops->rx_fd(w->q) : -1;
+		uint64_t d;
+
+		if (fd < 0)
+			return false;
+		pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
+		if ((d = next_wake(w)) < deadline)
+			deadline = d;
+	}
+	now = daqiri_mono_ns();
+	deadline = deadline > now ? deadline - now : 0;
+	ts.tv_sec = (time_t)(deadline / 1000000000u);
+	ts.tv_nsec = (long)(deadline % 1000000000u);
+	(void)ppoll(pfd, n, &ts, NULL);
+	return true;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *h = arg;
+
+	for (int k = 0; k < h->ngroup; k++)
+		h->group[k]->now = daqiri_mono_ns();
+	while (!atomic_load_explicit(&h->stop, memory_order_acquire)) {
+		bool got = false, stop = false;
+
+		if (h->ngroup == 1) {
+			if (worker_pass(h, true) == WORKER_PASS_STOP)
+				break;
+			continue;
+		}
+		for (int k = 0; k < h->ngroup && !stop; k++) {
+			int n = worker_pass(h->group[k], false);
+
+			stop = n == WORKER_PASS_STOP;
+			got |= n > 0;
+		}
+		if (stop)
+			break;
+		if (!got)
+			(void)group_wait(h);
+	}
+	for (int k = 0; k < h->ngroup; k++)
+		worker_finish(h->group[k]);
 	return NULL;
 }
 
@@ -469,14 +570,18 @@ stream_of_flow(const struct cfg_reorder *const *cfgs, int n, uint32_t flow_id)
 	return -1;
 }
 
-/* The id of the rx queue that feeds reorder config r (cfg_rx_owner()),
- * -1 when none. */
-static int64_t
-owner_queue(const struct cfg_interface *ifc, const struct cfg_reorder *r)
+/* Does rx queue qi feed reorder config r (cfg_rx_owner())? Is it its
+ * home (whose worker is woken for the stream's commands)? */
+static bool
+feeds(const struct cfg_interface *ifc, const struct cfg_reorder *r, int qi)
 {
-	int q = cfg_rx_owner_queue(ifc, r);
+	return (cfg_rx_owner_queues(ifc, r) & (1u << qi)) != 0;
+}
 
-	return q >= 0 ? (int64_t)ifc->rx.queues[q].id : -1;
+static bool
+home_of(const struct cfg_interface *ifc, const struct cfg_reorder *r, int qi)
+{
+	return cfg_rx_owner_queue(ifc, r) == qi;
 }
 
 /* Routes of every rule of t, for a worker with these streams. */
@@ -547,8 +652,8 @@ worker_streams_prepare(struct worker *w, const struct flow_table *t,
 	for (int j = 0; j < nstreams; j++) {
 		now_cfgs[j] = &nifc->rx.reorders[j];
 		fc->scfg[j] = keep_cfgs[j];
-		fc->local[j] = owner_queue(nifc, now_cfgs[j]) == (int64_t)w->qid ?
-		    fc->nws++ : -1;
+		fc->local[j] = feeds(nifc, now_cfgs[j], w->qi) ? fc->nws++ :
+		    -1;
 	}
 	fc->ws = calloc((size_t)fc->nws + 1, sizeof(*fc->ws));
 	fc->flows = flow_table_clone(t, 0);
@@ -560,7 +665,8 @@ worker_streams_prepare(struct worker *w, const struct flow_table *t,
 	for (int j = 0; j < nstreams; j++)
 		if (fc->local[j] >= 0) {
 			fc->ws[fc->local[j]].s = streams[j];
-			stream_set_wake_fd(streams[j], w->wake_fd);
+			if (home_of(nifc, now_cfgs[j], w->qi))
+				stream_set_wake_fd(streams[j], w->wake_fd);
 		}
 	fc->default_ws = WS_ROUTE_NO_STREAM;
 	if (raw != NULL) {
@@ -650,14 +756,18 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 		return -ENOMEM;
 	snprintf(w->name, sizeof(w->name), "%s/%s", ifc->name, cq->name);
 	w->qid = cq->id;
+	w->qi = qi;
 	w->core = cq->cpu_core;
 	w->batch = cq->batch_size > 0 && cq->batch_size < ENGINE_MAX_BURST ?
 	    cq->batch_size : ENGINE_MAX_BURST;
 	w->eng = eng;
 	w->q = eng->ops->rxq(eng, qi);
 	w->flows = flow_table_clone(flows, 0);
+	w->jobs = reorder_jobs_create((unsigned)qi);
 	w->wake_fd = -1;
 	w->idle_ns = WORKER_IDLE_NS;
+	w->group[0] = w;
+	w->ngroup = 1;
 	atomic_store_explicit(&w->beat_ns, daqiri_mono_ns(),
 	    memory_order_relaxed);
 	{
@@ -667,7 +777,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 		    strcmp(wq, cq->name) == 0);
 		w->wedge_file = getenv(WORKER_WEDGE_FILE_ENV);
 	}
-	if (w->q == NULL || w->flows == NULL) {
+	if (w->q == NULL || w->flows == NULL || w->jobs == NULL) {
 		int rc = w->q == NULL ? -EINVAL : -ENOMEM;
 
 		snprintf(err, errlen, "queue '%s': %s", w->name, w->q == NULL ?
@@ -692,7 +802,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	for (int j = 0; j < w->nscfg; j++) {
 		w->scfg[j] = stream_cfg[j];
 		w->local[j] = -1;
-		if (owner_queue(ifc, stream_cfg[j]) == (int64_t)cq->id)
+		if (feeds(ifc, stream_cfg[j], qi))
 			w->local[j] = w->nws++;
 	}
 	w->ws = calloc((size_t)w->nws + 1, sizeof(*w->ws));
@@ -729,10 +839,26 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 		return rc;
 	}
 	eng->ops->set_wake_fd(w->q, w->wake_fd);
-	for (int k = 0; k < w->nws; k++)
-		stream_set_wake_fd(w->ws[k].s, w->wake_fd);
+	for (int j = 0; j < w->nscfg; j++)
+		if (w->local[j] >= 0 && home_of(ifc, stream_cfg[j], qi))
+			stream_set_wake_fd(w->ws[w->local[j]].s, w->wake_fd);
+	if (raw != NULL)
+		stream_set_wake_fd(raw, w->wake_fd);
 	publish_counters(w);
 	*out = w;
+	return 0;
+}
+
+int
+worker_join(struct worker *w, struct worker *host)
+{
+	while (host->host != NULL)
+		host = host->host;
+	if (w == host || w->started || host->started || w->host != NULL ||
+	    w->ngroup > 1 || host->ngroup >= CFG_MAX_QUEUES)
+		return -EINVAL;
+	host->group[host->ngroup++] = w;
+	w->host = host;
 	return 0;
 }
 
@@ -741,10 +867,29 @@ worker_start(struct worker *w)
 {
 	int rc;
 
+	/* a member runs in its host's thread */
+	if (w->host != NULL)
+		return 0;
 	rc = pthread_create(&w->thr, NULL, worker_main, w);
 	if (rc != 0)
 		return -rc;
 	w->started = true;
+	{
+		/* "rx:<queue>" ("+" when others share it) in top -H, perf
+		 * and /proc/PID/task/TID/comm */
+		const char *q = strchr(w->name, '/');
+		char comm[16] = "rx:";
+		size_t n, room = sizeof(comm) - 4 - (w->ngroup > 1);
+
+		q = q != NULL ? q + 1 : w->name;
+		/* truncated to what the kernel keeps */
+		n = strlen(q) < room ? strlen(q) : room;
+		memcpy(comm + 3, q, n);
+		if (w->ngroup > 1)
+			comm[3 + n++] = '+';
+		comm[3 + n] = '\0';
+		(void)pthread_setname_np(w->thr, comm);
+	}
 	if (w->core >= 0) {
 		cpu_set_t set;
 
@@ -765,7 +910,14 @@ worker_stop(struct worker *w)
 {
 	uint64_t one = 1;
 
-	if (w == NULL || !w->started)
+	if (w == NULL)
+		return;
+	/* a member's thread is its host's */
+	if (w->host != NULL) {
+		worker_stop(w->host);
+		return;
+	}
+	if (!w->started)
 		return;
 	atomic_store_explicit(&w->stop, 1, memory_order_release);
 	if (w->wake_fd >= 0 && write(w->wake_fd, &one, sizeof(one)) < 0)
@@ -780,6 +932,13 @@ worker_destroy(struct worker *w)
 	if (w == NULL)
 		return;
 	worker_stop(w);
+	/* the thread is joined: its members are on their own */
+	for (int k = 1; k < w->ngroup; k++)
+		w->group[k]->host = NULL;
+	if (w->host != NULL)
+		for (int k = 1; k < w->host->ngroup; k++)
+			if (w->host->group[k] == w)
+				w->host->group[k] = w->host->group[--w->host->ngroup];
 	if (w->wake_fd >= 0)
 		close(w->wake_fd);
 	worker_reap(w);
@@ -788,6 +947,7 @@ worker_destroy(struct worker *w)
 	flow_table_free(w->flows);
 	free(w->rule_stream);
 	free(w->ws);
+	reorder_jobs_free(w->jobs);
 	free(w);
 }
 

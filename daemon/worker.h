@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * RX workers: one thread per configured RX queue. A worker receives bursts
+ * RX workers: one per configured RX queue, each a thread of its own, or,
+ * for queues of an interface pinned to one core, one thread for them all
+ * (worker_join()). A worker receives bursts
  * from its engine queue, classifies frames by flow, feeds the reorder
  * streams it owns, and services them (deadlines, releases, subscription
  * commands). No lock, allocation, syscall or log line per packet.
@@ -33,9 +35,10 @@
 /* Longest the counters the main thread reads lag behind while busy. */
 #define WORKER_SNAP_NS		(1000u * 1000u)
 
-/* A worker's own counters (its interface's share of them). Per interface:
- * rx_packets = sum over its streams of packets_in + unmatched + no_stream
- * + misrouted. */
+/* A worker's own counters (its queue's). Per queue: rx_packets =
+ * streams_packets_in + unmatched + no_stream + misrouted; per interface,
+ * the sum of its queues' streams_packets_in is the sum of its streams'
+ * packets_in. */
 struct worker_counters {
 	uint64_t rx_packets;		/* frames from the engine */
 	uint64_t rx_bytes;
@@ -49,8 +52,10 @@ struct worker_counters {
 	uint64_t inflight;		/* bursts the GPU still reads (now) */
 	uint64_t inflight_waits;	/* times WORKER_INFLIGHT were and the
 					 * worker waited for the oldest */
-	uint64_t streams_packets_in;	/* its streams' packets_in, taken at
-					 * the same instant as the rest */
+	uint64_t streams_packets_in;	/* frames it handed its streams,
+					 * each counted there in packets_in
+					 * (a spread stream's: the sum over
+					 * its queues) */
 	struct engine_stats engine;
 };
 
@@ -60,7 +65,7 @@ struct worker;
  * Make the worker of rx queue qi of interface ifc, with a copy of the flow
  * table flows. streams[] are the
  * streams of this interface, stream_cfg[i] their reorder configs; the
- * worker feeds those whose first flow targets its queue. raw is the
+ * worker feeds those whose flows reach its queue. raw is the
  * queue's raw stream (frames of flows without a reorder config, and
  * unmatched frames with flow_isolation off), NULL for none. shadow_bytes,
  * when not 0, says that the queue's frames land whole in device memory:
@@ -93,8 +98,7 @@ void worker_flows_post(struct worker *w, struct flow_change *fc);
  * where that config lives in the running config once the reload copied
  * it in (the worker keeps those pointers). Routes and the streams this
  * queue owns come from nifc. The raw stream stays. When the worker
- * takes it, every stream it no longer has is flushed (FLUSH) and its
- * packets_in stays in streams_packets_in; once worker_flows_busy() is
+ * takes it, every stream it no longer has is flushed (FLUSH); once worker_flows_busy() is
  * false the caller may destroy them. NULL with errno EBUSY, ENOMEM or
  * EINVAL (more than WORKER_MAX_STREAMS).
  */
@@ -110,7 +114,14 @@ bool worker_flows_busy(struct worker *w);
 /* Free the tables the worker has let go of (main thread, periodically). */
 void worker_reap(struct worker *w);
 
-/* Start the thread (pinned to the queue's cpu_core when it exists). */
+/*
+ * Core sharing (worker.c's top): w's queue is polled by host's thread
+ * (host's own host if it has one), not a thread of its own. Before
+ * either starts; -EINVAL otherwise, or when w hosts a group itself.
+ */
+int worker_join(struct worker *w, struct worker *host);
+/* Start the thread (pinned to the queue's cpu_core when it exists); for
+ * a member of a group, nothing: its host's thread polls it. */
 int worker_start(struct worker *w);
 /* Ask it to stop, flush its streams and join it. NULL-safe. */
 void worker_stop(struct worker *w);

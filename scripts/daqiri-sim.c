@@ -42,6 +42,7 @@
 #define SIM_HDR_BITS		(SIM_HDR_LEN * 8)
 #define SIM_UDP_MAX		65507	/* largest IPv4 UDP payload */
 #define SIM_MAX_MSGS		64	/* messages per sendmmsg */
+#define SIM_MAX_SOCKS		16	/* --src-ports */
 #define SIM_MAX_GSO		64	/* segments per GSO send (kernel limit) */
 #define SIM_PATTERN_PERIOD	5	/* slots s, s+5 carry the same samples */
 #define SIM_BURST_NS		100000	/* a paced burst covers at most 100 us */
@@ -82,6 +83,7 @@ struct sim_opts {
 	uint32_t gso;
 	bool quiet, allow_remote, allow_huge;
 	uint16_t src_port;		/* --src-port; 0: the kernel's */
+	uint32_t src_ports;		/* --src-ports: sockets from src_port */
 	/* flags that replace (or, without a config, define) the layout */
 	bool has_seq, has_batch, has_ppb, has_poff, has_pbytes, has_dtype,
 	    has_endian;
@@ -144,7 +146,7 @@ usage(int rc)
 	fprintf(rc ? stderr : stdout,
 	    "usage: daqiri-sim [-c FILE] [--stream IFACE/REORDER] "
 	    "[--dest udp://IP:PORT]\n"
-	    "                  [--src-port PORT] "
+	    "                  [--src-port PORT [--src-ports N]] "
 	    "[--rate R[pps|kpps|Mpps|Mbps|Gbps]] [--batches N]\n"
 	    "                  [--packets N] [--shuffle W] [--loss P] "
 	    "[--dup P] [--seed S] [--gso N]\n"
@@ -328,12 +330,14 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		OPT_SEQ, OPT_BATCH, OPT_PPB, OPT_POFF, OPT_PBYTES, OPT_DTYPE,
 		OPT_ENDIAN, OPT_HUGE, OPT_PACKETS, OPT_CONTROL, OPT_CTL_APPLY,
 		OPT_CTL_EXPECT, OPT_CTL_WAIT, OPT_CTL_LOG, OPT_SRC_PORT,
+		OPT_SRC_PORTS,
 	};
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "stream", required_argument, NULL, OPT_STREAM },
 		{ "dest", required_argument, NULL, OPT_DEST },
 		{ "src-port", required_argument, NULL, OPT_SRC_PORT },
+		{ "src-ports", required_argument, NULL, OPT_SRC_PORTS },
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "batches", required_argument, NULL, OPT_BATCHES },
 		{ "packets", required_argument, NULL, OPT_PACKETS },
@@ -380,6 +384,10 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		case OPT_SRC_PORT:
 			o->src_port = (uint16_t)parse_u64("--src-port", optarg,
 			    65535);
+			break;
+		case OPT_SRC_PORTS:
+			o->src_ports = (uint32_t)parse_u64("--src-ports",
+			    optarg, SIM_MAX_SOCKS);
 			break;
 		case OPT_RATE:
 			parse_rate(o, optarg);
@@ -785,6 +793,9 @@ struct sim_tx {
 	const struct sim_layout *l;
 	const struct sim_opts *o;
 	int fd;
+	/* --src-ports: a message from each in turn (fd is fds[0]) */
+	int fds[SIM_MAX_SOCKS];
+	uint32_t nfd, next_fd;
 	uint32_t gso;
 	uint8_t *samples[SIM_PATTERN_PERIOD];
 	uint8_t *dbuf;			/* per datagram of a burst */
@@ -1103,7 +1114,11 @@ tx_send(struct sim_tx *t, const struct sim_pkt *pkts, uint32_t n)
 		first[nmsg] = nd;
 		tx_pace(t, t->tot.sent);
 		while (done < nmsg && !sim_stop) {
-			int r = sendmmsg(t->fd, t->msgs + done, nmsg - done, 0);
+			/* several source ports: one message from each in
+			 * turn, so every batch is spread over them */
+			int r = t->nfd > 1 ? sendmmsg(t->fds[t->next_fd],
+			    t->msgs + done, 1, 0) : sendmmsg(t->fd,
+			    t->msgs + done, nmsg - done, 0);
 
 			if (r < 0) {
 				if (errno == EINTR)
@@ -1125,6 +1140,8 @@ tx_send(struct sim_tx *t, const struct sim_pkt *pkts, uint32_t n)
 				die("sendmmsg: %s", strerror(errno));
 			}
 			done += (uint32_t)r;
+			if (t->nfd > 1)
+				t->next_fd = (t->next_fd + 1) % t->nfd;
 		}
 		ctl_drain(t->ctl);
 		for (m = 0; m < done; m++) {
@@ -1235,10 +1252,19 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	if (o.src_ports > 1 && (o.src_port == 0 ||
+	    o.src_port + (uint64_t)o.src_ports - 1 > 65535))
+		die("--src-ports %u needs --src-port PORT, with PORT + %u <= "
+		    "65535", o.src_ports, o.src_ports - 1);
 	fd = open_socket(daddr, dport, o.src_port);
 	if ((t = malloc(sizeof(*t))) == NULL)
 		die("out of memory");
 	tx_init(t, &l, &o, fd);
+	t->fds[0] = fd;
+	t->nfd = o.src_ports > 1 ? o.src_ports : 1;
+	for (uint32_t f = 1; f < t->nfd; f++)
+		t->fds[f] = open_socket(daddr, dport,
+		    (uint16_t)(o.src_port + f));
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.fd = -1;
 	ctl.gain_milli = 1000;

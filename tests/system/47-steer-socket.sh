@@ -9,12 +9,16 @@
 # account exactly, shuffled, lossy and duplicated, with nothing
 # misrouted; after a flow changes (daqirictl flow del/add, a new source
 # port) the program follows it.
+# With SHARE_CORE set (test 49), both queues are pinned to that core, and
+# one worker thread polls both (worker.c's top): the same outcome.
 . tests/system/lib.sh
 
 command -v jq > /dev/null || skip "no jq"
 PPB=64
 B=12
 P1=$(( PORT + 1 )) P2=$(( PORT + 2 )) P3=$(( PORT + 3 ))
+CORE=""
+[ -z "${SHARE_CORE:-}" ] || CORE=", cpu_core: $SHARE_CORE"
 
 cat > "$T/daqirid.yaml" <<EOF
 daqiri:
@@ -34,8 +38,8 @@ daqiri:
       rx:
         flow_isolation: true
         queues:
-        - {name: q0, id: 0, batch_size: 64, memory_regions: [frames0]}
-        - {name: q1, id: 1, batch_size: 64, memory_regions: [frames1]}
+        - {name: q0, id: 0, batch_size: 64, memory_regions: [frames0]$CORE}
+        - {name: q1, id: 1, batch_size: 64, memory_regions: [frames1]$CORE}
         flows:
         - {name: a, id: 1, action: {type: queue, id: 0}, match: {udp_src: $P1}}
         - {name: b, id: 2, action: {type: queue, id: 1}, match: {udp_src: $P2}}
@@ -63,6 +67,12 @@ start_daemon
 grep -q "interface 'lo': 2 rx queues: the kernel (a BPF program on the queues' reuseport group) steers each flow's frames to its queue" \
 	"$T/daemon.log" || fail "no steering line in the log: $(cat "$T/daemon.log")"
 
+if [ -n "${SHARE_CORE:-}" ]; then
+	grep -q "interface 'lo': rx queues q0, q1 share core $SHARE_CORE: one worker thread polls them" \
+		"$T/daemon.log" || fail "no core-sharing line in the log: $(cat "$T/daemon.log")"
+	threads=$(cat /proc/"$DAEMON_PID"/task/*/comm | grep '^rx:' | sort | tr '\n' ' ')
+	expect_eq "rx threads" "$threads" "rx:q0+ "
+fi
 expect_eq "q0 runs stream a (stats)" "$(ctl -j stats | jq -c '.interfaces[0].queues[0].streams')" '["lo/a"]'
 expect_eq "q1 runs stream b (stats)" "$(ctl -j stats | jq -c '.interfaces[0].queues[1].streams')" '["lo/b"]'
 

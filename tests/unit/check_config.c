@@ -699,10 +699,12 @@ static const struct rule_case rules[] = {
 	  "flow_ids: flow 100 already belongs to reorder config 'r0' (line "
 	  "52)", "    - name: txbuf\n", "    - name: out2\n      kind: device\n"
 	  "      num_bufs: 8\n      buf_size: 4063232\n    - name: txbuf\n" },
-	{ "flows to two queues", RAW, "flow_ids: [100]",
+	{ "gpu reorder fed by two queues", RAW, "flow_ids: [100]",
 	  "@flow_ids: [100, 101]", E,
-	  "flow_ids: flow 100 goes to rx queue 0 but flow 101 to rx queue 1; "
-	  "a reorder config is fed by one rx queue", NULL, NULL },
+	  "flow_ids: its flows reach 2 rx queues, and a gpu reorder is fed "
+	  "by one (its kernels run in one worker's order): give its flows "
+	  "one queue, or use reorder_type: cpu with a host region", NULL,
+	  NULL },
 	{ "both methods", SOCK, "              packets_per_batch: 128\n",
 	  "              packets_per_batch: 128\n"
 	  "            @seq_batch_number: {}\n", E,

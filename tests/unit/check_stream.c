@@ -148,7 +148,7 @@ feed(struct fix *f, uint32_t b, uint32_t mask, uint64_t rx_ns)
 		k[n].rx_ns = rx_ns + s;
 		n++;
 	}
-	stream_burst(f->s, k, n, rx_ns + PPB);
+	stream_burst(f->s, k, n, rx_ns + PPB, NULL);
 }
 
 #define ALL	((1u << PPB) - 1)
@@ -1447,7 +1447,7 @@ START_TEST(test_raw_stream)
 		k[j].payload_len = lens[j] - k[j].hdr_len;
 		k[j].rx_ns = T0 + (uint64_t)j;
 	}
-	stream_burst(s, k, 5, T0 + 10);
+	stream_burst(s, k, 5, T0 + 10, NULL);
 	ck_assert_int_eq(daqiri_comp_pop(&ring, &d), 1);
 	idx = d.buf_index;
 	ck_assert_uint_eq(d.flags, DAQIRI_TENSOR_COMPLETE);
