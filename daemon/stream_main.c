@@ -156,7 +156,16 @@ stream_new(const char *ifc, const char *name, struct mem_region *region,
 	s->ipc_fd = -1;
 	s->worker_wake_fd = -1;
 	pthread_mutex_init(&s->cmd_lock, NULL);
-	pthread_mutex_init(&s->work_lock, NULL);
+	{
+		/* held for a burst's decisions (microseconds): a worker that
+		 * finds it taken spins a little before it sleeps */
+		pthread_mutexattr_t a;
+
+		pthread_mutexattr_init(&a);
+		(void)pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&s->work_lock, &a);
+		pthread_mutexattr_destroy(&a);
+	}
 	snprintf(s->name, sizeof(s->name), "%s/%s", ifc, name);
 	s->region = region;
 	s->nbufs = region->nbufs;

@@ -99,6 +99,9 @@ sh scripts/bench-e2e.sh 2>&1 | tee -a "$OUT"
 part "transmit: the daemon's tx path vs sendmmsg, the closed loop at 1 kHz (scripts/bench-tx.sh)"
 sh scripts/bench-tx.sh 2>&1 | tee -a "$OUT"
 
+part "One stream on two workers against one (scripts/bench-spread.sh)"
+sh scripts/bench-spread.sh 2>&1 | tee -a "$OUT"
+
 part "DPDK receive: daqirid vs dpdk-testpmd rxonly on net_af_packet and net_af_xdp (scripts/bench-dpdk.sh)"
 sh scripts/bench-dpdk.sh 2>&1 | grep -v '^libbpf: \|^libxdp: ' | tee -a "$OUT"
 
