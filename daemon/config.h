@@ -396,6 +396,20 @@ int cfg_parse(const char *text, size_t len, const char *file,
  */
 int cfg_load(const char *file, struct cfg *out, struct cfg_diags *d);
 
+/*
+ * cfg_load() with the file read on a thread of its own, waited for at
+ * most timeout_ms (the main loop's reload: a file on a hung mount must
+ * not stop the daemon). A read that does not return in time is left to
+ * its thread and reported as one diagnostic ("cannot read: no answer
+ * within ..."); until it returns, every call is refused at once the same
+ * way, saying for how long it has been stuck. Main thread only.
+ * CFG_READ_HANG_ENV (test only) names a file while which exists every
+ * read hangs, as on a hung mount.
+ */
+#define CFG_READ_HANG_ENV	"DAQIRID_TEST_READ_HANG_FILE"
+int cfg_load_within(const char *file, unsigned timeout_ms, struct cfg *out,
+		    struct cfg_diags *d);
+
 /* The same, also reporting every key in compat (daqirid -n --compat,
  * cfg_compat_print()); d->compat points to it afterwards. */
 int cfg_parse_compat(const char *text, size_t len, const char *file,

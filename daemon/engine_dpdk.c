@@ -647,6 +647,28 @@ dpdk_port_names(char *out, size_t cap)
 		snprintf(out, cap, "none");
 }
 
+/* flow_isolation: ask the port to deliver only what a flow rule takes
+ * (the rules come at start: steer()); a port that cannot delivers all,
+ * and the worker drops what no flow matches, counted unmatched. One line
+ * either way. */
+static void
+dpdk_isolate(struct dpdk_engine *de, const struct cfg_interface *ifc)
+{
+	char why[256];
+
+	if (!ifc->rx.flow_isolation)
+		return;
+	if (dpdk_flow_isolate(de->port, why, sizeof(why)) == 0)
+		log_info("interface '%s': port '%s' isolated: it delivers only "
+		    "the frames of the flows (flow_isolation)", ifc->name,
+		    de->address);
+	else
+		log_info("interface '%s': port '%s' cannot isolate (%s): it "
+		    "delivers every frame, and those no flow matches are "
+		    "dropped by software, counted unmatched (flow_isolation)",
+		    ifc->name, de->address, why);
+}
+
 /* Largest frame one queue's buffers take: the mtu to configure. */
 static uint16_t
 dpdk_mtu(const struct cfg *c, const struct cfg_interface *ifc,
@@ -776,6 +798,7 @@ dpdk_init(struct engine **out, const struct cfg *c,
 		    "buffers as a NIC would; no wire, no NIC", ifc->name,
 		    de->address);
 
+	dpdk_isolate(de, ifc);
 	memset(&conf, 0, sizeof(conf));
 	conf.rxmode.mtu = dpdk_mtu(c, ifc, &info);
 	if (ifc->rx.nqueues > 1 && info.flow_type_rss_offloads != 0) {

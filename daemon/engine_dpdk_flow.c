@@ -146,6 +146,21 @@ dpdk_flow_steer(uint16_t port, const uint32_t *queue_ids, int nq,
 	return rc < 0 ? rc : rc > 0 ? -rc : 0;
 }
 
+int
+dpdk_flow_isolate(uint16_t port, char *why, size_t whylen)
+{
+	struct rte_flow_error fe;
+	int rc;
+
+	memset(&fe, 0, sizeof(fe));
+	rc = rte_flow_isolate(port, 1, &fe);
+	if (rc != 0)
+		snprintf(why, whylen, "rte_flow_isolate: %s%s%s",
+		    rte_strerror(rc < 0 ? -rc : rc), fe.message != NULL ? ": " :
+		    "", fe.message != NULL ? fe.message : "");
+	return rc < 0 ? rc : rc > 0 ? -rc : 0;
+}
+
 #include "engine_dpdk_end.h"
 
 #endif /* DPDK_HAVE_HEADERS */

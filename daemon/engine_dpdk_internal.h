@@ -42,6 +42,11 @@ const char *dpdk_port_of(const struct cfg *c, const struct cfg_interface *ifc,
  * queue k of the port is the queue of id queue_ids[k] (k < nq). 0, or a
  * negative errno with why, every rule undone.
  */
+/* flow_isolation on a port: rte_flow_isolate() before the port is
+ * configured, so the port delivers only what a flow rule takes; 0, or a
+ * negative errno with why (the port then delivers everything, and the
+ * worker counts what no flow matches as unmatched). engine_dpdk_flow.c */
+int dpdk_flow_isolate(uint16_t port, char *why, size_t whylen);
 int dpdk_flow_steer(uint16_t port, const uint32_t *queue_ids, int nq,
 		    const struct flow_table *t, char *why, size_t whylen);
 

@@ -20,6 +20,10 @@
 #include "log.h"
 #include "reorder.h"
 #include "stream.h"
+
+/* Longest the main loop waits for the configuration file to be read: a
+ * file on a hung mount is given up on after this (cfg_load_within()). */
+#define RELOAD_READ_MS	2000
 #include "worker.h"
 
 const char *const reload_outcome_names[RELOAD_MAX] = {
@@ -393,7 +397,8 @@ daemon_reload(struct daemon *d, struct reload_result *r)
 	memset(&plan, 0, sizeof(plan));
 	r->outcome = RELOAD_REFUSED;
 	if (d->config_file != NULL)
-		rc = cfg_load(d->config_file, &nc, &r->diags);
+		rc = cfg_load_within(d->config_file, RELOAD_READ_MS, &nc,
+		    &r->diags);
 	else
 		rc = cfg_parse(cfg_default_text, cfg_default_len,
 		    "<built-in default>", &nc, &r->diags);

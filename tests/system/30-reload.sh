@@ -16,6 +16,8 @@ CFG=$T/daqirid.yaml
 make_config -e 's/timeout_us: 100000 /timeout_us: 2000000 /' \
 	-e 's/hold_timeout_ms: 10000 /hold_timeout_ms: 0 /'
 cp "$CFG" "$T/good.yaml"
+# while $T/hang exists, a reload's read of the file hangs (the last step)
+export DAQIRID_TEST_READ_HANG_FILE="$T/hang"
 start_daemon
 
 # pos_of REGEX VALUE: "line:col" of VALUE on the first line matching REGEX
@@ -187,6 +189,25 @@ grep -q "^$CFG: error: cannot read: a FIFO, not a regular file" "$T/reload.err" 
 	fail "no reason: $(cat "$T/reload.err")"
 ctl status > /dev/null || fail "status after the FIFO reload"
 echo "   ok  $(grep 'error' "$T/reload.err" | head -1)"
+
+note "the file on a hung mount: the reload gives up after 2 s, the daemon answers"
+rm -f "$CFG"
+cp "$T/good.yaml" "$CFG"
+touch "$T/hang"
+refused "a hung read"
+grep -q "^$CFG: error: cannot read: no answer within 2000 ms (a hung mount?); the running configuration stays, and no file is read until that read returns" \
+	"$T/reload.err" || fail "no reason: $(cat "$T/reload.err")"
+ctl status > /dev/null || fail "status after the hung reload"
+refused "while the read still hangs"
+grep -q "^$CFG: error: cannot read: the read of '$CFG' begun [0-9]* s ago has not returned (a hung mount?); no file is read until it does" \
+	"$T/reload.err" || fail "no reason: $(cat "$T/reload.err")"
+rm -f "$T/hang"
+i=0
+until ctl reload > "$T/reload.out" 2>&1; do
+	i=$((i + 1)); [ $i -lt 100 ] || fail "reload after the read returned: $(cat "$T/reload.out")"
+	sleep 0.1
+done
+echo "   ok  $(head -1 "$T/reload.out")"
 
 kill -TERM "$CONS"
 wait_gone "$CONS"
