@@ -388,11 +388,18 @@ client_request_id(struct daqiri *d, enum daqiri_msg_type t, const char *key,
 
 /* Send obj (consumed) and wait for its reply: 0 with *m, or errno. */
 int
+client_wait_reply(struct daqiri *d, struct daqiri_msg *m)
+{
+	return wait_reply(d, m);
+}
+
+int
 client_transact(struct daqiri *d, cJSON *obj, struct daqiri_msg *m)
 {
 	int r;
 
-	if (d->dead) {
+	/* a resubscribe's reply under way would be read as this one's */
+	if (d->dead || (d->state == CLIENT_RESUB && !d->in_resub)) {
 		cJSON_Delete(obj);
 		return -ENOTCONN;
 	}

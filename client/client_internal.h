@@ -31,11 +31,14 @@
 
 /* Where a connection stands: up, or (only when a subscription asked for
  * DAQIRI_SUB_RECONNECT) down and retrying, or connected again with the
- * hello sent and its reply awaited. */
+ * hello sent and its reply awaited, or its reconnecting subscriptions
+ * being subscribed anew, one exchange at a time, across as many calls
+ * as their replies take (client_reconnect.c). */
 enum client_state {
 	CLIENT_UP,
 	CLIENT_DOWN,
 	CLIENT_HELLO,
+	CLIENT_RESUB,
 	CLIENT_STATE_MAX
 };
 
@@ -86,6 +89,11 @@ struct daqiri_sub {
 	int lost;			/* sticky error, 0 = none */
 	char lost_msg[DAQIRI_ERR_MSG_MAX + 64];
 	struct client_orphan *orphans;	/* earlier instances' mappings */
+	/* CLIENT_RESUB: the new instance whose subscribe was sent and whose
+	 * reply is awaited (NULL: none), and whether this connection has
+	 * subscribed it anew already */
+	struct daqiri_sub *opening;
+	bool resubbed;
 };
 
 /* Where one pool buffer of a TX channel is. */
@@ -142,6 +150,7 @@ struct daqiri {
 	 * the fds that follow it share one wait of CLIENT_REPLY_TIMEOUT_MS
 	 * from the request, whatever else comes in between. */
 	uint64_t xdeadline_ns;
+	bool in_resub;			/* CLIENT_RESUB: its own exchange */
 	struct daqiri_sub *subs;
 	struct daqiri_tx *txs;
 	char err[DAQIRI_ERR_MSG_MAX + 64];	/* room for a prefix */
@@ -194,9 +203,14 @@ CLIENT_HIDDEN void client_handle_unsolicited(struct daqiri *d,
 CLIENT_HIDDEN int client_pump(struct daqiri *d);
 
 /* Send obj (consumed) and wait for its reply: 0 with *m (free it with
- * daqiri_msg_free), or a negative errno. */
+ * daqiri_msg_free), or a negative errno (-ENOTCONN also while the
+ * connection's subscriptions are being subscribed anew: their replies
+ * are under way). */
 CLIENT_HIDDEN int client_transact(struct daqiri *d, cJSON *obj,
 				  struct daqiri_msg *m);
+/* The reply of the exchange under way (client_transact()'s second half,
+ * for one whose request was sent across an earlier call). */
+CLIENT_HIDDEN int client_wait_reply(struct daqiri *d, struct daqiri_msg *m);
 
 /* Whether channel t was opened on d's connection as it is now (not on
  * one a reconnection replaced). */
@@ -265,10 +279,15 @@ CLIENT_HIDDEN void client_sub_free(struct daqiri_sub *s);
 CLIENT_HIDDEN int client_sub_open(struct daqiri_sub *s);
 
 /* Subscribe s anew on its reconnected connection and check that the
- * stream kept its geometry: 0 (s now reads the new daemon, its old
- * mappings orphaned while tensors of them are held), -ESTALE (the
- * geometry changed: s->lost_msg names what), or the subscribe's errno. */
-CLIENT_HIDDEN int client_sub_reopen(struct daqiri_sub *s);
+ * stream kept its geometry, in two steps: send() sends the request
+ * (s->opening holds the new instance until finish()); finish() takes
+ * the reply. 0 (s now reads the new daemon, its old mappings orphaned
+ * while tensors of them are held), -ESTALE (the geometry changed:
+ * s->lost_msg names what), or the subscribe's errno. */
+CLIENT_HIDDEN int client_sub_reopen_send(struct daqiri_sub *s);
+CLIENT_HIDDEN int client_sub_reopen_finish(struct daqiri_sub *s);
+/* Let go of a resubscribe sent and not finished (the connection went). */
+CLIENT_HIDDEN void client_sub_reopen_drop(struct daqiri_sub *s);
 
 /* ---- client_tx.c */
 

@@ -100,6 +100,8 @@ go_down(struct daqiri *d, uint64_t now)
 	d->next_try_ns = now;
 	d->backoff_ms = CLIENT_RECONNECT_MIN_MS;
 	for (s = d->subs; s != NULL; s = s->next) {
+		client_sub_reopen_drop(s);
+		s->resubbed = false;
 		/* The old wake-up socket's peer is gone: poll would report
 		 * it at once, forever. */
 		if (s->wake_fd >= 0)
@@ -112,10 +114,17 @@ go_down(struct daqiri *d, uint64_t now)
 	}
 }
 
-/* A try failed: close what it opened, wait longer next time. */
+/* A try failed: close what it opened, wait longer next time; the
+ * subscriptions it subscribed anew are subscribed again at the next. */
 static void
 try_failed(struct daqiri *d, uint64_t now)
 {
+	struct daqiri_sub *s;
+
+	for (s = d->subs; s != NULL; s = s->next) {
+		client_sub_reopen_drop(s);
+		s->resubbed = false;
+	}
 	if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
@@ -158,30 +167,77 @@ expire(struct daqiri *d, uint64_t now, bool all)
 		}
 }
 
-/* Up again: subscribe each reconnecting subscription anew. 1, or
- * -ENOTCONN when the new daemon went away meanwhile. */
+/* Is the reply of the exchange under way there, waiting no longer than
+ * deadline nor its own deadline? 1 yes, 0 not yet, -ETIMEDOUT its own
+ * deadline passed. */
 static int
-resubscribe(struct daqiri *d, uint64_t now)
+reply_ready(struct daqiri *d, uint64_t deadline)
+{
+	uint64_t now = daqiri_mono_ns(), until = d->xdeadline_ns;
+	struct pollfd p = { .fd = d->fd, .events = POLLIN };
+	int r;
+
+	if (deadline < until)
+		until = deadline;
+	r = poll(&p, 1, until > now ? (int)((until - now + 999999) /
+	    1000000) : 0);
+	if (r > 0)
+		return 1;
+	return daqiri_mono_ns() >= d->xdeadline_ns ? -ETIMEDOUT : 0;
+}
+
+/*
+ * Up again: subscribe each reconnecting subscription anew, one exchange
+ * at a time, each request sent, then its reply taken once it is there:
+ * waiting for it no longer than the caller's deadline, so a call of the
+ * caller's returns on time, and the next call goes on where this one
+ * stopped. 1 all done, 0 not yet (the caller's deadline came), or
+ * -ENOTCONN when the new daemon went away or did not answer within
+ * CLIENT_REPLY_TIMEOUT_MS (the next try starts over).
+ */
+static int
+resubscribe(struct daqiri *d, uint64_t now, uint64_t deadline)
 {
 	struct daqiri_sub *s;
 	int r;
 
 	for (s = d->subs; s != NULL; s = s->next) {
-		if (!(s->flags & DAQIRI_SUB_RECONNECT) || s->lost != 0)
+		if (!(s->flags & DAQIRI_SUB_RECONNECT) || s->lost != 0 ||
+		    s->resubbed)
 			continue;
-		r = client_sub_reopen(s);
-		if (r == -ENOTCONN || (r < 0 && d->dead)) {
+		if (d->dead) {
+			try_failed(d, now);
+			return -ENOTCONN;
+		}
+		d->in_resub = true;
+		r = s->opening != NULL ? 0 : client_sub_reopen_send(s);
+		if (r == 0 && (r = reply_ready(d, deadline)) == 1)
+			r = client_sub_reopen_finish(s);
+		else if (r == 0) {
+			d->in_resub = false;
+			return 0;
+		}
+		d->in_resub = false;
+		if (r == -ETIMEDOUT || r == -ENOTCONN || (r < 0 && d->dead)) {
+			if (r == -ETIMEDOUT)
+				snprintf(d->err, sizeof(d->err), "no reply to "
+				    "the subscribe of \"%.64s\" within %d ms "
+				    "of the daemon's restart", s->req.stream,
+				    CLIENT_REPLY_TIMEOUT_MS);
 			/* The ones done are done again at the next try. */
 			try_failed(d, now);
 			return -ENOTCONN;
 		}
+		s->resubbed = true;
 		if (r < 0)
 			s->lost = r;
 	}
+	d->state = CLIENT_UP;
 	return 1;
 }
 
-/* The hello reply, when it came: 1 up, 0 not yet, -ENOTCONN try again. */
+/* The hello reply, when it came: 2 up (the subscriptions next), 0 not
+ * yet, -ENOTCONN try again. */
 static int
 hello_step(struct daqiri *d, uint64_t now)
 {
@@ -207,8 +263,10 @@ hello_step(struct daqiri *d, uint64_t now)
 		d->dead = true;
 		return -ENOTCONN;
 	}
-	d->state = CLIENT_UP;
-	return resubscribe(d, now);
+	d->state = CLIENT_RESUB;
+	for (struct daqiri_sub *s = d->subs; s != NULL; s = s->next)
+		s->resubbed = false;
+	return 2;
 }
 
 int
@@ -220,6 +278,7 @@ client_reconnect(struct daqiri *d, uint64_t deadline)
 
 	if (d->state == CLIENT_UP)
 		go_down(d, now);
+	/* a resubscribe under way: go on with it first */
 	for (;;) {
 		now = daqiri_mono_ns();
 		expire(d, now, false);
@@ -244,12 +303,18 @@ client_reconnect(struct daqiri *d, uint64_t deadline)
 		}
 		if (d->state == CLIENT_HELLO) {
 			r = hello_step(d, now);
-			if (r == 1)
-				return 1;
-			if (r < 0 || now >= d->hello_deadline_ns) {
+			if (r < 0 || (r == 0 && now >= d->hello_deadline_ns)) {
 				try_failed(d, now);
 				continue;
 			}
+		}
+		if (d->state == CLIENT_RESUB) {
+			r = resubscribe(d, now, deadline);
+			if (r == 1)
+				return 1;
+			if (r == 0)
+				return 0;
+			continue;
 		}
 		/* Wait for the next try, the hello reply or the caller's
 		 * deadline, whichever comes first. */

@@ -42,6 +42,15 @@ client_sub_free(struct daqiri_sub *s)
 
 	if (s == NULL)
 		return;
+	if (s->opening != NULL) {
+		/* Its resubscribe's reply is under way: nothing the daemon
+		 * sends next could be told apart from it. */
+		if (s->d != NULL && !s->d->dead) {
+			shutdown(s->d->fd, SHUT_RDWR);
+			s->d->dead = true;
+		}
+		client_sub_reopen_drop(s);
+	}
 	if (s->d != NULL)
 		for (pp = &s->d->subs; *pp != NULL; pp = &(*pp)->next)
 			if (*pp == s) {
@@ -242,23 +251,55 @@ unsubscribe_id(struct daqiri *d, uint32_t id)
 	return client_request_id(d, DAQIRI_MSG_UNSUBSCRIBE, "sub", id);
 }
 
+static int sub_open_send(struct daqiri_sub *s);
+static int sub_open_finish(struct daqiri_sub *s, struct daqiri_msg *m);
+
 int
 client_sub_open(struct daqiri_sub *s)
 {
 	struct daqiri *d = s->d;
-	struct daqiri_err err;
 	struct daqiri_msg m;
-	cJSON *obj;
 	int r;
+
+	r = sub_open_send(s);
+	if (r == 0)
+		r = client_wait_reply(d, &m);
+	if (r < 0)
+		return r;
+	return sub_open_finish(s, &m);
+}
+
+/* The subscribe request of s, sent: its exchange starts. */
+static int
+sub_open_send(struct daqiri_sub *s)
+{
+	struct daqiri *d = s->d;
+	cJSON *obj;
 
 	obj = daqiri_msg_new(DAQIRI_MSG_SUBSCRIBE);
 	if (obj != NULL && daqiri_sub_req_encode(&s->req, obj) < 0) {
 		cJSON_Delete(obj);
 		obj = NULL;
 	}
-	r = client_transact(d, obj, &m);
-	if (r < 0)
-		return r;
+	/* as client_transact(): not amid a resubscribe's exchange */
+	if (d->dead || (d->state == CLIENT_RESUB && !d->in_resub)) {
+		cJSON_Delete(obj);
+		return -ENOTCONN;
+	}
+	client_exchange_start(d);
+	return client_send(d, obj);
+}
+
+/* Its reply m (consumed) and what follows it: the fd series, the
+ * mappings. */
+static int
+sub_open_finish(struct daqiri_sub *s, struct daqiri_msg *m_in)
+{
+	struct daqiri *d = s->d;
+	struct daqiri_err err;
+	struct daqiri_msg m = *m_in;
+	int r;
+
 	r = client_reply_status(d, &m);
 	if (r < 0) {
 		daqiri_msg_free(&m);
@@ -690,23 +731,56 @@ geometry_diff(const struct daqiri_sub_info *a, const struct daqiri_sub_info *b,
 }
 
 int
-client_sub_reopen(struct daqiri_sub *s)
+client_sub_reopen_send(struct daqiri_sub *s)
 {
-	struct daqiri *d = s->d;
-	struct client_orphan *o;
 	struct daqiri_sub *n;
-	char what[160];
-	uint32_t i, nheld;
 	int r;
 
+	client_sub_reopen_drop(s);
 	n = calloc(1, sizeof(*n));
 	if (n == NULL)
 		return -ENOMEM;
 	n->wake_fd = -1;
 	n->flags = s->flags;
 	n->req = s->req;
-	n->d = d;
-	r = client_sub_open(n);
+	n->d = s->d;
+	r = sub_open_send(n);
+	if (r < 0) {
+		n->d = NULL;
+		client_sub_free(n);
+		return r;
+	}
+	s->opening = n;
+	return 0;
+}
+
+void
+client_sub_reopen_drop(struct daqiri_sub *s)
+{
+	if (s->opening == NULL)
+		return;
+	s->opening->d = NULL;
+	client_sub_free(s->opening);
+	s->opening = NULL;
+}
+
+int
+client_sub_reopen_finish(struct daqiri_sub *s)
+{
+	struct daqiri *d = s->d;
+	struct daqiri_sub *n = s->opening;
+	struct client_orphan *o;
+	struct daqiri_msg m;
+	char what[160];
+	uint32_t i, nheld;
+	int r;
+
+	if (n == NULL)
+		return -EINVAL;
+	s->opening = NULL;
+	r = client_wait_reply(d, &m);
+	if (r == 0)
+		r = sub_open_finish(n, &m);
 	if (r < 0) {
 		snprintf(s->lost_msg, sizeof(s->lost_msg), "stream \"%.64s\" "
 		    "after the daemon restarted: %.150s", s->req.stream,

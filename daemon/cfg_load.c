@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cfg_internal.h"
+#include "desc.h"		/* daqiri_mono_ns() */
 
 /* Room for why a file could not be read (one diagnostic). */
 #define READ_WHY_MAX	256
@@ -356,15 +357,6 @@ struct cfg_read {
 };
 static struct cfg_read *hung;
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void
 read_put(struct cfg_read *r)
 {
@@ -437,7 +429,7 @@ cfg_load_within(const char *file, unsigned timeout_ms, struct cfg *out,
 		snprintf(why, sizeof(why), "cannot read: the read of '%.*s' "
 		    "begun %llu s ago has not returned (a hung mount?); no "
 		    "file is read until it does", (int)(sizeof(why) / 2),
-		    hung->file, (unsigned long long)((mono_ns() -
+		    hung->file, (unsigned long long)((daqiri_mono_ns() -
 		    hung->start_ns) / 1000000000u));
 		return parse_read(file, -1, NULL, 0, why, out, d, NULL);
 	}
@@ -447,7 +439,7 @@ cfg_load_within(const char *file, unsigned timeout_ms, struct cfg *out,
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	atomic_init(&r->refs, 2);
-	r->start_ns = mono_ns();
+	r->start_ns = daqiri_mono_ns();
 	snprintf(r->hang, sizeof(r->hang), "%s", hang_file != NULL ?
 	    hang_file : "");
 	snprintf(r->file, sizeof(r->file), "%s", file);

@@ -686,7 +686,7 @@ dpdk_txq_init(struct dpdk_tx *t, struct engine *e, uint16_t port,
 		    cq->name, nb_txd, rte_strerror(-rc));
 		return rc;
 	}
-	if (q->base.device)
+	if (dr != NULL)
 		log_info("interface '%s': tx queue '%s': payloads in device "
 		    "memory (region '%s', GPU %d) are copied to host memory to "
 		    "be sent, counted in staged (GPUDirect send is not built)",

@@ -66,22 +66,6 @@ expect_eq "q1 feeds the stream" "$(stat '.interfaces[0].queues[1].streams | join
 q() { stat ".interfaces[0].queues[$1].$2"; }
 SENT=0
 PUB=0
-# consume NAME N: a verifying consumer of N tensors, subscribed.
-consume() {
-	bg "$BUILD/daqiri-consume" -s "$SOCK" --verify --count "$2" --timeout 30 "$STREAM" \
-		> "$T/$1.out" 2> "$T/$1.err"
-	C=$LAST_PID
-	wait_line "$T/$1.err" ' buffers, .* memory, ring '
-	wait_consumers "[.consumers[] | select(.pid == $C)][0].state == \"active\""
-}
-# consumed NAME N: it exited 0 after N tensors, every element verified.
-consumed() {
-	wait_gone "$C" 30
-	sed 's/^/   | /' "$T/$1.err"
-	expect_eq "$1: daqiri-consume exit" "$GONE_RC" 0
-	expect_eq "$1: tensors" "$(sed -n 's/.*: tensors \([0-9]*\),.*/\1/p' "$T/$1.err")" "$2"
-	expect_eq "$1: verification errors" "$(sed -n 's/.*, errors \([0-9]*\).*/\1/p' "$T/$1.err")" 0
-}
 # spread NAME ARGS...: one sender run over two source ports; afterwards
 # every datagram reached a queue and every batch went out.
 spread() {

@@ -275,3 +275,26 @@ add_tx_queue() {
 		fail "tx test config invalid: $(head -3 "$T/n.out")"
 	mv "$T/tx.yaml" "$T/daqirid.yaml"
 }
+
+# consume NAME N: a verifying consumer of $STREAM, N tensors (0: until
+# stopped), its baseline taken (the banner follows it) and its
+# subscription taken up by the worker; its pid in $C.
+consume() {
+	n=""
+	[ "$2" -eq 0 ] || n="--count $2"
+	# shellcheck disable=SC2086 # $n is words on purpose
+	bg "$BUILD/daqiri-consume" -s "$SOCK" --verify $n --timeout 30 "$STREAM" \
+		> "$T/$1.out" 2> "$T/$1.err"
+	C=$LAST_PID
+	wait_line "$T/$1.err" ' buffers, .* memory, ring '
+	wait_consumers "[.consumers[] | select(.pid == $C)][0].state == \"active\""
+}
+
+# consumed NAME N: it exited 0 after N tensors, every element verified.
+consumed() {
+	wait_gone "$C" 30
+	sed 's/^/   | /' "$T/$1.err"
+	expect_eq "$1: daqiri-consume exit" "$GONE_RC" 0
+	expect_eq "$1: tensors" "$(sed -n 's/.*: tensors \([0-9]*\),.*/\1/p' "$T/$1.err")" "$2"
+	expect_eq "$1: verification errors" "$(sed -n 's/.*, errors \([0-9]*\).*/\1/p' "$T/$1.err")" 0
+}

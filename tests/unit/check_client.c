@@ -51,7 +51,10 @@ enum fake_mode {
 	FAKE_CLOSE_SUB,		/* end the subscription after that many */
 	FAKE_CORRUPT,		/* like NORMAL, one wrong element in every 10th */
 	FAKE_UNSEALED,		/* tensor memfds that could be shrunk */
+	FAKE_HOLD_SUB,		/* answer a subscribe only once hold_path
+				 * is gone, as a stuck daemon would */
 };
+static char hold_path[128];
 #define FAKE_DIE_AFTER	5
 
 struct fake_sub {
@@ -160,6 +163,11 @@ fake_subscribe(void *ctx, const struct daqiri_sub_req *req,
 
 	bool dev = strcmp(req->stream, FAKE_GPU_STREAM) == 0;
 
+	while (f->mode == FAKE_HOLD_SUB && access(hold_path, F_OK) == 0) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
 	if (strcmp(req->stream, FAKE_STREAM) != 0 && !dev)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
 		    "no stream \"%s\"", req->stream);
@@ -1233,6 +1241,52 @@ START_TEST(test_reconnect_two_subs)
 }
 END_TEST
 
+/* A restarted daemon slow to answer the resubscribe: each daqiri_next()
+ * returns within its own timeout, with nothing, and the resubscribe goes
+ * on across the calls (it used to hold a call up to its 10 s exchange
+ * deadline, whatever the call's timeout); once the daemon answers, the
+ * subscription resumes, its first tensor marked RESTART. */
+START_TEST(test_reconnect_slow_resubscribe)
+{
+	struct daqiri *d;
+	struct daqiri_sub *s;
+	struct daqiri_sub_opts o = { .size = sizeof(o),
+	    .flags = DAQIRI_SUB_RECONNECT };
+	struct daqiri_tensor t = { .size = sizeof(t) };
+	struct timespec a, b;
+	int i, fd;
+
+	start_server(FAKE_DIE);
+	snprintf(hold_path, sizeof(hold_path), "%s/hold", dir);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_subscribe(d, FAKE_STREAM, &o, &s), 0);
+	while (waitpid(server, NULL, WNOHANG) == 0)
+		if (daqiri_next(s, &t, 0) == 1)
+			daqiri_release(s, &t);
+	server = -1;
+	while (daqiri_next(s, &t, 0) == 1)
+		daqiri_release(s, &t);
+	fd = open(hold_path, O_CREAT | O_WRONLY, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	restart_server(FAKE_HOLD_SUB);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(daqiri_next(s, &t, 50), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	/* five calls of 50 ms: far from one 10 s exchange deadline */
+	ck_assert_int_lt(b.tv_sec - a.tv_sec, 5);
+	ck_assert_int_eq(unlink(hold_path), 0);
+	ck_assert_int_eq(daqiri_next(s, &t, 10000), 1);
+	ck_assert_uint_ne(t.flags & DAQIRI_TENSOR_RESTART, 0);
+	check_tensor(&t);
+	ck_assert_int_eq(daqiri_release(s, &t), 0);
+	ck_assert_int_eq(daqiri_unsubscribe(s), 0);
+	daqiri_disconnect(d);
+	stop_server();
+}
+END_TEST
+
 START_TEST(test_reconnect_limit)
 {
 	struct daqiri *d;
@@ -1504,6 +1558,7 @@ client_suite(void)
 	tcase_add_test(tc, test_reconnect);
 	tcase_add_test(tc, test_reconnect_two_subs);
 	tcase_add_test(tc, test_reconnect_limit);
+	tcase_add_test(tc, test_reconnect_slow_resubscribe);
 	tcase_add_test(tc, test_read_only_and_small_struct);
 	tcase_add_test(tc, test_too_many_connections);
 	tcase_add_test(tc, test_connect_hint);

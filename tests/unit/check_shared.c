@@ -39,6 +39,20 @@ pattern(uint32_t seq, uint32_t k)
 	return (uint8_t)(seq * 131u + k * 7u + 1u);
 }
 
+/* The frame of seq: its 4-byte big-endian seq, then its pattern. */
+static struct rx_frame
+make_frame(uint8_t *fr, uint32_t seq)
+{
+	fr[0] = (uint8_t)(seq >> 24);
+	fr[1] = (uint8_t)(seq >> 16);
+	fr[2] = (uint8_t)(seq >> 8);
+	fr[3] = (uint8_t)seq;
+	for (uint32_t k = 0; k < PAYLOAD; k++)
+		fr[4 + k] = pattern(seq, k);
+	return (struct rx_frame){ .payload = fr, .payload_len = FRAME,
+	    .rx_ns = 1000 };
+}
+
 /* The owner: called under the plan's lock, so no lock of its own. It
  * checks each tensor as it is published and lends the buffer again. */
 struct owner {
@@ -253,20 +267,11 @@ rig_round(struct rig *r, uint32_t first, uint32_t nb, uint32_t shuf,
 		r->npkts[t] = 0;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		uint8_t *fr = r->frames + (size_t)i * FRAME;
 		uint32_t seq = order[i];
 		int t = (int)((seq / 3) % NTHREADS);	/* every batch spread */
-		struct rx_frame *p = &r->pkts[t][r->npkts[t]++];
 
-		fr[0] = (uint8_t)(seq >> 24);
-		fr[1] = (uint8_t)(seq >> 16);
-		fr[2] = (uint8_t)(seq >> 8);
-		fr[3] = (uint8_t)seq;
-		for (uint32_t k = 0; k < PAYLOAD; k++)
-			fr[4 + k] = pattern(seq, k);
-		p->payload = fr;
-		p->payload_len = FRAME;
-		p->rx_ns = 1000;
+		r->pkts[t][r->npkts[t]++] = make_frame(r->frames +
+		    (size_t)i * FRAME, seq);
 	}
 	*npk = n;
 	free(order);
@@ -293,13 +298,10 @@ rig_run(struct rig *r)
 static void
 rig_start(struct rig *r)
 {
-	uint8_t fr[FRAME] = { 0 };
-	struct rx_frame p = { .payload = fr, .payload_len = FRAME,
-	    .rx_ns = 1000 };
+	uint8_t fr[FRAME];
+	struct rx_frame p = make_frame(fr, 0);
 	struct reorder_jobs *jobs = reorder_jobs_create(0);
 
-	for (uint32_t k = 0; k < PAYLOAD; k++)
-		fr[4 + k] = pattern(0, k);
 	reorder_burst_shared(r->p, &p, 1, 1000, jobs);
 	reorder_jobs_run(r->p, jobs);
 	reorder_jobs_free(jobs);
@@ -403,18 +405,9 @@ feed_share(struct rig *r, struct reorder_jobs *jobs, int t, uint32_t from,
 	uint32_t n = 0;
 
 	for (uint32_t seq = from; seq < to; seq++) {
-		uint8_t *fr = store + (size_t)(seq - from) * FRAME;
-
 		if ((int)((seq / 3) % 2) != t)
 			continue;
-		fr[0] = (uint8_t)(seq >> 24);
-		fr[1] = (uint8_t)(seq >> 16);
-		fr[2] = (uint8_t)(seq >> 8);
-		fr[3] = (uint8_t)seq;
-		for (uint32_t k = 0; k < PAYLOAD; k++)
-			fr[4 + k] = pattern(seq, k);
-		p[n] = (struct rx_frame){ .payload = fr, .payload_len = FRAME,
-		    .rx_ns = 1000 };
+		p[n] = make_frame(store + (size_t)(seq - from) * FRAME, seq);
 		if (++n == BURST || seq + 1 == to) {
 			reorder_burst_shared(r->p, p, n, 1000, jobs);
 			reorder_jobs_run(r->p, jobs);
