@@ -607,6 +607,7 @@ conn_subscribe(ConnObject *c, PyObject *args, PyObject *kw)
 	s->sub = sub;
 	s->live_tensors = s->held = 0;
 	s->closing = s->ended = false;
+	s->warned_held = s->warned_down = false;
 	s->busy = busy != 0;
 	memset(&s->info, 0, sizeof(s->info));
 	s->info.size = sizeof(s->info);
@@ -690,7 +691,7 @@ mono_ns(void)
  */
 static int
 sub_wait_slice(SubObject *s, struct daqiri_tensor *t, int slice_ms,
-	       char *msg, size_t len)
+	       char *msg, size_t len, bool *down)
 {
 	ConnObject *c = s->conn;
 	uint64_t end = mono_ns() + (uint64_t)slice_ms * 1000000ull, now;
@@ -711,6 +712,8 @@ sub_wait_slice(SubObject *s, struct daqiri_tensor *t, int slice_ms,
 			    BUSY_SPIN_MS : 0);
 			p[0].fd = daqiri_sub_fd(s->sub);
 			p[1].fd = daqiri_fd(c->d);
+			/* no wake-up socket: the library is reconnecting */
+			*down = r == 0 && p[0].fd < 0;
 			if (r < 0)
 				snprintf(msg, len, "%s", daqiri_last_error(c->d));
 		}
@@ -745,11 +748,27 @@ sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
 	struct timespec now;
 	double deadline = 0;
 	char msg[512];
+	bool down;
 	int r, slice;
 
 	*ended = false;
 	if (sub_check(s) < 0)
 		return -1;
+	/* Holding max_held tensors, it gets no more until one is released:
+	 * keeping every array in a list does that quietly. Said once. */
+	if (s->info.max_held > 0 && s->held >= (Py_ssize_t)s->info.max_held) {
+		if (!s->warned_held && PyErr_WarnFormat(PyExc_RuntimeWarning,
+		    1, "daqiri: the subscription to %s holds %zd tensors, its "
+		    "max_held: the daemon delivers it no more (and it misses "
+		    "what is published) until one is released: call "
+		    "t.release(), or drop the tensor and every array made "
+		    "from it (copy what you keep: t.numpy().copy())",
+		    s->info.name, s->held) < 0)
+			return -1;
+		s->warned_held = true;
+	} else {
+		s->warned_held = false;
+	}
 	if (timeout >= 0) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		deadline = now.tv_sec + now.tv_nsec / 1e9 + timeout;
@@ -767,9 +786,21 @@ sub_wait(SubObject *s, struct daqiri_tensor *t, double timeout, bool *ended)
 				slice = (int)(left * 1000);
 		}
 		msg[0] = '\0';
+		down = false;
 		Py_BEGIN_ALLOW_THREADS
-		r = sub_wait_slice(s, t, slice, msg, sizeof(msg));
+		r = sub_wait_slice(s, t, slice, msg, sizeof(msg), &down);
 		Py_END_ALLOW_THREADS
+		/* the daemon gone, waited for: said once per outage */
+		if (down && !s->warned_down) {
+			s->warned_down = true;
+			if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "daqiri: "
+			    "the daemon is gone; the subscription to %s waits "
+			    "for it to come back (as long as its "
+			    "reconnect_timeout)", s->info.name) < 0)
+				return -1;
+		}
+		if (r == 1)
+			s->warned_down = false;
 		/* Another thread may have closed it while this one waited for
 		 * the GIL: its buffers are unmapped, and went with it. */
 		if (r == 1 && s->sub == NULL)
@@ -840,8 +871,9 @@ sub_iternext(SubObject *s)
 
 	if (r == 1)
 		return tensor_new(s, &t);
-	if (ended)
-		PyErr_Clear();		/* StopIteration */
+	/* A subscription the daemon ended raises its reason (ESHUTDOWN):
+	 * a loop that just stopped would look like the end of the data. */
+	(void)ended;
 	return NULL;
 }
 

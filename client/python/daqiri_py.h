@@ -57,6 +57,10 @@ struct SubObject {
 	bool closing;			/* close() called */
 	bool ended;			/* the daemon ended it */
 	bool busy;			/* busy_poll */
+	/* said once (RuntimeWarning) until it changes: it holds max_held
+	 * tensors, so the daemon delivers no more; the daemon is gone and
+	 * the subscription waits for it to come back */
+	bool warned_held, warned_down;
 };
 
 struct TxObject {

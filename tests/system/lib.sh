@@ -278,12 +278,14 @@ add_tx_queue() {
 
 # consume NAME N: a verifying consumer of $STREAM, N tensors (0: until
 # stopped), its baseline taken (the banner follows it) and its
-# subscription taken up by the worker; its pid in $C.
+# subscription taken up by the worker; its pid in $C. $CONSUME_OPTS:
+# more options (--lossless: a consumer slowed down, under ASan, still
+# gets every tensor).
 consume() {
 	n=""
 	[ "$2" -eq 0 ] || n="--count $2"
-	# shellcheck disable=SC2086 # $n is words on purpose
-	bg "$BUILD/daqiri-consume" -s "$SOCK" --verify $n --timeout 30 "$STREAM" \
+	# shellcheck disable=SC2086 # $n and $CONSUME_OPTS are words on purpose
+	bg "$BUILD/daqiri-consume" -s "$SOCK" --verify $n ${CONSUME_OPTS:-} --timeout 30 "$STREAM" \
 		> "$T/$1.out" 2> "$T/$1.err"
 	C=$LAST_PID
 	wait_line "$T/$1.err" ' buffers, .* memory, ring '

@@ -12,6 +12,7 @@ import gc
 import os
 import signal
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -262,10 +263,11 @@ def test_never_releasing_consumer_overruns(hdaemon):
 
 
 @pytest.mark.asan
-def test_daemon_ending_subscription_stops_iteration(make_daemon):
+def test_daemon_ending_subscription_raises_in_iteration(make_daemon):
     """A subscription the daemon ends (here: a buffer held longer than
-    hold_timeout_ms) ends `for t in sub` with StopIteration, then next()
-    raises daqiri.Error ESHUTDOWN with the daemon's reason."""
+    hold_timeout_ms) ends `for t in sub` with daqiri.Error ESHUTDOWN and
+    the daemon's reason, not a quiet StopIteration that looks like the
+    end of the data; next() raises the same."""
     daemon = make_daemon()
     daemon.make_config(("hold_timeout_ms: 10000 ", "hold_timeout_ms: 200 "))
     daemon.start()
@@ -279,15 +281,21 @@ def test_daemon_ending_subscription_stops_iteration(make_daemon):
         out = {}
 
         def drain():
+            rest = []
             try:
-                out["rest"] = [t.seq for t in sub]
+                for t in sub:
+                    rest.append(t.seq)
             except BaseException as e:
                 out["exc"] = e
+            out["rest"] = rest
         th = threading.Thread(target=drain, daemon=True)
         th.start()
         th.join(HANG_GUARD)
         assert not th.is_alive(), "iteration hung on an ended subscription"
-        assert "exc" not in out, f"iteration raised {out.get('exc')!r}"
+        e0 = out.get("exc")
+        assert isinstance(e0, daqiri.Error), f"iteration ended with {e0!r}"
+        assert e0.errno == errno.ESHUTDOWN, e0
+        assert "held too long" in e0.strerror, e0.strerror
         assert out["rest"] in ([], [1]), out["rest"]
         with pytest.raises(daqiri.Error) as e:
             sub.next(timeout=0)
@@ -327,3 +335,27 @@ def test_references_keep_connection_and_subscription(daemon):
     # and the connection closed: daqirictl's own is the only one left
     wait_until(lambda: daemon.ctl("status")["control"]["current"] == 1,
                "the connection closed with its last reference")
+
+
+def test_pinned_at_max_held_warns_once(daemon):
+    """Keeping every tensor (arrays in a list) pins a subscription at
+    max_held: the daemon delivers it no more. The wait says so once, with
+    what to do, and not again while nothing changes; once a tensor is
+    released delivery goes on."""
+    with daqiri.connect(daemon.sock) as d:
+        sub = d.subscribe(STREAM, max_held=2)
+        daemon.wait_served()
+        daemon.sim("--batches", 4)
+        kept = [sub.next(timeout=HANG_GUARD).numpy() for _ in range(2)]
+        with pytest.warns(RuntimeWarning, match=r"holds 2 tensors, its "
+                          r"max_held.*t\.release\(\)"):
+            assert sub.next(timeout=0.2) is None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert sub.next(timeout=0.1) is None   # said once only
+        del kept
+        gc.collect()
+        daemon.sim("--batches", 1)
+        t = sub.next(timeout=HANG_GUARD)
+        assert t is not None
+        t.release()

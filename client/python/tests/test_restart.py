@@ -8,6 +8,7 @@
 import errno
 import gc
 import signal
+import warnings
 
 import numpy as np
 import pytest
@@ -132,3 +133,31 @@ def test_reconnect_timeout_checked(daemon):
             with pytest.raises(daqiri.Error) as e:
                 d.subscribe(STREAM, reconnect_timeout=bad)
             assert e.value.errno == errno.EINVAL
+
+
+def test_daemon_gone_said_once(daemon):
+    """The reconnecting wait says once that the daemon is gone (a
+    RuntimeWarning), not at every call, and again at the next outage."""
+    def gone_warnings(calls):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(calls):
+                assert sub.next(timeout=0.05) is None
+        return [x for x in w if "the daemon is gone" in str(x.message)]
+
+    with daqiri.connect(daemon.sock) as d:
+        sub = d.subscribe(STREAM)
+        daemon.wait_served()
+        for _ in range(2):
+            daemon.signal(signal.SIGKILL)
+            daemon.wait_exit()
+            said = gone_warnings(5)
+            assert len(said) == 1, [str(x.message) for x in said]
+            assert STREAM in str(said[0].message)
+            assert gone_warnings(3) == []
+            daemon.start()
+            _resubscribed(daemon, sub)
+            daemon.sim("--batches", 1)
+            t = sub.next(timeout=HANG_GUARD)
+            assert t is not None and t.flags & daqiri.RESTART
+            t.release()
