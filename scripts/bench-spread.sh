@@ -19,8 +19,10 @@
 # it spends as much CPU per GB as the one alone): q1 (alone on its core,
 # as the one is) is the like-for-like figure, q0 shares the sender's
 # core. The efficiency is compared at one rate both sustain, paced at
-# $BENCH_SPREAD_RATE (8Gbps) (a worker that is never idle spends less
-# CPU per GB: no waits, full reads); unpaced shows the rate each reaches.
+# $BENCH_SPREAD_GBPS (8) Gb/s, and at equal load per worker: one worker
+# at half that rate (each worker's share of two) against the two (a
+# worker's CPU per GB grows as its load falls: more waits and wake-ups,
+# shorter reads); unpaced shows the rate each reaches.
 # Each setup runs $BENCH_SPREAD_RUNS (3) times per mode, alternating;
 # medians.
 set -u
@@ -28,7 +30,8 @@ BUILD=${BUILD:-build}
 BATCHES=${BENCH_SPREAD_BATCHES:-1500}
 GSO=${BENCH_SPREAD_GSO:-16}
 REPS=${BENCH_SPREAD_RUNS:-3}
-RATE=${BENCH_SPREAD_RATE:-8Gbps}
+RATE_GBPS=${BENCH_SPREAD_GBPS:-8}
+RATE=${RATE_GBPS}Gbps
 T=$(mktemp -d /tmp/daqiri-bench-spread.XXXXXX)
 PORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000 ))
 SP=$(( PORT + 1 ))
@@ -152,16 +155,28 @@ run() {
 
 config 1
 config 2
-# mode MODE RATE-ARGS: both setups, REPS times each, and their lines
+# mode MODE [HALF] RATE-ARGS: both setups, REPS times each, and their
+# lines; with HALF (a rate) also one worker at that rate, each of the two
+# workers' share: equal load per worker
 mode() {
 	m=$1
+	half=""
 	shift
+	case "${1:-}" in
+	half=*) half=${1#half=}; shift ;;
+	esac
 	: > "$T/r1"
 	: > "$T/r2"
+	: > "$T/r1h"
 	n=0
 	while [ $n -lt "$REPS" ]; do
 		run 1 "$@"
 		run 2 "$@"
+		if [ -n "$half" ]; then
+			run 1 --rate "$half"
+			tail -n 1 "$T/r1" >> "$T/r1h"
+			sed -i '$d' "$T/r1"
+		fi
 		n=$((n + 1))
 	done
 	g1=$(awk '{ print $1 }' "$T/r1" | median)
@@ -176,6 +191,13 @@ mode() {
 		printf "bench spread mode=%s workers=2 gbps=%.2f cpu_s_per_gb_q0=%.3f cpu_s_per_gb_q1=%.3f kernel_drops=%d\n", m, g2, a, b, l2
 		printf "bench spread mode=%s rate_ratio=%.3f efficiency_q1=%.3f efficiency_q0=%.3f\n", m, (g1 > 0 ? g2 / g1 : 0), (b > 0 ? e1 / b : 0), (a > 0 ? e1 / a : 0)
 	}'
+	[ -n "$half" ] || return 0
+	gh=$(awk '{ print $1 }' "$T/r1h" | median)
+	eh=$(awk '{ print $2 }' "$T/r1h" | median)
+	awk -v m="$m" -v gh="$gh" -v eh="$eh" -v a="$e2a" -v b="$e2b" 'BEGIN {
+		printf "bench spread mode=%s_equal_load workers=1 gbps=%.2f cpu_s_per_gb=%.3f (one worker at the share of each of two)\n", m, gh, eh
+		printf "bench spread mode=%s_equal_load efficiency_q1=%.3f efficiency_q0=%.3f\n", m, (b > 0 ? eh / b : 0), (a > 0 ? eh / a : 0)
+	}'
 }
-mode paced --rate "$RATE"
+mode paced half="$(awk -v r="$RATE_GBPS" 'BEGIN { print r / 2 }')Gbps" --rate "$RATE"
 mode unpaced
