@@ -73,7 +73,7 @@ usage(FILE *fp, int code)
 	    "                      [--busy-poll] [--quiet] [--group NAME] "
 	    "[--timeout SEC]\n"
 	    "                      [--reconnect] [--lossless] [--delay-ms MS] STREAM\n"
-	    "       daqiri-consume -h | --help\n\n"
+	    "       daqiri-consume -h | --help | -V | --version\n\n"
 	    "  -s, --socket SOCKET  control socket (default $%s or %s)\n"
 	    "  --verify             check every element against the "
 	    "simulator pattern\n"
@@ -468,12 +468,13 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "lossless", no_argument, NULL, O_LOSSLESS },
 		{ "delay-ms", required_argument, NULL, O_DELAY },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "s:h", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:hV", lo, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			o->sock = optarg;
@@ -530,6 +531,9 @@ parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'h':
 			usage(stdout, 0);
+		case 'V':
+			printf("daqiri-consume %s\n", DAQIRI_VERSION);
+			exit(0);
 		default:
 			usage(stderr, 2);
 		}

@@ -238,10 +238,9 @@ daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
 	if (r < 0) {
 		const char *why = daqiri_last_error(*d);
 
-		fprintf(stderr, "daqirictl: send: %s: %s%s\n", pos[0],
-		    why[0] != '\0' ? why : strerror(-r), r == -EACCES ||
-		    r == -EPERM ? " (run it as root, or join the group "
-		    "named by admin_group in daqirid.yaml)" : "");
+		/* a refusal names who may (the daemon's admin_group) */
+		fprintf(stderr, "daqirictl: send: %s: %s\n", pos[0],
+		    why[0] != '\0' ? why : strerror(-r));
 		goto out;
 	}
 	daqiri_tx_stats(tx, &st);

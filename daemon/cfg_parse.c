@@ -67,6 +67,19 @@ static const struct keydef daemon_keys[] = {
 	{ "reserved_admin_connections", KEY_OWN, NULL },
 };
 
+/* A listen address only this machine reaches: loopback or a unix path. */
+static bool
+listen_local(const struct cfg_listen *l)
+{
+	static const unsigned char v6_lo[16] = { [15] = 1 };
+
+	if (l->kind == CFG_LISTEN_UNIX)
+		return true;
+	if (l->kind == CFG_LISTEN_INET)
+		return l->addr[0] == 127;
+	return memcmp(l->addr, v6_lo, sizeof(v6_lo)) == 0;
+}
+
 static void
 parse_daemon(struct pctx *x, yaml_node_t *n)
 {
@@ -144,6 +157,14 @@ parse_daemon(struct pctx *x, yaml_node_t *n)
 			    "or unix:/PATH such as 127.0.0.1:9464, got '%s'",
 			    cfg_quote(dm->metrics_listen,
 				      strlen(dm->metrics_listen), qb));
+		else if (!listen_local(&l))
+			warn(x, v, "metrics_listen: '%s' is not a loopback "
+			     "address: whoever reaches it reads every counter "
+			     "and can load the endpoint (it has no "
+			     "authentication); listen on 127.0.0.1 or a unix "
+			     "socket, or keep it behind a firewall",
+			     cfg_quote(dm->metrics_listen,
+				       strlen(dm->metrics_listen), qb));
 	}
 }
 

@@ -19,6 +19,9 @@
  * What the protocol and rings also limit comes from daqiri_limits.h. */
 #define CFG_NAME_MAX		DAQIRI_NAME_MAX	/* bytes, NUL included */
 #define CFG_PATH_MAX		256
+/* What daqirid reads without -c when it exists (and daqiri-sim too, so
+ * that the two agree), else the built-in default. */
+#define CFG_DEFAULT_FILE	"/etc/daqiri/daqirid.yaml"
 #define CFG_MAX_REGIONS		32
 /* An rx queue's num_rx_desc (daqiri extension), when given. */
 #define CFG_RX_DESC_MIN		32

@@ -91,6 +91,7 @@ struct control {
 	int tfd;			/* CONTROL_TICK_MS timer */
 	bool have_admin_gid;
 	gid_t admin_gid;
+	char admin_hint[256];		/* control_admin_hint() */
 	uint32_t max_clients;		/* connections of anyone */
 	uint32_t reserved_admin;	/* more for root and the admin group */
 	uint32_t max_per_uid;		/* 0 = no per-uid cap */
@@ -895,8 +896,10 @@ handle_msg(struct control *c, struct conn *k, ssize_t n)
 		goto out;
 	}
 	if (daqiri_msg_is_mutating(m.type) && !k->peer.admin) {
-		send_error(c, k, m.type, &m, DAQIRI_ST_PERMISSION_DENIED,
-		    "needs root or the admin group");
+		char why[sizeof(c->admin_hint) + 16];
+
+		snprintf(why, sizeof(why), "needs %s", c->admin_hint);
+		send_error(c, k, m.type, &m, DAQIRI_ST_PERMISSION_DENIED, why);
 		goto out;
 	}
 	switch (m.type) {
@@ -1098,6 +1101,14 @@ control_alloc(const struct control_opts *o, const struct control_ops *ops,
 	c->hello_timeout_ms = o->hello_timeout_ms;
 	c->send_stall_ms = o->send_stall_ms != 0 ? o->send_stall_ms :
 	    CONTROL_SEND_STALL_MS;
+	/* what a refusal says to do (admin_group changes at a restart) */
+	if (admin_group != NULL && admin_group[0] != '\0')
+		snprintf(c->admin_hint, sizeof(c->admin_hint), "root or a "
+		    "member of group '%s' (daemon.admin_group)", admin_group);
+	else
+		snprintf(c->admin_hint, sizeof(c->admin_hint), "root (set "
+		    "daemon.admin_group to a group, and add the user to it, "
+		    "to let others)");
 	if (admin_group != NULL && admin_group[0] != '\0') {
 		*err = lookup_group(admin_group, &c->admin_gid);
 		if (*err < 0) {
@@ -1294,6 +1305,13 @@ control_init_fd(struct control **out, int listen_fd,
 	}
 	*out = c;
 	return 0;
+}
+
+const char *
+control_admin_hint(const struct control *c)
+{
+	return c != NULL && c->admin_hint[0] != '\0' ? c->admin_hint :
+	    "root or the admin group";
 }
 
 int

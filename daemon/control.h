@@ -180,6 +180,11 @@ int control_init_fd(struct control **out, int listen_fd,
 /* The fd to watch (EPOLLIN) in the daemon's loop. */
 int control_fd(const struct control *c);
 
+/* Who may do what needs admin rights, for a refusal: "root or a member
+ * of group 'X' (daemon.admin_group)", or with none set "root (set
+ * daemon.admin_group ...)". */
+const char *control_admin_hint(const struct control *c);
+
 /*
  * Accept connections and serve waiting requests; never blocks. fd and
  * events are the daemon loop's event (fd == control_fd(c)); they are

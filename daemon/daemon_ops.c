@@ -362,9 +362,9 @@ op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	 * backlog takes the buffers): permission, before anything else. */
 	if (req->policy == DAQIRI_POLICY_LOSSLESS && !peer->admin)
 		return daqiri_err_set(err, DAQIRI_ST_PERMISSION_DENIED,
-		    "policy \"lossless\" needs root or the admin group (a "
-		    "lossless subscriber can stop the stream for everyone)"),
-		    DAQIRI_ST_PERMISSION_DENIED;
+		    "policy \"lossless\" needs %s: a lossless subscriber "
+		    "can stop the stream for everyone",
+		    control_admin_hint(d->ctl)), DAQIRI_ST_PERMISSION_DENIED;
 	if (s == NULL)
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
 		    "no stream '%s' (daqirictl streams lists them)",

@@ -19,7 +19,7 @@
 #include "daemon.h"
 #include "log.h"
 
-#define DAQIRID_DEFAULT_CONFIG	"/etc/daqiri/daqirid.yaml"
+#define DAQIRID_DEFAULT_CONFIG	CFG_DEFAULT_FILE
 
 static void
 usage(FILE *fp)

@@ -160,8 +160,10 @@ usage(int rc)
 	    "                  [--control udp://IP:PORT [--control-apply] "
 	    "[--control-expect N]\n"
 	    "                   [--control-wait-ms T] [--control-log FILE]]\n"
-	    "       daqiri-sim -h | --help\n"
-	    "Without -c the built-in default config is read. Layout flags "
+	    "       daqiri-sim -h | --help | -V | --version\n"
+	    "Without -c, the config daqirid reads without it: "
+	    CFG_DEFAULT_FILE "\nwhen it exists, else the built-in default. "
+	    "Layout flags "
 	    "replace the config's\nvalues; bit and byte offsets count from the "
 	    "first byte of the Ethernet frame\n(UDP payload byte k is frame "
 	    "byte 42 + k). Default: 10 batches; --batches 0 sends until interrupted;\n"
@@ -362,6 +364,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 		{ "control-wait-ms", required_argument, NULL, OPT_CTL_WAIT },
 		{ "control-log", required_argument, NULL, OPT_CTL_LOG },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -370,7 +373,7 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 	o->batches = SIM_DEFAULT_BATCHES;
 	o->seed = 1;
 	o->gso = 1;
-	while ((ch = getopt_long(argc, argv, "c:hq", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:hqV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o->config = optarg;
@@ -487,6 +490,9 @@ parse_args(int argc, char **argv, struct sim_opts *o)
 			break;
 		case 'h':
 			usage(0);
+		case 'V':
+			printf("daqiri-sim %s\n", DAQIRI_VERSION);
+			exit(0);
 		default:
 			usage(2);
 		}
@@ -576,15 +582,23 @@ resolve_layout(const struct sim_opts *o, struct sim_layout *l,
 	 * all four of them too; only a config without reorder_configs leaves
 	 * the layout to the flags alone. */
 	{
-		int rc = o->config != NULL ? cfg_load(o->config, &c, &d) :
+		/* without -c, what daqirid reads without it */
+		const char *file = o->config != NULL ? o->config :
+		    access(CFG_DEFAULT_FILE, F_OK) == 0 ? CFG_DEFAULT_FILE :
+		    NULL;
+		int rc = file != NULL ? cfg_load(file, &c, &d) :
 		    cfg_parse(cfg_default_text, cfg_default_len,
 		    "<built-in default>", &c, &d);
 
 		if (rc != 0) {
 			cfg_diags_print(&d, stderr);
-			die("cannot use config %s", o->config ? o->config :
+			die("cannot use config %s", file != NULL ? file :
 			    "<built-in default>");
 		}
+		if (o->config == NULL && !o->quiet)
+			fprintf(stderr, "daqiri-sim: config %s (no -c: the one "
+			    "daqirid reads without -c)\n", file != NULL ? file :
+			    "<built-in default>");
 		pick_stream(&c, o->stream, &ifc, &r);
 	}
 	if (r == NULL && !all_flags)

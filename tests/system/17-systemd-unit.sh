@@ -244,8 +244,12 @@ until ns daqirictl -s "$SOCKP" -j consumers | jq -e '.consumers | length >= 1' >
 	i=$((i + 1)); [ $i -lt 200 ] || fail "the member's subscription did not appear"
 	sleep 0.05
 done
-ns daqiri-sim -c /etc/daqiri/daqirid.yaml --batches 4 --rate 20kpps --quiet > "$S/sim.out" 2>&1 ||
-	fail "daqiri-sim in the namespace failed: $(cat "$S/sim.out")"
+# without -c, the simulator reads the file the daemon reads (the
+# README's command after an operator edited it), and says so
+ns daqiri-sim --batches 4 --rate 20kpps > "$S/sim.out" 2> "$S/sim.err" ||
+	fail "daqiri-sim in the namespace failed: $(cat "$S/sim.out" "$S/sim.err")"
+grep -q '^daqiri-sim: config /etc/daqiri/daqirid.yaml (no -c: the one daqirid reads without -c)$' \
+	"$S/sim.err" || fail "daqiri-sim did not name the daemon's config: $(cat "$S/sim.err")"
 wait_gone "$CONSUME" 30
 [ "$GONE_RC" = 0 ] || fail "the member's consumer failed ($GONE_RC): $(cat "$S/consume.out")"
 grep -q 'errors 0,' "$S/consume.out" || fail "consumer summary: $(cat "$S/consume.out")"
@@ -256,7 +260,8 @@ if ns setpriv --reuid=65534 --regid=65534 --groups="$DGID" \
 	daqirictl -s "$SOCKP" flow add sensor0 9 0 udp_dst=9999 > "$S/flow.out" 2>&1; then
 	fail "a plain member of daqiri added a flow"
 fi
-grep -q 'admin' "$S/flow.out" || fail "flow add refused, but not for permission: $(cat "$S/flow.out")"
+grep -q "needs root or a member of group 'daqiri-admin' (daemon.admin_group)" "$S/flow.out" ||
+	fail "flow add refused, but not naming who may: $(cat "$S/flow.out")"
 echo "   ok  refused: $(head -1 "$S/flow.out")"
 ns setpriv --reuid=65534 --regid=65534 --groups="$DGID,$AGID" \
 	daqirictl -s "$SOCKP" flow add sensor0 9 0 udp_dst=9999 > "$S/flow.out" 2>&1 ||

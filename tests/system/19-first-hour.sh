@@ -25,6 +25,12 @@ grep -q '^usage: daqirid ' "$T/help" || fail "--help printed no usage"
 "$B/daqirid" -h | cmp -s - "$T/help" || fail "-h and --help differ"
 expect_eq "--version" "$("$B/daqirid" --version)" "daqirid $("$B/daqirid" -V | cut -d' ' -f2)"
 "$B/daqirid" --version | grep -q '^daqirid [0-9][0-9.]*$' || fail "--version: $("$B/daqirid" --version)"
+# every tool says its version the same way (issue "Bring-up")
+v=$("$B/daqirid" -V | cut -d' ' -f2)
+for tool in daqirictl daqiri-consume daqiri-sim; do
+	expect_eq "$tool --version" "$("$B/$tool" --version)" "$tool $v"
+	expect_eq "$tool -V" "$("$B/$tool" -V)" "$tool $v"
+done
 "$B/daqirid" --no-such-option > /dev/null 2> "$T/err" && fail "an unknown long option was accepted"
 grep -q "^daqirid: unknown option '--no-such-option'\$" "$T/err" || fail "--no-such-option: $(head -1 "$T/err")"
 "$B/daqirid" -c > /dev/null 2> "$T/err" && fail "-c without a file was accepted"

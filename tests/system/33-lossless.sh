@@ -28,7 +28,7 @@ if setpriv --reuid=65534 --regid=65534 --clear-groups \
 	"$CONS" -s "$SOCK" --lossless --count 1 "$STREAM" > "$T/nobody.out" 2> "$T/nobody.err"; then
 	fail "uid 65534 got a lossless subscription"
 fi
-grep -q "^daqiri-consume: subscribe \"$STREAM\": policy \"lossless\" needs root or the admin group" "$T/nobody.err" ||
+grep -q "^daqiri-consume: subscribe \"$STREAM\": policy \"lossless\" needs root (set daemon.admin_group to a group, and add the user to it, to let others): a lossless subscriber can stop the stream for everyone" "$T/nobody.err" ||
 	fail "refusal: $(cat "$T/nobody.err")"
 echo "   ok  $(cat "$T/nobody.err")"
 expect_eq "subscriptions after the refusal" "$(ctl -j consumers | jq '.consumers | length')" 0

@@ -162,7 +162,7 @@ if command -v setpriv > /dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
 	    "$BUILD/daqirictl" -s "$SOCK" send "$Q" "$T/lines.txt" > "$T/nobody.out" 2>&1; then
 		fail "uid 65534 sent: $(cat "$T/nobody.out")"
 	fi
-	grep -q "needs root or the admin group.*run it as root, or join the group named by admin_group" "$T/nobody.out" ||
+	grep -q "needs root (set daemon.admin_group to a group, and add the user to it, to let others)" "$T/nobody.out" ||
 		fail "uid 65534 refused, but: $(cat "$T/nobody.out")"
 	echo "   ok  $(cat "$T/nobody.out")"
 else

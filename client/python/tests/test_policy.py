@@ -132,7 +132,9 @@ def test_lossless_needs_admin(odaemon, child_py):
     m = child.expect(r"^(refused|granted)(.*)")
     assert m.group(1) == "refused", m.group(0)
     assert m.group(2).startswith(f" {errno.EACCES} "), m.group(0)
-    assert 'policy "lossless" needs root or the admin group' in m.group(2)
+    # who may: root alone here, and how to let others
+    assert 'policy "lossless" needs root (set daemon.admin_group to a ' \
+        'group, and add the user to it, to let others)' in m.group(2)
     assert child.expect(r"^latest (\w+)").group(1) == "latest"
     assert child.wait() == 0, child.output()
 
