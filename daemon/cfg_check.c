@@ -684,6 +684,48 @@ cfg_check_rx_headroom(struct pctx *x, const struct cfg_interface *ifc)
 		}
 }
 
+/*
+ * The socket engine receives only what is sent to local_addr: a flow
+ * whose udp_dst leaves out its port (or whose ipv4_dst is another
+ * address than a bound one) never matches, and what was meant for it
+ * goes to the raw stream or, isolated, is dropped unmatched -- silently,
+ * the most likely slip when the port changes in one place only.
+ */
+void
+cfg_check_flows_endpoint(struct pctx *x, const struct cfg_interface *ifc)
+{
+	const struct cfg_endpoint *l = &ifc->socket.local;
+
+	if (!ifc->socket.present || !l->set || l->port == 0)
+		return;
+	for (int i = 0; i < ifc->rx.nflows; i++) {
+		const struct cfg_flow *f = &ifc->rx.flows[i];
+		const struct cfg_match *mt = &f->match;
+
+		char ports[16];
+
+		if (mt->udp_dst_lo == mt->udp_dst_hi)
+			snprintf(ports, sizeof(ports), "%u", mt->udp_dst_lo);
+		else
+			snprintf(ports, sizeof(ports), "%u-%u", mt->udp_dst_lo,
+			    mt->udp_dst_hi);
+		if (f->has_match && mt->has_udp_dst &&
+		    (l->port < mt->udp_dst_lo || l->port > mt->udp_dst_hi))
+			warn_at(x, cfg_pos_of(x->c, &mt->udp_dst_lo, f->pos),
+			    "flow '%s': udp_dst %s never matches: interface "
+			    "'%s' receives on port %u (socket_config.local_addr); "
+			    "change one so that they agree", f->name, ports,
+			    ifc->name, l->port);
+		else if (f->has_match && mt->has_ipv4_dst && l->addr != 0 &&
+		    mt->ipv4_dst != l->addr)
+			warn_at(x, cfg_pos_of(x->c, &mt->ipv4_dst, f->pos),
+			    "flow '%s': ipv4_dst never matches: interface '%s' "
+			    "receives on another address "
+			    "(socket_config.local_addr); change one so that "
+			    "they agree", f->name, ifc->name);
+	}
+}
+
 void
 cfg_check_tx(struct pctx *x, struct cfg_interface *ifc)
 {

@@ -318,6 +318,16 @@ warn(struct pctx *x, const yaml_node_t *n, const char *fmt, ...)
 }
 
 static inline void __attribute__((format(printf, 3, 4)))
+warn_at(struct pctx *x, struct cfg_pos p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cfg_diag_vadd(x->d, CFG_SEV_WARNING, p, fmt, ap);
+	va_end(ap);
+}
+
+static inline void __attribute__((format(printf, 3, 4)))
 err_at(struct pctx *x, struct cfg_pos p, const char *fmt, ...)
 {
 	va_list ap;
@@ -432,6 +442,9 @@ void cfg_parse_tx_dest(struct pctx *x, yaml_node_t *n, struct cfg_queue *q,
 		       const yaml_node_t *off);
 void cfg_check_tx(struct pctx *x, struct cfg_interface *ifc);
 void cfg_check_rx_headroom(struct pctx *x, const struct cfg_interface *ifc);
+/* A socket interface's flows that can never match what it receives (a
+ * udp_dst without its local_addr's port): a warning each. */
+void cfg_check_flows_endpoint(struct pctx *x, const struct cfg_interface *ifc);
 /* Destinations equal in what is sent (cfg_print.c, for cfg_equal() and
  * cfg_diff()). */
 int cfg_tx_dest_equal(const struct cfg_tx_dest *a,

@@ -976,6 +976,7 @@ parse_interface(struct pctx *x, yaml_node_t *n, int idx)
 	if ((v = mval(&m, "rx")) != NULL) {
 		parse_rx(x, v, ifc);
 		cfg_check_rx_headroom(x, ifc);
+		cfg_check_flows_endpoint(x, ifc);
 	}
 	if ((v = mval(&m, "tx")) != NULL)
 		parse_tx(x, v, ifc);
