@@ -374,6 +374,9 @@ print_summary(const struct summary *sm, const struct opts *o)
  * tensors; all -1 when they cannot be had (no daemon answer, raw stream). */
 struct stream_counts {
 	long long packets_in, placed, late, malformed;
+	/* the daemon's verdict on the stream (daqirictl doctor), "" = none */
+	char state[32];
+	char why[512];
 };
 
 static void
@@ -389,6 +392,7 @@ stream_counts(struct daqiri *d, const char *stream, struct stream_counts *c)
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		*v[i] = -1;
+	c->state[0] = c->why[0] = '\0';
 	if (daqiri_request(d, "{\"type\":\"stats\"}", &reply) < 0 ||
 	    (o = cJSON_Parse(reply)) == NULL) {
 		free(reply);
@@ -398,7 +402,20 @@ stream_counts(struct daqiri *d, const char *stream, struct stream_counts *c)
 	cJSON_ArrayForEach(st, ss) {
 		n = cJSON_GetObjectItemCaseSensitive(st, "name");
 		if (cJSON_IsString(n) && strcmp(n->valuestring, stream) == 0) {
+			const cJSON *vd = cJSON_GetObjectItemCaseSensitive(st,
+			    "verdict");
+			const cJSON *vs = cJSON_GetObjectItemCaseSensitive(vd,
+			    "state");
+			const cJSON *vw = cJSON_GetObjectItemCaseSensitive(vd,
+			    "why");
+
 			ro = cJSON_GetObjectItemCaseSensitive(st, "reorder");
+			if (cJSON_IsString(vs) && cJSON_IsString(vw)) {
+				snprintf(c->state, sizeof(c->state), "%s",
+				    vs->valuestring);
+				snprintf(c->why, sizeof(c->why), "%s",
+				    vw->valuestring);
+			}
 			break;
 		}
 	}
@@ -662,6 +679,13 @@ main(int argc, char **argv)
 					    "%llu tensors\n", o.timeout_s,
 					    (unsigned long long)sm.tensors);
 				}
+				/* why, as the daemon sees it (doctor) */
+				stream_counts(d, in.name, &cn);
+				if (cn.state[0] != '\0' &&
+				    strcmp(cn.state, "ok") != 0)
+					fprintf(stderr, "daqiri-consume: the "
+					    "daemon on %s: %s: %s\n", in.name,
+					    cn.state, cn.why);
 				break;
 			}
 			continue;

@@ -84,6 +84,7 @@ static int cmd_metrics(struct ctl *c, int argc, char **argv);
 static int cmd_reload(struct ctl *c, int argc, char **argv);
 static int cmd_config(struct ctl *c, int argc, char **argv);
 static int cmd_send(struct ctl *c, int argc, char **argv);
+static int cmd_doctor(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
@@ -109,6 +110,10 @@ static const struct command commands[] = {
 	    "re-read the configuration file and apply it whole or not at all; "
 	    "waits, prints the outcome, exits 1 when refused (root or admin "
 	    "group)", NULL, NULL },
+	{ "doctor", 0, 1, cmd_doctor, "[STREAM]",
+	    "what each reorder stream receives and, when that looks wrong, "
+	    "the likeliest cause and the key to change; exits 1 when one "
+	    "looks wrong", NULL, NULL },
 	{ "config", 0, 0, cmd_config, "",
 	    "the running configuration, normalised (as daqirid -n -v)", NULL,
 	    NULL },
@@ -860,6 +865,40 @@ cmd_config(struct ctl *c, int argc, char **argv)
 		printf("%s\n", cJSON_IsString(e) ? e->valuestring : "");
 	cJSON_Delete(o);
 	return fflush(stdout) != 0 ? 1 : 0;
+}
+
+/* The daemon's verdict on each reorder stream (stats' "verdict",
+ * daqirid's doctor.c); ok and waiting are fine, the rest not. */
+static int
+cmd_doctor(struct ctl *c, int argc, char **argv)
+{
+	const char *want = argc > 0 ? argv[0] : NULL;
+	const cJSON *e, *v;
+	cJSON *o = NULL;
+	int r, bad = 0, n = 0;
+
+	if ((r = request(c, new_req("stats"), "stats", &o)) != 0)
+		return r;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "streams")) {
+		const char *st;
+
+		v = cJSON_GetObjectItemCaseSensitive(e, "verdict");
+		if (v == NULL || (want != NULL &&
+		    strcmp(str_of(e, "name"), want) != 0))
+			continue;
+		n++;
+		st = str_of(v, "state");
+		bad |= strcmp(st, "ok") != 0 && strcmp(st, "waiting") != 0;
+		printf("%s: %s: %s\n", str_of(e, "name"), st, str_of(v, "why"));
+	}
+	cJSON_Delete(o);
+	if (n == 0) {
+		fprintf(stderr, "daqirictl: doctor: %s (daqirictl streams "
+		    "lists them)\n", want != NULL ? "no such reorder stream" :
+		    "no reorder stream");
+		return 1;
+	}
+	return bad ? 1 : 0;
 }
 
 /* ---- send (daqirictl_send.c) */

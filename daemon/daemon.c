@@ -30,9 +30,9 @@
  *                    forms, socket_config, device memory on rx and tx,
  *                    Ethernet headers), the one table the checker and
  *                    the daemon ask instead of branching on stream_type
- *   cfg_owner.c      any thread, pure: which rx queue (worker) runs each
- *                    reorder stream, the one rule the checker, workers,
- *                    diff and stats ask
+ *   cfg_owner.c      any thread, pure: which rx queues (workers) feed
+ *                    each reorder stream, the one rule the checker,
+ *                    workers, diff and stats ask
  *   cfg_diff.c       any thread, pure: a running config against a new
  *                    one, each difference live or restart-only, at the
  *                    new file's line:col
@@ -45,6 +45,10 @@
  *                    stats, consumers, subscribe/unsubscribe and the
  *                    daemon-wide admission limits, flow list/add/del,
  *                    reload, config)
+ *   doctor.c         main, pure: a stream that explains itself: what
+ *                    each reorder stream receives judged once a second,
+ *                    the likeliest cause of a problem named (stats,
+ *                    daqirictl doctor, one log line)
  *   reload.c         main: SIGHUP and daqirictl reload: re-read, check,
  *                    diff, then apply all (flow tables, plan retunes,
  *                    new streams and their regions made for every
@@ -694,6 +698,10 @@ on_tick(struct daemon *d)
 		for (int q = 0; q < d->ifs[i].ntx; q++)
 			tx_worker_reap(d->ifs[i].txw[q], daemon_tx_broken, d);
 	daemon_reload_reap(d);
+	if (now - d->last_doctor_ns >= DOCTOR_PERIOD_NS) {
+		daemon_doctor(d, now);
+		d->last_doctor_ns = now;
+	}
 	if (d->wd_usec != 0 && now - d->last_wd_ns >= d->wd_usec * 1000 / 2 &&
 	    workers_alive(d, now)) {
 		sd_notify(0, "WATCHDOG=1");

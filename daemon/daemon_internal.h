@@ -17,6 +17,7 @@
 #include "flow.h"
 #include "http.h"
 #include "mem.h"
+#include "doctor.h"
 #include "stream.h"
 #include "tx.h"
 #include "worker.h"
@@ -77,6 +78,7 @@ struct daemon {
 	uint32_t next_sub_id;		/* last subscription id given */
 	uint64_t wd_usec;		/* systemd watchdog interval, 0 = off */
 	uint64_t last_wd_ns;
+	uint64_t last_doctor_ns;	/* daemon_doctor() */
 	uint64_t stale_ns;		/* a heartbeat older than this: stuck */
 	bool wd_stuck;			/* not feeding: a worker is stuck */
 	uint64_t last_status_ns;
@@ -145,6 +147,9 @@ struct reload_result {
  * applied or unchanged, -1 when refused.
  */
 int daemon_reload(struct daemon *d, struct reload_result *r);
+/* daemon_ops.c: each reorder stream judged (doctor.c), a change logged;
+ * on the main tick, every DOCTOR_PERIOD_NS. */
+void daemon_doctor(struct daemon *d, uint64_t now);
 /* Log *r: every error or change, then the outcome. */
 void daemon_reload_log(const struct reload_result *r);
 /* Each tick: end the subscriptions of removed streams ("stream removed")

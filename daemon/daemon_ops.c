@@ -189,6 +189,8 @@ queue_streams_json(const struct daemon_iface *di, int q, cJSON *qo)
 	return 0;
 }
 
+static int verdict_json(struct stream *s, cJSON *o);
+
 static int
 interface_stats_json(struct daemon_iface *di, cJSON *o)
 {
@@ -291,10 +293,70 @@ op_stats(void *ctx, cJSON *reply, struct daqiri_err *err)
 		if (o == NULL)
 			return -ENOMEM;
 		cJSON_AddItemToArray(ss, o);
-		if (stream_stats_json(s, o) != 0)
+		if (stream_stats_json(s, o) != 0 || verdict_json(s, o) != 0)
 			return -ENOMEM;
 	}
 	return control_counters_json(d->ctl, ctl);
+}
+
+/* A reorder stream's verdict (doctor.c) beside its counters; a raw
+ * stream has none. */
+static int
+verdict_json(struct stream *s, cJSON *o)
+{
+	const struct doctor *doc = stream_doctor(s);
+	cJSON *v;
+
+	if (!stream_is_reorder(s))
+		return 0;
+	if ((v = cJSON_AddObjectToObject(o, "verdict")) == NULL ||
+	    cJSON_AddStringToObject(v, "state",
+	    doctor_state_names[doc->state]) == NULL ||
+	    cJSON_AddStringToObject(v, "why", doc->why[0] != '\0' ? doc->why :
+	    "no look yet") == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+void
+daemon_doctor(struct daemon *d, uint64_t now)
+{
+	for (int i = 0; i < d->nifs; i++) {
+		struct daemon_iface *di = &d->ifs[i];
+		uint64_t rx = 0;
+
+		for (int q = 0; q < di->nworkers; q++) {
+			struct worker_counters c;
+
+			worker_snapshot(di->workers[q], &c);
+			rx += c.rx_packets;
+		}
+		for (int j = 0; j < di->nstreams; j++) {
+			struct stream *s = di->streams[j];
+			struct doctor *doc = stream_doctor(s);
+			struct reorder_counters rc;
+			struct stream_counters sc;
+			struct doctor_sample smp;
+			enum doctor_state was = doc->state;
+
+			stream_snapshot(s, &rc, &sc);
+			smp.ns = now;
+			smp.packets_in = rc.packets_in;
+			smp.duplicate = rc.duplicate;
+			smp.malformed = rc.malformed;
+			smp.last_malformed_bytes = sc.last_malformed_bytes;
+			smp.if_rx = rx;
+			if (!doctor_look(doc, &smp, di->ifc, di->reorder_cfgs[j],
+			    stream_live_nsubs(s, false, 0) > 0))
+				continue;
+			if (doc->state != DOCTOR_OK)
+				log_warnx("stream '%s': %s", stream_name(s),
+				    doc->why);
+			else if (was != DOCTOR_WAITING)
+				log_info("stream '%s': receiving again",
+				    stream_name(s));
+		}
+	}
 }
 
 static int

@@ -276,6 +276,7 @@ struct reorder_plan {
 	uint32_t resync_run;		/* late packets in a row that resync */
 	uint32_t late_run;		/* late packets in a row now */
 	bool mark_resync;		/* the next tensor starts an epoch */
+	uint64_t last_bad_len;		/* the last malformed frame's bytes */
 	struct rclosed closed[REORDER_CLOSED_MAX];
 
 	/* Shared plans (the rules at the top): writers of the open batch at
@@ -832,12 +833,14 @@ one_packet(struct reorder_plan *p, const struct rx_frame *pkt,
 	    &seq) || total < p->cfg.payload_byte_offset ||
 	    total - p->cfg.payload_byte_offset != p->g.in_bytes) {
 		p->c.malformed++;
+		p->last_bad_len = total;
 		return;
 	}
 	if (p->cfg.method == CFG_METHOD_SEQ_BATCH_NUMBER) {
 		if (!reorder_field(pkt, p->cfg.batch.bit_offset,
 		    p->cfg.batch.bit_width, &bf)) {
 			p->c.malformed++;
+			p->last_bad_len = total;
 			return;
 		}
 		b = bf & p->id_mask;
@@ -1246,6 +1249,12 @@ const struct reorder_counters *
 reorder_counters(const struct reorder_plan *p)
 {
 	return &p->c;
+}
+
+uint64_t
+reorder_last_malformed_bytes(const struct reorder_plan *p)
+{
+	return p->last_bad_len;
 }
 
 const struct reorder_geom *

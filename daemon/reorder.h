@@ -259,6 +259,9 @@ void reorder_tune_set_missing(struct reorder_tune *t,
 uint32_t reorder_tune_window(const struct reorder_tune *t);
 
 const struct reorder_counters *reorder_counters(const struct reorder_plan *p);
+/* The length of the last malformed frame (header and payload), 0 = none
+ * yet: what a stream that explains itself tells (doctor.c). */
+uint64_t reorder_last_malformed_bytes(const struct reorder_plan *p);
 const struct reorder_geom *reorder_geom(const struct reorder_plan *p);
 const struct cfg_reorder *reorder_config(const struct reorder_plan *p);
 

@@ -45,6 +45,8 @@ struct stream_counters {
 	 * buffers, its lossless backlog included, when the plan last found
 	 * no free buffer (no_buffer). Not a counter: the last one. */
 	uint64_t blocked_by;
+	/* Not a counter: the last malformed frame's bytes (doctor.c). */
+	uint64_t last_malformed_bytes;
 	/* Per published tensor: publish time - its first packet's receive
 	 * time (both CLOCK_MONOTONIC), so count == published. */
 	struct daqiri_hist assembly;
@@ -191,6 +193,11 @@ void stream_reap(struct stream *s,
  * malformed) oversize frames. Either pointer may be NULL. */
 void stream_snapshot(struct stream *s, struct reorder_counters *reorder,
 		     struct stream_counters *handoff);
+/* The stream's doctor (doctor.h): main thread only. */
+struct doctor *stream_doctor(struct stream *s);
+/* A reorder stream (else a raw one). */
+bool stream_is_reorder(const struct stream *s);
+
 /* JSON views for the control socket. */
 int stream_info_json(const struct stream *s, cJSON *obj);
 int stream_stats_json(struct stream *s, cJSON *obj);

@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "doctor.h"
 #include "raw.h"
 #include "ring.h"
 #include "seqlock.h"
@@ -209,6 +210,9 @@ struct stream {
 	uint32_t window;		/* main only: the window it runs, or was
 					 * last told to (budgets are taken
 					 * from it) */
+
+	/* main only: what it receives, judged (doctor.c) */
+	struct doctor doc;
 
 	/* main only: every subscription not yet freed (ending, broken and
 	 * gone ones included until stream_reap() frees them) */

@@ -828,6 +828,18 @@ stream_subs_each(const struct stream *s,
 
 /* --- accessors and counters --------------------------------------------- */
 
+struct doctor *
+stream_doctor(struct stream *s)
+{
+	return &s->doc;
+}
+
+bool
+stream_is_reorder(const struct stream *s)
+{
+	return s->kind == DAQIRI_STREAM_REORDER;
+}
+
 void
 stream_set_wake_fd(struct stream *s, int fd)
 {

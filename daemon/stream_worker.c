@@ -655,6 +655,8 @@ publish_counters_locked(struct stream *s)
 	s->ctr.free_bufs = s->nfree;
 	s->ctr.open_bufs = s->nlent;
 	s->ctr.held_bufs = s->npub;
+	s->ctr.last_malformed_bytes = s->plan != NULL ?
+	    reorder_last_malformed_bytes(s->plan) : 0;
 
 	seqlock_write_begin(&s->snap_lock);
 	if (s->plan != NULL)

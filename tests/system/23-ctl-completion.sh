@@ -20,7 +20,7 @@ B=$(cd "$BUILD" && pwd):$PATH
 
 expect_eq "daqirictl st (no daqirictl to run)" "$(complete_words "$PATH" "$T/no-daqirictl" st)" "status streams stats"
 expect_eq "daqirictl st (daqirictl --help)" "$(complete_words "$B" daqirictl st)" "stats status streams"
-expect_eq "every command" "$(complete_words "$B" daqirictl '')" "config consumers flow metrics reload send stats status streams top"
+expect_eq "every command" "$(complete_words "$B" daqirictl '')" "config consumers doctor flow metrics reload send stats status streams top"
 expect_eq "options" "$(complete_words "$B" daqirictl --)" "--socket --json --table --help --version"
 expect_eq "flow" "$(complete_words "$B" daqirictl flow '')" "list add del"
 expect_eq "f a (shortened)" "$(complete_words "$B" daqirictl f a)" "add"
