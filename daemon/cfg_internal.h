@@ -166,13 +166,6 @@ const char *cfg_quote(const char *s, size_t len, char *buf);
 const char *cfg_describe(const yaml_node_t *n, char *buf);
 /* Every one of s[0..len) is in set (and len > 0). */
 bool cfg_all_of(const char *s, size_t len, const char *set);
-/*
- * The closest of names[0..n) to s, or NULL when none is close: an edit
- * distance of at most 2, or at most a third of the longer word, or one
- * word the start of the other ("warning" for "warn").
- */
-const char *cfg_closest(const char *s, size_t len, const char *const *names,
-			size_t n);
 
 /*
  * An unsigned decimal integer in [min, max] (chrony's parse_int style).

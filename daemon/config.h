@@ -484,6 +484,15 @@ int cfg_rx_owner_queue(const struct cfg_interface *ifc,
 uint32_t cfg_rx_owner_queues(const struct cfg_interface *ifc,
 			     const struct cfg_reorder *r);
 
+/*
+ * The closest of names[0..n) to s, or NULL when none is close: an edit
+ * distance of at most 2, or at most a third of the longer word, or one
+ * word the start of the other ("warning" for "warn"). Pure (cfg_yaml.c):
+ * the config's "did you mean", and the daemon's for stream names.
+ */
+const char *cfg_closest(const char *s, size_t len, const char *const *names,
+			size_t n);
+
 /* The traits of engine e (NULL for none), and of an interface's. */
 const struct cfg_engine_traits *cfg_engine_traits(enum cfg_engine e);
 const struct cfg_engine_traits *cfg_iface_traits(const struct cfg *c,

@@ -409,6 +409,28 @@ daemon_metrics_text(void *ctx, char **text, size_t *len)
 
 /* --- subscriptions ---------------------------------------------------------- */
 
+/* "no stream 'X'", with the closest name when one is close. */
+static int
+no_such_stream(struct daemon *d, const char *name, struct daqiri_err *err)
+{
+	const char *names[CFG_MAX_INTERFACES * (CFG_MAX_REORDERS +
+	    CFG_MAX_QUEUES)], *near;
+	struct stream *s;
+	size_t n = 0;
+
+	FOR_EACH_STREAM(d, s)
+		if (n < sizeof(names) / sizeof(names[0]))
+			names[n++] = stream_name(s);
+	near = cfg_closest(name, strlen(name), names, n);
+	if (near != NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
+		    "no stream '%s'; did you mean '%s'? (daqirictl streams "
+		    "lists them)", name, near), DAQIRI_ST_NO_SUCH_STREAM;
+	return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
+	    "no stream '%s' (daqirictl streams lists them)", name),
+	    DAQIRI_ST_NO_SUCH_STREAM;
+}
+
 static int
 op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 	     const struct control_peer *peer, struct daqiri_sub_info *info,
@@ -428,9 +450,7 @@ op_subscribe(void *ctx, const struct daqiri_sub_req *req,
 		    "can stop the stream for everyone",
 		    control_admin_hint(d->ctl)), DAQIRI_ST_PERMISSION_DENIED;
 	if (s == NULL)
-		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
-		    "no stream '%s' (daqirictl streams lists them)",
-		    req->stream), DAQIRI_ST_NO_SUCH_STREAM;
+		return no_such_stream(d, req->stream, err);
 	/* Subscriptions still ending do not count: they go at the worker's
 	 * next loop. Root and the admin group may use the reserve beyond
 	 * max_consumers; one unprivileged uid at most half of it. */
@@ -575,10 +595,20 @@ op_tx_open(void *ctx, const struct daqiri_tx_req *req,
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_INTERFACE,
 		    "no interface for tx queue '%s' (\"<interface>/<tx "
 		    "queue>\")", req->queue), DAQIRI_ST_NO_SUCH_INTERFACE;
-	if (w == NULL)
+	if (w == NULL) {
+		const char *names[CFG_MAX_INTERFACES * CFG_MAX_QUEUES], *near;
+		size_t n = 0;
+
+		for (int i = 0; i < d->nifs; i++)
+			for (int q = 0; q < d->ifs[i].ntx; q++)
+				names[n++] = tx_worker_name(d->ifs[i].txw[q]);
+		near = cfg_closest(req->queue, strlen(req->queue), names, n);
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
-		    "no such tx queue '%s'", req->queue),
+		    "no such tx queue '%s'%s%s%s (daqirictl status lists "
+		    "them)", req->queue, near != NULL ? "; did you mean '" : "",
+		    near != NULL ? near : "", near != NULL ? "'?" : ""),
 		    DAQIRI_ST_NO_SUCH_STREAM;
+	}
 	limit = txq_nbufs_limit(d, req->queue);
 	if (nbufs == 0)
 		nbufs = DAQIRI_TX_NBUFS_DEFAULT < limit ?

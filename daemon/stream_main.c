@@ -1016,6 +1016,13 @@ stream_stats_json(struct stream *s, cJSON *o)
 	    hist_json(o, "assembly_ns", &handoff.assembly) != 0 ||
 	    hist_json(o, "hold_ns", &handoff.hold) != 0)
 		return -ENOMEM;
+	/* the books of one instant (one seqlock copy): every packet in is
+	 * placed or dropped for a named reason */
+	if (s->plan != NULL && cJSON_AddBoolToObject(plan_obj, "balanced",
+	    reorder.placed + reorder.duplicate + reorder.late +
+	    reorder.malformed + reorder.no_buffer + reorder.backend_error ==
+	    reorder.packets_in) == NULL)
+		return -ENOMEM;
 	return 0;
 }
 

@@ -44,6 +44,7 @@ read_stream
 k=$i_kernel
 expect_eq "rx_packets + kernel = sim sent" $((i_rx_packets + k)) "$sent1"
 expect_eq "streams_packets_in = rx_packets" "$i_streams_packets_in" "$i_rx_packets"
+expect_eq "stats says the books balance" "$r_balanced" true
 expect_eq "stream packets_in = rx_packets (all traffic matches the flow)" "$r_packets_in" "$i_rx_packets"
 expect_eq "unmatched" "$i_unmatched" 0
 expect_eq "no_stream" "$i_no_stream" 0

@@ -29,6 +29,13 @@ send() {
 		> "$T/sim.out" 2>&1 || fail "daqiri-sim $*: $(cat "$T/sim.out")"
 }
 
+note "a stream name mistyped: the closest one named"
+if "$BUILD/daqiri-consume" -s "$SOCK" --count 1 --timeout 1 sensor0/sensor_tensr > /dev/null 2> "$T/typo.err"; then
+	fail "a mistyped stream was subscribed"
+fi
+grep -q "no stream 'sensor0/sensor_tensr'; did you mean '$STREAM'?" "$T/typo.err" ||
+	fail "no suggestion: $(cat "$T/typo.err")"
+
 note "nothing sent to where the stream listens, a consumer waits"
 bg "$BUILD/daqiri-consume" -s "$SOCK" --count 1 --timeout 8 "$STREAM" > "$T/c.out" 2> "$T/c.err"
 C=$LAST_PID
