@@ -17,7 +17,7 @@
 #    the lines without the prefix run;
 #  - the Python example (`.../consume.py`, a line of its own terminal in
 #    the README) runs in the background from the checkout, as its
-#    PYTHONPATH=build/python wants; after the walk it must have printed a
+#    PYTHONPATH=$PWD/build/python wants; after the walk it must have printed a
 #    complete line for each of the simulator's batches, then SIGTERM
 #    ends it (Ctrl-C is what a person would press);
 #  - `./consumer` (the C example) runs in the background, outlives a gap
