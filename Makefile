@@ -134,7 +134,7 @@ PROGS := $(BUILD)/daqirid $(addprefix $(BUILD)/,$(CLIENT_TOOLS)) $(BUILD)/daqiri
 PYMOD := $(BUILD)/python/daqiri$(PY_EXT)
 STANDIN := $(BUILD)/standin/libcudart.so.13
 
-.PHONY: all check layout unit unit-run unit-standin asan-standin golden system system-tools system-asan fuzz fuzz-run asan tsan demo run bench \
+.PHONY: all check quick layout unit unit-run unit-standin asan-standin golden system system-tools system-asan fuzz fuzz-run asan tsan demo run bench \
 	python python-check python-asan \
 	install uninstall clean deps help
 .DEFAULT_GOAL := all
@@ -276,7 +276,13 @@ $(BUILD)/tests/dpdk-tx-tool: $(BUILD)/obj/tests/system/dpdk-tx-tool.o $(LIBCORE)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 system: all $(SYS_TOOLS)
-	$(Q)BUILD=$(BUILD) sh tests/system/run.sh
+	$(Q)BUILD=$(BUILD) sh tests/system/run.sh $(T)
+
+# The edit-compile-test loop: the build, the unit suites and the golden
+# configs (a minute or two; make system T="NN ..." adds system tests).
+quick: layout all unit
+	$(Q)$(MAKE) --no-print-directory unit-run
+	$(Q)$(MAKE) --no-print-directory golden
 
 system-tools: $(SYS_TOOLS)
 # The closed-loop consumer builds the simulator's control packets.

@@ -4,6 +4,8 @@
 # and consumers on loopback. Each test cleans up after itself; one that
 # cannot run on this machine prints "SKIP: why" and exits 77. Prints one
 # line per test and a closing "system: N passed, N failed, N skipped".
+# Arguments (make system T="48 50"): run only the tests whose numbers or
+# names they are.
 set -u
 BUILD=${BUILD:-build}
 export BUILD
@@ -14,6 +16,13 @@ skipped=0
 failed=""
 for t in tests/system/[0-9][0-9]-*.sh; do
 	name=$(basename "$t" .sh)
+	if [ $# -gt 0 ]; then
+		want=no
+		for a in "$@"; do
+			case $name in "$a"|"$a"-*) want=yes ;; esac
+		done
+		[ $want = yes ] || continue
+	fi
 	log=$BUILD/tests/system-$name.log
 	mkdir -p "$BUILD/tests"
 	start=$(date +%s)
