@@ -417,51 +417,51 @@ bench: all $(BENCH_BIN) $(BUILD)/tests/closed-loop
 	$(Q)BUILD=$(BUILD) BENCH_PYTHON=$(PYTHON) sh scripts/bench.sh
 
 install: all
-	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
-	  $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(SYSCONFDIR)/daqiri \
-	  $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
-	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(MANDIR)/man8
-	install -m 0755 $(BUILD)/daqirid $(DESTDIR)$(SBINDIR)/daqirid
-	install -m 0755 $(BUILD)/daqirictl $(BUILD)/daqiri-consume $(BUILD)/daqiri-sim $(DESTDIR)$(BINDIR)/
-	install -m 0644 $(LIBCLIENT_A) $(DESTDIR)$(LIBDIR)/
-	install -m 0755 $(LIBCLIENT_SO) $(DESTDIR)$(LIBDIR)/libdaqiri-client.so.0
-	ln -sf libdaqiri-client.so.0 $(DESTDIR)$(LIBDIR)/libdaqiri-client.so
-	install -m 0644 client/daqiri_client.h proto/daqiri_types.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 0644 $(BUILD)/daqiri-client.pc $(DESTDIR)$(PKGCONFIGDIR)/
-	test -e $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml || \
-	  install -m 0644 etc/daqirid.yaml $(DESTDIR)$(SYSCONFDIR)/daqiri/daqirid.yaml
-	install -d $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples
-	install -m 0644 etc/examples/*.yaml $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples/
-	install -d $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples/python
-	install -m 0755 client/python/examples/*.py $(DESTDIR)$(PREFIX)/share/doc/daqiri/examples/python/
-	install -m 0644 systemd/daqirid.service systemd/daqirid.socket $(DESTDIR)$(SYSTEMDUNITDIR)/
-	install -m 0644 systemd/daqiri.sysusers $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf
-	install -m 0644 systemd/daqiri.tmpfiles $(DESTDIR)$(TMPFILESDIR)/daqiri.conf
-	install -m 0644 scripts/daqiri-sim.1 client/daqiri-consume.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 client/libdaqiri-client.3 client/python/daqiri-python.3 $(DESTDIR)$(MANDIR)/man3/
-	install -m 0644 daemon/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man5/
-	install -m 0644 daemon/daqirid.8 client/daqirictl.8 $(DESTDIR)$(MANDIR)/man8/
-	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-	install -m 0644 client/daqirictl.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/daqirictl
-	$(if $(filter 1,$(HAVE_PYTHON)),install -d $(DESTDIR)$(PYTHONDIR) && \
-	  install -m 0644 $(PYMOD) $(DESTDIR)$(PYTHONDIR)/)
+	install -d "$(DESTDIR)"$(SBINDIR) "$(DESTDIR)"$(BINDIR) "$(DESTDIR)"$(LIBDIR) \
+	  "$(DESTDIR)"$(INCLUDEDIR) "$(DESTDIR)"$(PKGCONFIGDIR) "$(DESTDIR)"$(SYSCONFDIR)/daqiri \
+	  "$(DESTDIR)"$(SYSTEMDUNITDIR) "$(DESTDIR)"$(SYSUSERSDIR) "$(DESTDIR)"$(TMPFILESDIR) \
+	  "$(DESTDIR)"$(MANDIR)/man1 "$(DESTDIR)"$(MANDIR)/man3 "$(DESTDIR)"$(MANDIR)/man5 \
+	  "$(DESTDIR)"$(MANDIR)/man8
+	install -m 0755 $(BUILD)/daqirid "$(DESTDIR)"$(SBINDIR)/daqirid
+	install -m 0755 $(BUILD)/daqirictl $(BUILD)/daqiri-consume $(BUILD)/daqiri-sim "$(DESTDIR)"$(BINDIR)/
+	install -m 0644 $(LIBCLIENT_A) "$(DESTDIR)"$(LIBDIR)/
+	install -m 0755 $(LIBCLIENT_SO) "$(DESTDIR)"$(LIBDIR)/libdaqiri-client.so.0
+	ln -sf libdaqiri-client.so.0 "$(DESTDIR)"$(LIBDIR)/libdaqiri-client.so
+	install -m 0644 client/daqiri_client.h proto/daqiri_types.h "$(DESTDIR)"$(INCLUDEDIR)/
+	install -m 0644 $(BUILD)/daqiri-client.pc "$(DESTDIR)"$(PKGCONFIGDIR)/
+	test -e "$(DESTDIR)"$(SYSCONFDIR)/daqiri/daqirid.yaml || \
+	  install -m 0644 etc/daqirid.yaml "$(DESTDIR)"$(SYSCONFDIR)/daqiri/daqirid.yaml
+	install -d "$(DESTDIR)"$(PREFIX)/share/doc/daqiri/examples
+	install -m 0644 etc/examples/*.yaml "$(DESTDIR)"$(PREFIX)/share/doc/daqiri/examples/
+	install -d "$(DESTDIR)"$(PREFIX)/share/doc/daqiri/examples/python
+	install -m 0755 client/python/examples/*.py "$(DESTDIR)"$(PREFIX)/share/doc/daqiri/examples/python/
+	install -m 0644 systemd/daqirid.service systemd/daqirid.socket "$(DESTDIR)"$(SYSTEMDUNITDIR)/
+	install -m 0644 systemd/daqiri.sysusers "$(DESTDIR)"$(SYSUSERSDIR)/daqiri.conf
+	install -m 0644 systemd/daqiri.tmpfiles "$(DESTDIR)"$(TMPFILESDIR)/daqiri.conf
+	install -m 0644 scripts/daqiri-sim.1 client/daqiri-consume.1 "$(DESTDIR)"$(MANDIR)/man1/
+	install -m 0644 client/libdaqiri-client.3 client/python/daqiri-python.3 "$(DESTDIR)"$(MANDIR)/man3/
+	install -m 0644 daemon/daqirid.yaml.5 "$(DESTDIR)"$(MANDIR)/man5/
+	install -m 0644 daemon/daqirid.8 client/daqirictl.8 "$(DESTDIR)"$(MANDIR)/man8/
+	install -d "$(DESTDIR)"$(PREFIX)/share/bash-completion/completions
+	install -m 0644 client/daqirictl.bash-completion "$(DESTDIR)"$(PREFIX)/share/bash-completion/completions/daqirictl
+	$(if $(filter 1,$(HAVE_PYTHON)),install -d "$(DESTDIR)"$(PYTHONDIR) && \
+	  install -m 0644 $(PYMOD) "$(DESTDIR)"$(PYTHONDIR)/)
 
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/daqirid $(DESTDIR)$(BINDIR)/daqirictl \
-	  $(DESTDIR)$(BINDIR)/daqiri-consume $(DESTDIR)$(BINDIR)/daqiri-sim \
-	  $(DESTDIR)$(LIBDIR)/libdaqiri-client.* $(DESTDIR)$(INCLUDEDIR)/daqiri_client.h $(DESTDIR)$(INCLUDEDIR)/daqiri_types.h \
-	  $(DESTDIR)$(PKGCONFIGDIR)/daqiri-client.pc \
-	  $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.service $(DESTDIR)$(SYSTEMDUNITDIR)/daqirid.socket \
-	  $(DESTDIR)$(SYSUSERSDIR)/daqiri.conf \
-	  $(DESTDIR)$(TMPFILESDIR)/daqiri.conf $(DESTDIR)$(MANDIR)/man3/libdaqiri-client.3 \
-	  $(DESTDIR)$(MANDIR)/man3/daqiri-python.3 \
-	  $(DESTDIR)$(MANDIR)/man1/daqiri-sim.1 $(DESTDIR)$(MANDIR)/man1/daqiri-consume.1 \
-	  $(DESTDIR)$(MANDIR)/man5/daqirid.yaml.5 $(DESTDIR)$(MANDIR)/man8/daqirid.8 \
-	  $(DESTDIR)$(MANDIR)/man8/daqirictl.8 \
-	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/daqirictl \
-	  $(DESTDIR)$(PYTHONDIR)/daqiri$(PY_EXT)
-	rm -rf $(DESTDIR)$(PREFIX)/share/doc/daqiri
+	rm -f "$(DESTDIR)"$(SBINDIR)/daqirid "$(DESTDIR)"$(BINDIR)/daqirictl \
+	  "$(DESTDIR)"$(BINDIR)/daqiri-consume "$(DESTDIR)"$(BINDIR)/daqiri-sim \
+	  "$(DESTDIR)"$(LIBDIR)/libdaqiri-client.* "$(DESTDIR)"$(INCLUDEDIR)/daqiri_client.h "$(DESTDIR)"$(INCLUDEDIR)/daqiri_types.h \
+	  "$(DESTDIR)"$(PKGCONFIGDIR)/daqiri-client.pc \
+	  "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqirid.service "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqirid.socket \
+	  "$(DESTDIR)"$(SYSUSERSDIR)/daqiri.conf \
+	  "$(DESTDIR)"$(TMPFILESDIR)/daqiri.conf "$(DESTDIR)"$(MANDIR)/man3/libdaqiri-client.3 \
+	  "$(DESTDIR)"$(MANDIR)/man3/daqiri-python.3 \
+	  "$(DESTDIR)"$(MANDIR)/man1/daqiri-sim.1 "$(DESTDIR)"$(MANDIR)/man1/daqiri-consume.1 \
+	  "$(DESTDIR)"$(MANDIR)/man5/daqirid.yaml.5 "$(DESTDIR)"$(MANDIR)/man8/daqirid.8 \
+	  "$(DESTDIR)"$(MANDIR)/man8/daqirictl.8 \
+	  "$(DESTDIR)"$(PREFIX)/share/bash-completion/completions/daqirictl \
+	  "$(DESTDIR)"$(PYTHONDIR)/daqiri$(PY_EXT)
+	rm -rf "$(DESTDIR)"$(PREFIX)/share/doc/daqiri
 
 clean:
 	rm -rf $(BUILD)

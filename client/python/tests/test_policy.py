@@ -111,10 +111,12 @@ def test_lossless_slow_consumer_gets_every_tensor(daemon):
 
 CHILD_NOBODY = """
 import os, sys
+# imported as root: a clone under /root (mode 0700) is out of uid 65534's
+# reach, the module's directory too
+import daqiri
 os.setgroups([])
 os.setgid(65534)
 os.setuid(65534)
-import daqiri
 with daqiri.connect(sys.argv[1]) as d:
     try:
         d.subscribe(sys.argv[2], policy="lossless")
