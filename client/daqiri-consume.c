@@ -79,6 +79,8 @@ usage(FILE *fp, int code)
 	    "simulator pattern\n"
 	    "  --save DIR           write each tensor as "
 	    "DIR/<iface>_<name>-<seq, 12 digits>.npy\n"
+	    "                       and which slots arrived beside it, "
+	    "<...>.present.npy\n"
 	    "  --count N            stop after N tensors\n"
 	    "  --busy-poll          spin on the ring instead of sleeping\n"
 	    "  --quiet              no line per tensor, only the summary\n"
@@ -249,27 +251,20 @@ npy_descr(enum daqiri_dtype t)
 }
 
 /* NumPy format 1.0: magic, version, header length, a dict padded with
- * spaces to a multiple of 64 bytes ending in '\n', then the data. */
+ * spaces to a multiple of 64 bytes ending in '\n', then the data; shape
+ * is the text between the dict's parentheses. */
 static int
-save_npy(const char *dir, const struct daqiri_tensor *t, const char *stream,
-	 const uint8_t *data)
+write_npy(const char *path, const char *descr, const char *shape,
+	  const void *data, size_t bytes)
 {
-	char path[PATH_MAX], name[160], hdr[256];
+	char hdr[256];
 	unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0 };
-	size_t i, hl, total;
+	size_t hl, total;
 	FILE *fp;
 	int ok;
 
-	snprintf(name, sizeof(name), "%s", stream);
-	for (i = 0; name[i] != '\0'; i++)
-		if (name[i] == '/')
-			name[i] = '_';
-	snprintf(path, sizeof(path), "%s/%s-%012llu.npy", dir, name,
-	    (unsigned long long)t->seq);
 	hl = (size_t)snprintf(hdr, sizeof(hdr), "{'descr': '%s', "
-	    "'fortran_order': False, 'shape': (%llu, %llu), }",
-	    npy_descr(t->dtype), (unsigned long long)t->shape[0],
-	    (unsigned long long)t->shape[1]);
+	    "'fortran_order': False, 'shape': (%s), }", descr, shape);
 	total = (sizeof(pre) + hl + 1 + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
 	while (sizeof(pre) + hl < total - 1)
 		hdr[hl++] = ' ';
@@ -284,13 +279,49 @@ save_npy(const char *dir, const struct daqiri_tensor *t, const char *stream,
 	}
 	ok = fwrite(pre, sizeof(pre), 1, fp) == 1 &&
 	    fwrite(hdr, hl, 1, fp) == 1 &&
-	    fwrite(data, t->bytes, 1, fp) == 1;
+	    (bytes == 0 || fwrite(data, bytes, 1, fp) == 1);
 	if (fclose(fp) != 0 || !ok) {
 		fprintf(stderr, "daqiri-consume: writing %s: %s\n", path,
 		    strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+/* The tensor as DIR/<iface>_<name>-<seq>.npy, and beside it which slots
+ * arrived as <...>.present.npy (ppb booleans): a zero-filled missing row
+ * cannot be told from real zeros without it. */
+static int
+save_npy(const char *dir, const struct daqiri_tensor *t, const char *stream,
+	 const uint8_t *data)
+{
+	char path[PATH_MAX], name[160], shape[64];
+	uint64_t n = t->shape[0];
+	uint8_t *present;
+	size_t i;
+	int r;
+
+	snprintf(name, sizeof(name), "%s", stream);
+	for (i = 0; name[i] != '\0'; i++)
+		if (name[i] == '/')
+			name[i] = '_';
+	snprintf(path, sizeof(path), "%s/%s-%012llu.npy", dir, name,
+	    (unsigned long long)t->seq);
+	snprintf(shape, sizeof(shape), "%llu, %llu",
+	    (unsigned long long)t->shape[0], (unsigned long long)t->shape[1]);
+	if (write_npy(path, npy_descr(t->dtype), shape, data, t->bytes) < 0)
+		return -1;
+	if (t->bitmap == NULL || n > t->bitmap_bits ||
+	    (present = malloc(n > 0 ? n : 1)) == NULL)
+		return t->bitmap == NULL ? 0 : -1;
+	for (i = 0; i < n; i++)
+		present[i] = (uint8_t)((t->bitmap[i / 64] >> (i % 64)) & 1);
+	snprintf(path, sizeof(path), "%s/%s-%012llu.present.npy", dir, name,
+	    (unsigned long long)t->seq);
+	snprintf(shape, sizeof(shape), "%llu,", (unsigned long long)n);
+	r = write_npy(path, "|b1", shape, present, (size_t)n);
+	free(present);
+	return r;
 }
 
 /* Host bytes of a tensor: the mapping itself, or a copy of device

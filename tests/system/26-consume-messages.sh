@@ -54,7 +54,7 @@ grep -q '^daqiri-consume: 128 packets were dropped as malformed by the daemon: t
 	"$T/c.err" || fail "no hint about the malformed packets"
 wait_consumers ".consumers | length == 0"
 
-note "--save: DIR/<iface>_<name>-<seq, 12 digits>.npy"
+note "--save: DIR/<iface>_<name>-<seq, 12 digits>.npy, and .present.npy beside it"
 mkdir "$T/save"
 "$CONS" -s "$SOCK" --quiet --save "$T/save" --count 2 "$STREAM" 2> "$T/c.err" &
 C=$!
@@ -64,10 +64,24 @@ run_sim --batches 2 --rate 20kpps
 wait_gone "$C" 30
 sed 's/^/   | /' "$T/c.err"
 expect_eq "exit" "$GONE_RC" 0
-expect_eq "files saved" "$(find "$T/save" -type f | wc -l)" 2
-for f in "$T"/save/*; do
+expect_eq "files saved" "$(find "$T/save" -type f | wc -l)" 4
+for f in "$T"/save/*[0-9].npy; do
 	echo "$f" | grep -q '/sensor0_sensor_tensor-[0-9]\{12\}\.npy$' || fail "file name $f"
+	[ -f "${f%.npy}.present.npy" ] || fail "no mask beside $f"
 done
+# the mask: one boolean per slot, as the tensor's bitmap says; NumPy reads
+# both (the sender lost nothing here: every slot present)
+if /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
+	/usr/bin/python3 - "$T/save" <<'EOF' || fail "the saved files do not load as they should"
+import glob, sys
+import numpy as np
+for f in sorted(glob.glob(sys.argv[1] + "/*[0-9].npy")):
+    a, p = np.load(f), np.load(f[:-4] + ".present.npy")
+    assert a.dtype == np.float16 and a.shape == (128, 16000), (f, a.dtype, a.shape)
+    assert p.dtype == np.bool_ and p.shape == (128,) and p.all(), (f, p.dtype, p.shape)
+print("   ok  tensors and masks load: float16 (128, 16000), bool (128,)")
+EOF
+fi
 wait_consumers ".consumers | length == 0"
 
 note "a shared group: skipped sequence numbers are the other members'"

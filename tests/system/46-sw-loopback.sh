@@ -35,12 +35,15 @@ sed -e 's/kind: host/kind: device/' -e 's/reorder_type: cpu/reorder_type: gpu/' 
 cat > "$T/check.py" <<'EOF'
 import glob, sys
 import numpy as np
-files = sorted(glob.glob(sys.argv[1] + "/*.npy"))
+files = sorted(f for f in glob.glob(sys.argv[1] + "/*.npy")
+               if not f.endswith(".present.npy"))
 n, ln = int(sys.argv[2]), int(sys.argv[3])
 if len(files) != n:
     sys.exit("FAIL %d tensors saved, want %d" % (len(files), n))
 for k, f in enumerate(files):
     a = np.load(f).view(np.uint8).reshape(16, ln)
+    if not np.load(f[:-4] + ".present.npy").all():
+        sys.exit("FAIL %s: its mask says a slot is missing" % f)
     for s in range(16):
         seq = 16 * k + s
         want = np.array([(seq >> (8 * j)) & 0xff if j < 8 else (seq + j) & 0xff

@@ -182,3 +182,40 @@ def test_raw_stream_packets_and_lengths(make_daemon):
                         f"packet {c}: payload is not the pattern"
             assert t.released
     assert sorted(counters) == list(range(2 * burst))
+
+
+def test_plot_tensor_example(daemon, child_py, tmp_path):
+    """examples/plot_tensor.py draws the next tensor as a PNG and counts
+    the slots the sender left out (struck through in red), live and from
+    the files daqiri-consume --save writes."""
+    pytest.importorskip("matplotlib")
+    from pathlib import Path
+    example = str(Path(__file__).resolve().parents[1] /
+                  "examples/plot_tensor.py")
+    png = tmp_path / "t.png"
+    c = child_py("import runpy, sys\n"
+                 "sys.argv = [sys.argv[1]] + sys.argv[2:]\n"
+                 "runpy.run_path(sys.argv[0], run_name='__main__')\n",
+                 example, "-s", daemon.sock, "-o", str(png))
+    daemon.wait_consumer(lambda r: r["state"] == "active",
+                         "plot_tensor.py subscribed", pid=c.pid)
+    r = daemon.sim("--batches", 1, "--loss", "0.05", "--seed", 3)
+    n = len(r.missing.get(0, ()))
+    assert n > 0, "the seed left no slot out"
+    assert c.wait() == 0, c.output()
+    assert f": {PPB} x {ELEMS} float16, {n} missing slots" in c.output()[0], \
+        c.output()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # offline: a saved tensor and its mask
+    x = np.zeros((PPB, ELEMS), dtype=np.float16)
+    present = np.ones(PPB, dtype=bool)
+    present[[3, 7]] = False
+    np.save(tmp_path / "s-000000000001.npy", x)
+    np.save(tmp_path / "s-000000000001.present.npy", present)
+    c2 = child_py("import runpy, sys\n"
+                  "sys.argv = [sys.argv[1]] + sys.argv[2:]\n"
+                  "runpy.run_path(sys.argv[0], run_name='__main__')\n",
+                  example, "--from", str(tmp_path / "s-000000000001.npy"),
+                  "-o", str(tmp_path / "s.png"))
+    assert c2.wait() == 0, c2.output()
+    assert "2 missing slots" in c2.output()[0], c2.output()
