@@ -58,7 +58,9 @@ phase() {
 	note "$sum"
 	expect_eq "$1: consumer tensors" "$(echo "$sum" | sed -n 's/.*tensors \([0-9]*\),.*/\1/p')" $B
 	expect_eq "$1: consumer errors" "$(echo "$sum" | sed -n 's/.*errors \([0-9]*\).*/\1/p')" 0
-	expect_eq "$1: saved" "$(ls "$T/$1" | wc -l)" $B
+	# each tensor is saved with its presence mask beside it
+	expect_eq "$1: saved" "$(ls "$T/$1" | grep -vc "\.present\.npy$")" $B
+	expect_eq "$1: masks saved" "$(ls "$T/$1" | grep -c "\.present\.npy$")" $B
 	stop_daemon
 	kill "$NOTIFY_PID" 2>/dev/null || true
 	rm -f "$T/notify" "$T/notify.log"
