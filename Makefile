@@ -435,6 +435,8 @@ install: all
 	install -m 0644 etc/examples/*.yaml "$(DESTDIR)"$(PREFIX)/share/doc/daqiri/examples/
 	install -d "$(DESTDIR)"$(PREFIX)/share/doc/daqiri/examples/python
 	install -m 0755 client/python/examples/*.py "$(DESTDIR)"$(PREFIX)/share/doc/daqiri/examples/python/
+	install -d "$(DESTDIR)"$(PREFIX)/share/daqiri/grafana
+	install -m 0644 etc/grafana/daqiri.json "$(DESTDIR)"$(PREFIX)/share/daqiri/grafana/
 	install -m 0644 systemd/daqirid.service systemd/daqirid.socket "$(DESTDIR)"$(SYSTEMDUNITDIR)/
 	install -m 0644 systemd/daqiri.sysusers "$(DESTDIR)"$(SYSUSERSDIR)/daqiri.conf
 	install -m 0644 systemd/daqiri.tmpfiles "$(DESTDIR)"$(TMPFILESDIR)/daqiri.conf

@@ -85,7 +85,8 @@ make --no-print-directory -s -o all install BUILD="$BUILD" DESTDIR="$STAGE" PREF
 	SYSUSERSDIR=/usr/lib/sysusers.d TMPFILESDIR=/usr/lib/tmpfiles.d \
 	> "$S/install.log" 2>&1 || { cat "$S/install.log"; fail "make install failed"; }
 for f in usr/sbin/daqirid usr/bin/daqirictl usr/lib/systemd/system/daqirid.service \
-	usr/lib/sysusers.d/daqiri.conf usr/lib/tmpfiles.d/daqiri.conf; do
+	usr/lib/sysusers.d/daqiri.conf usr/lib/tmpfiles.d/daqiri.conf \
+	usr/share/daqiri/grafana/daqiri.json; do
 	[ -e "$STAGE/$f" ] || fail "make install did not install /$f"
 done
 

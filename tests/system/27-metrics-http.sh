@@ -151,6 +151,25 @@ expect_eq "identity: streams answered" "$(wc -l < "$T/promid")" "$nstreams"
 expect_eq "identity: every difference 0" "$(jq -r .v "$T/promid" | sort -u)" 0
 expect_eq "identity per queue (rx = streams in + queue reasons)" \
 	"$(promql 'sum by (queue) (daqiri_rx_packets_total) - sum by (queue) (daqiri_queue_streams_packets_in_total) - sum by (queue) (daqiri_packets_dropped_total{reason=~"unmatched|no_stream|misrouted"})' | jq -r .v)" 0
+# The Grafana dashboard: every query parses in this Prometheus and every
+# series it names is one daqirid exports (or, for TX, documents), so none
+# is a silent empty panel.
+DASH=etc/grafana/daqiri.json
+n=0
+jq -r '.panels[].targets[]?.expr' "$DASH" | sed 's/\$stream/.*/g' > "$T/dash.exprs"
+while IFS= read -r e; do
+	st=$(curl -s --data-urlencode "query=$e" "http://127.0.0.1:$PROM_PORT/api/v1/query" | jq -r .status)
+	[ "$st" = success ] || fail "dashboard query does not parse: $e"
+	for m in $(echo "$e" | grep -o 'daqiri_[a-z_]*'); do
+		# this daemon has no TX queue: its TX families must be documented ones
+		grep -q "^$m[{ ]" "$T/metrics" ||
+			{ case $m in daqiri_tx_*) grep -q "^\\.I[R]* $m" daemon/daqirid.8 ;; *) false ;; esac; } ||
+			fail "dashboard query names $m, which /metrics lacks: $e"
+	done
+	n=$((n + 1))
+done < "$T/dash.exprs"
+[ $n -ge 13 ] || fail "only $n dashboard queries found in $DASH"
+echo "   ok  the dashboard's $n queries parse and name only exported series"
 kill "$PROM_PID"
 wait_gone "$PROM_PID"
 
