@@ -657,6 +657,10 @@ do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
 			r = o->tx_close(c->ctx, &k->peer,
 			    m->u.tx_close.tx_id, &err);
 		break;
+	case DAQIRI_MSG_TAP:
+		if (o->tap != NULL)
+			r = o->tap(c->ctx, &m->u.tap, &k->peer, reply, &err);
+		break;
 	default:
 		r = DAQIRI_ST_INTERNAL;
 		break;

@@ -110,6 +110,11 @@ struct control_ops {
 	 * space per connection). */
 	int (*tx_close)(void *ctx, const struct control_peer *peer,
 			uint32_t tx_id, struct daqiri_err *err);
+	/* Start, read or stop peer's tap on an rx queue (admin peers only;
+	 * PROTOCOL.md "tap"). */
+	int (*tap)(void *ctx, const struct daqiri_tap_req *req,
+		   const struct control_peer *peer, cJSON *reply,
+		   struct daqiri_err *err);
 };
 
 /* Counters, for stats and status output ("control" object). */

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "stream.h"
+#include "tap.h"
 #include "tx.h"
 #include "txring.h"
 #include "worker.h"
@@ -91,6 +92,7 @@ workers_json(struct daemon *d, cJSON *reply)
 				worker_queue_name(w)) == NULL ||
 			    cJSON_AddNumberToObject(o, "core",
 				worker_core(w)) == NULL ||
+			    cJSON_AddStringToObject(o, "kind", "rx") == NULL ||
 			    cJSON_AddNumberToObject(o, "heartbeat_age_ms",
 				(double)(age / 1000000)) == NULL ||
 			    cJSON_AddBoolToObject(o, "stale",
@@ -519,6 +521,10 @@ op_conn_closed(void *ctx, const struct control_peer *peer)
 	if (n > 0 && !d->stop)
 		log_info("consumer pid %d gone: %d subscription(s) ended, their "
 		    "buffers returned", (int)peer->pid, n);
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].nworkers; q++)
+			(void)tap_stop(worker_tap(d->ifs[i].workers[q]),
+			    peer->conn_id);
 	n = 0;
 	for (int i = 0; i < d->nifs; i++)
 		for (int q = 0; q < d->ifs[i].ntx; q++)
@@ -530,6 +536,19 @@ op_conn_closed(void *ctx, const struct control_peer *peer)
 }
 
 /* --- TX channels ------------------------------------------------------------ */
+
+/* "no such KIND 'NAME'", with the closest of names when one is close. */
+static int
+no_such_queue(const char *kind, const char *name, const char *const *names,
+	      size_t n, struct daqiri_err *err)
+{
+	const char *near = cfg_closest(name, strlen(name), names, n);
+
+	return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM, "no such %s "
+	    "'%s'%s%s%s (daqirictl status lists them)", kind, name,
+	    near != NULL ? "; did you mean '" : "", near != NULL ? near : "",
+	    near != NULL ? "'?" : ""), DAQIRI_ST_NO_SUCH_STREAM;
+}
 
 /* The TX worker of "<interface>/<tx queue>"; *iface_found says whether
  * the interface exists. */
@@ -596,18 +615,13 @@ op_tx_open(void *ctx, const struct daqiri_tx_req *req,
 		    "no interface for tx queue '%s' (\"<interface>/<tx "
 		    "queue>\")", req->queue), DAQIRI_ST_NO_SUCH_INTERFACE;
 	if (w == NULL) {
-		const char *names[CFG_MAX_INTERFACES * CFG_MAX_QUEUES], *near;
+		const char *names[CFG_MAX_INTERFACES * CFG_MAX_QUEUES];
 		size_t n = 0;
 
 		for (int i = 0; i < d->nifs; i++)
 			for (int q = 0; q < d->ifs[i].ntx; q++)
 				names[n++] = tx_worker_name(d->ifs[i].txw[q]);
-		near = cfg_closest(req->queue, strlen(req->queue), names, n);
-		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM,
-		    "no such tx queue '%s'%s%s%s (daqirictl status lists "
-		    "them)", req->queue, near != NULL ? "; did you mean '" : "",
-		    near != NULL ? near : "", near != NULL ? "'?" : ""),
-		    DAQIRI_ST_NO_SUCH_STREAM;
+		return no_such_queue("tx queue", req->queue, names, n, err);
 	}
 	limit = txq_nbufs_limit(d, req->queue);
 	if (nbufs == 0)
@@ -653,6 +667,72 @@ op_tx_close(void *ctx, const struct control_peer *peer, uint32_t tx_id,
 		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_SUBSCRIPTION,
 		    "this connection has no TX channel %u", tx_id),
 		    DAQIRI_ST_NO_SUCH_SUBSCRIPTION;
+	return 0;
+}
+
+/* --- taps ------------------------------------------------------------------- */
+
+/* The rx worker of "<interface>/<rx queue>", or NULL after setting err
+ * (with the closest name). */
+static struct worker *
+find_rxq(struct daemon *d, const char *name, struct daqiri_err *err)
+{
+	const char *names[CFG_MAX_INTERFACES * CFG_MAX_QUEUES];
+	size_t n = 0;
+
+	for (int i = 0; i < d->nifs; i++)
+		for (int q = 0; q < d->ifs[i].nworkers; q++) {
+			struct worker *w = d->ifs[i].workers[q];
+
+			if (strcmp(worker_queue_name(w), name) == 0)
+				return w;
+			names[n++] = worker_queue_name(w);
+		}
+	no_such_queue("rx queue", name, names, n, err);
+	return NULL;
+}
+
+static int
+op_tap(void *ctx, const struct daqiri_tap_req *req,
+       const struct control_peer *peer, cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct worker *w = find_rxq(d, req->queue, err);
+	struct tap *t;
+	int rc = 0;
+
+	if (w == NULL)
+		return err->status;
+	t = worker_tap(w);
+	switch (req->action) {
+	case DAQIRI_TAP_START:
+		rc = tap_start(t, peer->conn_id, req->count, req->snap);
+		if (rc == -EBUSY)
+			return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+			    "rx queue '%s' is tapped by another connection "
+			    "(one at a time); try again when it is done",
+			    req->queue), DAQIRI_ST_NO_RESOURCES;
+		if (rc == 0)
+			log_info("pid %d (uid %u) taps rx queue '%s': %u "
+			    "frames, %u bytes of each", (int)peer->pid,
+			    (unsigned)peer->uid, req->queue, req->count,
+			    req->snap);
+		break;
+	case DAQIRI_TAP_READ:
+		rc = tap_read(t, peer->conn_id, DAQIRI_TAP_READ_MAX, reply);
+		break;
+	case DAQIRI_TAP_STOP:
+		rc = tap_stop(t, peer->conn_id);
+		break;
+	}
+	if (rc == -ENOENT)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_REQUEST,
+		    "this connection has no tap on rx queue '%s' (start one "
+		    "first)", req->queue), DAQIRI_ST_BAD_REQUEST;
+	if (rc != 0)
+		return daqiri_err_set(err, daqiri_status_from_errno(rc),
+		    "tap on '%s': %s", req->queue, strerror(-rc)),
+		    (int)daqiri_status_from_errno(rc);
 	return 0;
 }
 
@@ -1048,6 +1128,7 @@ const struct control_ops daemon_control_ops = {
 	.config = op_config,
 	.tx_open = op_tx_open,
 	.tx_close = op_tx_close,
+	.tap = op_tap,
 };
 
 /* A worker cut a subscription off (a corrupt ring, a buffer held too

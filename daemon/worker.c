@@ -31,6 +31,7 @@
 #include "log.h"
 #include "reorder_cuda.h"
 #include "seqlock.h"
+#include "tap.h"
 #include "worker.h"
 
 _Static_assert(sizeof(struct worker_counters) % sizeof(uint64_t) == 0,
@@ -135,6 +136,8 @@ struct worker {
 	struct worker *group[CFG_MAX_QUEUES];
 	int ngroup;
 	uint64_t now;			/* its loop's clock (its thread) */
+
+	struct tap tap;			/* daqirictl learn's copies */
 
 	struct seqlock snap_lock;
 	struct worker_counters snap;
@@ -421,6 +424,8 @@ worker_pass(struct worker *w, bool wait)
 	n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
 	if (n > 0 && w->shadow != NULL)
 		n = shadow(w, n);
+	if (n > 0)
+		tap_frames(&w->tap, w->frames, (unsigned)n);
 	w->now = daqiri_mono_ns();
 	/* A flow change posted before this burst arrived applies to it:
 	 * daqirictl's reply comes after the post. */
@@ -948,7 +953,14 @@ worker_destroy(struct worker *w)
 	free(w->rule_stream);
 	free(w->ws);
 	reorder_jobs_free(w->jobs);
+	tap_free(&w->tap);
 	free(w);
+}
+
+struct tap *
+worker_tap(struct worker *w)
+{
+	return &w->tap;
 }
 
 const char *

@@ -60,6 +60,7 @@ struct worker_counters {
 };
 
 struct worker;
+struct tap;
 
 /*
  * Make the worker of rx queue qi of interface ifc, with a copy of the flow
@@ -137,6 +138,8 @@ void worker_destroy(struct worker *w);
  * WORKER_IDLE_NS; before worker_start()).
  */
 uint64_t worker_heartbeat_ns(const struct worker *w);
+/* The queue's tap (tap.h), for the main thread. */
+struct tap *worker_tap(struct worker *w);
 void worker_set_idle(struct worker *w, uint64_t idle_ns);
 /* The core it is pinned to, or -1. */
 int worker_core(const struct worker *w);

@@ -112,6 +112,7 @@ enum daqiri_msg_type {
 	DAQIRI_MSG_CONFIG,	/* the running config, normalised */
 	DAQIRI_MSG_TX_OPEN,	/* open a TX channel on a tx queue */
 	DAQIRI_MSG_TX_CLOSE,	/* close one */
+	DAQIRI_MSG_TAP,		/* copies of a queue's frames as received */
 	DAQIRI_MSG_REPLY,	/* daemon: the answer to one request */
 	DAQIRI_MSG_SUB_FD,	/* daemon: one fd of a subscription, numbered */
 	DAQIRI_MSG_EVENT,	/* daemon: unsolicited (subscription ended) */
@@ -218,6 +219,21 @@ struct daqiri_tx_info {
  * submits, PROTOCOL.md "TX channels"). */
 #define DAQIRI_TX_IPC_FILE_BYTES	((uint64_t)DAQIRI_IPC_HANDLE_BYTES)
 
+/* tap: copies of the first snap bytes of up to count frames of an rx
+ * queue, taken before classification (PROTOCOL.md "tap"). */
+#define DAQIRI_TAP_COUNT_MAX	4096u	/* frames of one tap session */
+#define DAQIRI_TAP_COUNT_DEFAULT 2048u
+#define DAQIRI_TAP_SNAP_MAX	512u	/* bytes kept of each frame */
+#define DAQIRI_TAP_SNAP_DEFAULT	256u
+#define DAQIRI_TAP_READ_MAX	1024u	/* frames in one read reply */
+enum daqiri_tap_action { DAQIRI_TAP_START, DAQIRI_TAP_READ, DAQIRI_TAP_STOP };
+struct daqiri_tap_req {
+	char queue[DAQIRI_STREAM_NAME_MAX];	/* "<interface>/<rx queue>" */
+	enum daqiri_tap_action action;
+	uint32_t count;			/* start: 1..DAQIRI_TAP_COUNT_MAX */
+	uint32_t snap;			/* start: 1..DAQIRI_TAP_SNAP_MAX */
+};
+
 /* flow_list (iface may be ""), flow_add, flow_del. Addresses, ports and
  * lengths in host byte order; fields as struct cfg_match. */
 struct daqiri_flow_req {
@@ -296,6 +312,7 @@ struct daqiri_msg {
 			uint32_t sub_id;
 		} unsub;
 		struct daqiri_flow_req flow;
+		struct daqiri_tap_req tap;
 		struct {
 			enum daqiri_msg_type re;	/* what it answers; MAX: unknown */
 			enum daqiri_status status;
@@ -331,8 +348,9 @@ const char *daqiri_fd_kind_name(enum daqiri_fd_kind k);
 /* The names of the shared enums (daqiri_types.h) are defined in
  * proto_names.c. */
 
-/* Whether a request type changes daemon state or reaches the instrument
- * (needs root or the admin group): flow_add, flow_del, reload, tx_open. */
+/* Whether a request type changes daemon state, reaches the instrument or
+ * shows every flow's traffic (needs root or the admin group): flow_add,
+ * flow_del, reload, tx_open, tap. */
 bool daqiri_msg_is_mutating(enum daqiri_msg_type t);
 
 /* Status <-> errno, for the client's return values and the daemon's

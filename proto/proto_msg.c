@@ -195,6 +195,8 @@ static const char *const keys_flow_del[] = { COMMON_KEYS, "interface",
 static const char *const keys_tx_open[] = { COMMON_KEYS, "queue", "nbufs",
 	NULL };
 static const char *const keys_tx_close[] = { COMMON_KEYS, "tx", NULL };
+static const char *const keys_tap[] = { COMMON_KEYS, "queue", "action",
+	"count", "snap", NULL };
 static const char *const keys_match[] = { "udp_src", "udp_dst", "ipv4_src",
 	"ipv4_dst", "ipv4_len", NULL };
 
@@ -489,6 +491,43 @@ static int tx_open_decode(const cJSON *o, struct daqiri_tx_req *t,
 			  struct daqiri_err *err);
 
 static int
+tap_action_parse(const char *name)
+{
+	static const char *const names[] = { [DAQIRI_TAP_START] = "start",
+		[DAQIRI_TAP_READ] = "read", [DAQIRI_TAP_STOP] = "stop" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int
+decode_tap(const cJSON *o, struct daqiri_tap_req *t, struct daqiri_err *err)
+{
+	int action = -1;
+
+	if (get_str(o, "queue", true, sizeof(t->queue), STR_PATH_NAME,
+	    t->queue, err) < 0 ||
+	    get_enum(o, "action", true, tap_action_parse, &action, err) < 0)
+		return -1;
+	t->action = (enum daqiri_tap_action)action;
+	t->count = DAQIRI_TAP_COUNT_DEFAULT;
+	t->snap = DAQIRI_TAP_SNAP_DEFAULT;
+	if (t->action != DAQIRI_TAP_START &&
+	    (cJSON_GetObjectItemCaseSensitive(o, "count") != NULL ||
+	    cJSON_GetObjectItemCaseSensitive(o, "snap") != NULL))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "\"count\" and \"snap\" are for action \"start\"");
+	if (get_u32(o, "count", false, 1, DAQIRI_TAP_COUNT_MAX, &t->count,
+	    err) < 0 ||
+	    get_u32(o, "snap", false, 1, DAQIRI_TAP_SNAP_MAX, &t->snap,
+	    err) < 0)
+		return -1;
+	return 0;
+}
+
+static int
 decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 {
 	static const char *const *const keys[DAQIRI_MSG_REPLY] = {
@@ -506,6 +545,7 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 		[DAQIRI_MSG_CONFIG] = keys_none,
 		[DAQIRI_MSG_TX_OPEN] = keys_tx_open,
 		[DAQIRI_MSG_TX_CLOSE] = keys_tx_close,
+		[DAQIRI_MSG_TAP] = keys_tap,
 	};
 
 	/* Requests are strict; daemon messages may grow payload fields. */
@@ -531,6 +571,8 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 	case DAQIRI_MSG_TX_CLOSE:
 		return get_u32(o, "tx", true, 1, UINT32_MAX,
 		    &m->u.tx_close.tx_id, err) < 0 ? -1 : 0;
+	case DAQIRI_MSG_TAP:
+		return decode_tap(o, &m->u.tap, err);
 	case DAQIRI_MSG_REPLY:
 		return decode_reply(o, m, err);
 	case DAQIRI_MSG_SUB_FD:

@@ -106,6 +106,8 @@ START_TEST(test_tables)
 	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_FLOW_ADD));
 	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_FLOW_DEL));
 	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_RELOAD));
+	/* a tap shows every flow's traffic */
+	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_TAP));
 	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_CONFIG));
 	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_FLOW_LIST));
 	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_SUBSCRIBE));
@@ -183,6 +185,34 @@ START_TEST(test_decode_requests)
 	ACCEPT("{\"type\":\"flow_del\",\"interface\":\"eth0\",\"flow_id\":9}");
 	ck_assert_int_eq(M.type, DAQIRI_MSG_FLOW_DEL);
 	ck_assert_uint_eq(M.u.flow.id, 9);
+
+	ACCEPT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"start\"}");
+	ck_assert_int_eq(M.type, DAQIRI_MSG_TAP);
+	ck_assert_str_eq(M.u.tap.queue, "eth0/q0");
+	ck_assert_int_eq(M.u.tap.action, DAQIRI_TAP_START);
+	ck_assert_uint_eq(M.u.tap.count, DAQIRI_TAP_COUNT_DEFAULT);
+	ck_assert_uint_eq(M.u.tap.snap, DAQIRI_TAP_SNAP_DEFAULT);
+	ACCEPT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"start\",\"count\":4096,\"snap\":1}");
+	ck_assert_uint_eq(M.u.tap.count, 4096);
+	ck_assert_uint_eq(M.u.tap.snap, 1);
+	ACCEPT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"read\"}");
+	ck_assert_int_eq(M.u.tap.action, DAQIRI_TAP_READ);
+	ACCEPT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"stop\"}");
+	ck_assert_int_eq(M.u.tap.action, DAQIRI_TAP_STOP);
+	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\"}",
+	    DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"peek\"}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"start\",\"count\":4097}", DAQIRI_ST_OUT_OF_RANGE);
+	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"start\",\"snap\":513}", DAQIRI_ST_OUT_OF_RANGE);
+	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"read\",\"count\":5}", DAQIRI_ST_BAD_FIELD);
 	daqiri_msg_free(&M);
 	daqiri_msg_free(&M);	/* idempotent */
 }

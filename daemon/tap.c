@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The queue tap (tap.h): a single-producer, single-consumer ring of
+ * fixed-size records. The session is one atomic word, so the worker reads
+ * count and snap with the generation that owns them; records keep their
+ * generation, and a reader skips those a worker still wrote for a session
+ * that had ended.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "tap.h"
+
+struct tap_rec {
+	uint64_t ns;
+	uint32_t len;			/* the frame's bytes */
+	uint32_t caplen;		/* of them in data */
+	uint32_t gen;
+	uint32_t pad;
+	uint8_t data[DAQIRI_TAP_SNAP_MAX];
+};
+
+#define CTL_GEN(c)	((uint32_t)((c) & 0xFFFFu))
+#define CTL_COUNT(c)	((uint32_t)(((c) >> 16) & 0xFFFFFu))
+#define CTL_SNAP(c)	((uint32_t)(((c) >> 36) & 0xFFFu))
+#define ACCT(gen, n)	((uint64_t)(gen) << 40 | (n))
+
+_Static_assert(DAQIRI_TAP_COUNT_MAX <= TAP_RING, "a session fits the ring");
+_Static_assert(DAQIRI_TAP_COUNT_MAX < (1u << 20) &&
+    DAQIRI_TAP_SNAP_MAX < (1u << 12), "ctl fields");
+
+static struct tap_rec *
+rec_at(struct tap *t, uint64_t i)
+{
+	return (struct tap_rec *)(void *)t->buf + (i % TAP_RING);
+}
+
+void
+tap_frames(struct tap *t, const struct rx_frame *f, unsigned n)
+{
+	uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
+	uint64_t head, tail;
+	uint32_t count, snap;
+
+	if (ctl == 0)
+		return;
+	if (ctl != t->w_ctl) {
+		t->w_ctl = ctl;
+		t->w_taken = t->w_full = 0;
+	}
+	count = CTL_COUNT(ctl);
+	snap = CTL_SNAP(ctl);
+	if (t->w_taken >= count)
+		return;
+	head = atomic_load_explicit(&t->head, memory_order_relaxed);
+	tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+	for (unsigned i = 0; i < n && t->w_taken < count; i++) {
+		const struct rx_frame *x = &f[i];
+		struct tap_rec *r;
+		uint32_t h, p;
+
+		if (head - tail >= TAP_RING) {
+			t->w_full++;
+			continue;
+		}
+		r = rec_at(t, head);
+		r->ns = x->rx_ns;
+		r->len = x->hdr_len + x->payload_len;
+		r->gen = CTL_GEN(ctl);
+		h = x->hdr_len < snap ? x->hdr_len : snap;
+		memcpy(r->data, x->hdr, h);
+		/* bytes in device memory are not the CPU's to read */
+		p = x->flags & RX_FRAME_DEV_PAYLOAD ? 0 :
+		    x->payload_len < snap - h ? x->payload_len : snap - h;
+		if (p > 0)
+			memcpy(r->data + h, x->payload, p);
+		r->caplen = h + p;
+		head++;
+		t->w_taken++;
+	}
+	atomic_store_explicit(&t->head, head, memory_order_release);
+	atomic_store_explicit(&t->taken, ACCT(CTL_GEN(ctl), t->w_taken),
+	    memory_order_release);
+	atomic_store_explicit(&t->full, ACCT(CTL_GEN(ctl), t->w_full),
+	    memory_order_relaxed);
+}
+
+int
+tap_start(struct tap *t, uint64_t owner, uint32_t count, uint32_t snap)
+{
+	if (t->owner != 0 && t->owner != owner)
+		return -EBUSY;
+	if (t->buf == NULL &&
+	    (t->buf = calloc(TAP_RING, sizeof(struct tap_rec))) == NULL)
+		return -ENOMEM;
+	if (++t->gen == 0)
+		t->gen = 1;
+	/* what a worker writes for an older session from here on is
+	 * skipped by its generation */
+	atomic_store_explicit(&t->tail, atomic_load_explicit(&t->head,
+	    memory_order_acquire), memory_order_release);
+	t->owner = owner;
+	t->count = count;
+	atomic_store_explicit(&t->ctl, (uint64_t)t->gen |
+	    (uint64_t)count << 16 | (uint64_t)snap << 36,
+	    memory_order_release);
+	return 0;
+}
+
+/* The worker's count n of this session (0 before it saw the session). */
+static uint64_t
+acct(const _Atomic uint64_t *a, uint16_t gen)
+{
+	uint64_t v = atomic_load_explicit(a, memory_order_acquire);
+
+	return v >> 40 == gen ? v & ((1ull << 40) - 1) : 0;
+}
+
+int
+tap_read(struct tap *t, uint64_t owner, uint32_t max, cJSON *reply)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64_t head, tail, taken;
+	char data[2 * DAQIRI_TAP_SNAP_MAX + 1];
+	cJSON *a, *o;
+	uint32_t n = 0;
+
+	if (owner == 0 || t->owner != owner)
+		return -ENOENT;
+	/* taken before head: every frame counted is then in the ring */
+	taken = acct(&t->taken, t->gen);
+	head = atomic_load_explicit(&t->head, memory_order_acquire);
+	tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
+	if ((a = cJSON_AddArrayToObject(reply, "frames")) == NULL)
+		return -ENOMEM;
+	for (; tail != head && n < max; tail++) {
+		const struct tap_rec *r = rec_at(t, tail);
+
+		if (r->gen != t->gen)
+			continue;
+		for (uint32_t i = 0; i < r->caplen; i++) {
+			data[2 * i] = hex[r->data[i] >> 4];
+			data[2 * i + 1] = hex[r->data[i] & 15];
+		}
+		data[2 * r->caplen] = '\0';
+		if ((o = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(a, o) ||
+		    cJSON_AddNumberToObject(o, "ns", (double)r->ns) == NULL ||
+		    cJSON_AddNumberToObject(o, "len", r->len) == NULL ||
+		    cJSON_AddStringToObject(o, "data", data) == NULL)
+			return -ENOMEM;
+		n++;
+	}
+	atomic_store_explicit(&t->tail, tail, memory_order_release);
+	if (cJSON_AddNumberToObject(reply, "taken", (double)taken) == NULL ||
+	    cJSON_AddNumberToObject(reply, "full",
+	    (double)acct(&t->full, t->gen)) == NULL ||
+	    cJSON_AddBoolToObject(reply, "done", taken >= t->count &&
+	    tail == head) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+tap_stop(struct tap *t, uint64_t owner)
+{
+	if (t->owner == 0 || (owner != 0 && t->owner != owner))
+		return -ENOENT;
+	atomic_store_explicit(&t->ctl, 0, memory_order_release);
+	t->owner = 0;
+	return 0;
+}
+
+void
+tap_free(struct tap *t)
+{
+	free(t->buf);
+	t->buf = NULL;
+}

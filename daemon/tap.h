@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A tap on an rx queue: copies of the first bytes of the frames its
+ * worker receives, before classification, for `daqirictl learn` (and
+ * whoever else reads frames as they arrive). One session at a time per
+ * queue, owned by one control connection; a bounded ring the worker fills
+ * and the main thread drains, so the worker never waits: a frame that
+ * finds the ring full is not copied and is counted (outside the
+ * data-loss identity: the frame itself goes on as always).
+ */
+#ifndef DAQIRI_TAP_H
+#define DAQIRI_TAP_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "rx_frame.h"
+
+/* Records in the ring: every frame of a session fits (a reader that
+ * never reads loses none of DAQIRI_TAP_COUNT_MAX). */
+#define TAP_RING	4096u
+
+struct tap {
+	/* the session: gen (16 bits, 0 = none) | count << 16 | snap << 36;
+	 * written by the main thread, read by the worker */
+	_Atomic uint64_t ctl;
+	_Atomic uint64_t head;		/* records written (worker) */
+	_Atomic uint64_t tail;		/* records read (main thread) */
+	/* the worker's account of the session: gen << 40 | n */
+	_Atomic uint64_t taken, full;
+	uint8_t *buf;			/* TAP_RING records, made at first start */
+	/* main thread only */
+	uint64_t owner;			/* control connection, 0 = none */
+	uint16_t gen;
+	uint32_t count;
+	/* worker only */
+	uint64_t w_ctl;
+	uint64_t w_taken, w_full;
+};
+
+/* The worker, before routing a burst: copy what the session wants. */
+void tap_frames(struct tap *t, const struct rx_frame *f, unsigned n);
+
+/* Main thread. Start a session of count frames of snap bytes for
+ * connection owner (one at a time: -EBUSY while another connection's
+ * runs; the same connection's restarts). -ENOMEM. */
+int tap_start(struct tap *t, uint64_t owner, uint32_t count, uint32_t snap);
+/* Move up to max frames of owner's session into reply ("frames": [{"ns",
+ * "len", "data" (hex)}], "taken", "full", "done"). -ENOENT: no session
+ * of owner's; -ENOMEM. */
+int tap_read(struct tap *t, uint64_t owner, uint32_t max, cJSON *reply);
+/* End owner's session (owner 0: whoever's); -ENOENT when none. */
+int tap_stop(struct tap *t, uint64_t owner);
+/* Free the ring (the worker has stopped). */
+void tap_free(struct tap *t);
+
+#endif
