@@ -225,8 +225,11 @@ $(BUILD)/daqirid: $(call obj,$(DAEMON_MAIN)) $(LIBCORE)
 $(addprefix $(BUILD)/,$(CLIENT_TOOLS)): $(BUILD)/%: $(BUILD)/obj/client/%.o $(LIBCLIENT_A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CLIENT_LIBS) -lm
-# daqirictl's send command is a file of its own.
-$(BUILD)/daqirictl: $(BUILD)/obj/client/daqirictl_send.o
+# daqirictl's send and learn commands are files of their own; learn's
+# inference (client/learn.c) is unit-tested alone.
+$(BUILD)/daqirictl: $(BUILD)/obj/client/daqirictl_send.o \
+	$(BUILD)/obj/client/daqirictl_learn.o $(BUILD)/obj/client/learn.o
+$(BUILD)/tests/check_learn: $(BUILD)/obj/client/learn.o
 
 # The simulator reads the same YAML as the daemon.
 $(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)

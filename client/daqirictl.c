@@ -85,6 +85,7 @@ static int cmd_reload(struct ctl *c, int argc, char **argv);
 static int cmd_config(struct ctl *c, int argc, char **argv);
 static int cmd_send(struct ctl *c, int argc, char **argv);
 static int cmd_doctor(struct ctl *c, int argc, char **argv);
+static int cmd_learn(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
@@ -114,6 +115,11 @@ static const struct command commands[] = {
 	    "what each reorder stream receives and, when that looks wrong, "
 	    "the likeliest cause and the key to change; exits 1 when one "
 	    "looks wrong", NULL, NULL },
+	{ "learn", 1, 5, cmd_learn, DAQIRICTL_LEARN_USAGE,
+	    "tap an rx queue for a few thousand frames and infer the "
+	    "instrument's sequence field, batch field, where the samples "
+	    "start, rate, loss and reordering; prints a reorder_configs entry "
+	    "(root or admin group)", NULL, NULL },
 	{ "config", 0, 0, cmd_config, "",
 	    "the running configuration, normalised (as daqirid -n -v)", NULL,
 	    NULL },
@@ -907,6 +913,12 @@ static int
 cmd_send(struct ctl *c, int argc, char **argv)
 {
 	return daqirictl_send(c->sock, c->json, &c->d, argc, argv);
+}
+
+static int
+cmd_learn(struct ctl *c, int argc, char **argv)
+{
+	return daqirictl_learn(c->sock, c->json, &c->d, argc, argv);
 }
 
 /* ---- metrics: the Prometheus text, rendered as the daemon's /metrics

@@ -20,7 +20,7 @@ B=$(cd "$BUILD" && pwd):$PATH
 
 expect_eq "daqirictl st (no daqirictl to run)" "$(complete_words "$PATH" "$T/no-daqirictl" st)" "status streams stats"
 expect_eq "daqirictl st (daqirictl --help)" "$(complete_words "$B" daqirictl st)" "stats status streams"
-expect_eq "every command" "$(complete_words "$B" daqirictl '')" "config consumers doctor flow metrics reload send stats status streams top"
+expect_eq "every command" "$(complete_words "$B" daqirictl '')" "config consumers doctor flow learn metrics reload send stats status streams top"
 expect_eq "options" "$(complete_words "$B" daqirictl --)" "--socket --json --table --help --version"
 expect_eq "flow" "$(complete_words "$B" daqirictl flow '')" "list add del"
 expect_eq "f a (shortened)" "$(complete_words "$B" daqirictl f a)" "add"
@@ -34,4 +34,11 @@ expect_eq "interfaces of the daemon at -s" \
 	"$(complete_words "$B" daqirictl -s "$SOCK" flow add '')" "sensor0"
 expect_eq "interfaces, --socket=" \
 	"$(complete_words "$B" daqirictl --socket="$SOCK" -j flow list s)" "sensor0"
+expect_eq "learn: the rx queues" \
+	"$(complete_words "$B" daqirictl -s "$SOCK" learn '')" "sensor0/q0"
+expect_eq "learn: after an option's value" \
+	"$(complete_words "$B" daqirictl -s "$SOCK" learn --count 100 '')" "sensor0/q0"
+expect_eq "learn: no queue for an option's value" \
+	"$(complete_words "$B" daqirictl -s "$SOCK" learn --seconds '')" ""
+expect_eq "learn: options" "$(complete_words "$B" daqirictl learn --)" "--count --seconds"
 stop_daemon
