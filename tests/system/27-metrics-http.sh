@@ -170,6 +170,14 @@ while IFS= read -r e; do
 done < "$T/dash.exprs"
 [ $n -ge 13 ] || fail "only $n dashboard queries found in $DASH"
 echo "   ok  the dashboard's $n queries parse and name only exported series"
+# scripts/dashboard-png.py draws the same panels from this Prometheus
+/usr/bin/python3 scripts/dashboard-png.py --prometheus "http://127.0.0.1:$PROM_PORT" \
+	--minutes 1 -o "$T/dash.png" > "$T/dash.out" 2>&1 || fail "dashboard-png.py: $(cat "$T/dash.out")"
+np=$(jq "[.panels[] | select(.targets)] | length" "$DASH")
+grep -q "^dashboard-png: $np panels, [1-9][0-9]* series -> $T/dash.png\$" "$T/dash.out" ||
+	fail "dashboard-png.py: $(cat "$T/dash.out")"
+[ "$(head -c 4 "$T/dash.png" | od -An -tx1 | tr -d ' ')" = 89504e47 ] || fail "dash.png is not a PNG"
+echo "   ok  $(cat "$T/dash.out")"
 kill "$PROM_PID"
 wait_gone "$PROM_PID"
 
