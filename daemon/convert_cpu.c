@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Vectorised payload conversion for the CPU reorder backend. Each kernel
- * converts blocks of 32 elements with AVX2 (+F16C) or SSE4.1, chosen at
- * run time with __builtin_cpu_supports, so one build runs on any x86-64;
- * the ragged head and tail go through the scalar element code of
- * convert.h, whose results every kernel reproduces bit for bit.
+ * converts blocks of 32 elements: on x86-64 with AVX2 (+F16C) or SSE4.1,
+ * chosen at run time with __builtin_cpu_supports; on aarch64 with ASIMD
+ * (NEON, always there), using the FP16 and BF16 instructions where
+ * getauxval(AT_HWCAP / AT_HWCAP2) advertises them. One build runs on any
+ * CPU of its architecture; the ragged head and tail go through the scalar
+ * element code of convert.h, whose results every kernel reproduces bit
+ * for bit.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +21,12 @@
 #define CVT_X86 1
 #include <cpuid.h>
 #include <immintrin.h>
+#endif
+#if defined(__aarch64__) && !defined(CVT_NO_SIMD)
+#define CVT_NEON 1
+#include <arm_neon.h>
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 #define CVT_BLK		32	/* elements per kernel block */
@@ -96,15 +105,19 @@ in_offset(enum daqiri_dtype in, size_t e)
 	}
 }
 
-#ifdef CVT_X86
+static const size_t cvt_in_blk[KI_MAX] = {
+	[KI_I4] = 16, [KI_I8] = 32, [KI_I16L] = 64, [KI_I16B] = 64,
+	[KI_I32L] = 128, [KI_I32B] = 128,
+};
+static const size_t cvt_out_blk[KO_MAX] = {
+	[KO_F16] = 64, [KO_BF16] = 64, [KO_F32] = 128, [KO_F64] = 256,
+	[KO_I32] = 128,
+};
 
-/* Byte-swap masks for big-endian 16- and 32-bit elements. */
-#define BSWAP16_MASK 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14
-#define BSWAP32_MASK 3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12
-
-/* int4 nibble -> fp16 / bf16 bits, split in low and high bytes for
- * pshufb (nibbles 8..15 are -8..-1); checked against convert.h by the
- * tests through every byte value. */
+#if defined(CVT_X86) || defined(CVT_NEON)
+/* int4 nibble -> fp16 / bf16 bits, split in low and high bytes for a
+ * byte shuffle (pshufb, tbl; nibbles 8..15 are -8..-1); checked against
+ * convert.h by the tests through every byte value. */
 #define T16(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p) \
 	{ a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p }
 static const uint16_t cvt_i4_f16[16] = T16(0x0000, 0x3C00, 0x4000, 0x4200,
@@ -113,6 +126,50 @@ static const uint16_t cvt_i4_f16[16] = T16(0x0000, 0x3C00, 0x4000, 0x4200,
 static const uint16_t cvt_i4_bf16[16] = T16(0x0000, 0x3F80, 0x4000, 0x4040,
     0x4080, 0x40A0, 0x40C0, 0x40E0, 0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080,
     0xC040, 0xC000, 0xBF80);
+#endif
+
+/* One kernel per (input, output) pair and ISA, with nt folded in. */
+#define CVT_KERNEL(isa, FN, ki, ko)					\
+	FN void isa##_##ki##_##ko(const uint8_t *s, uint8_t *d,		\
+	    size_t nblk, int nt)					\
+	{								\
+		if (nt)							\
+			isa##_generic(s, d, nblk, 1, ki, ko);		\
+		else							\
+			isa##_generic(s, d, nblk, 0, ki, ko);		\
+	}
+#define CVT_KERNELS_OUT(isa, FN, ki)					\
+	CVT_KERNEL(isa, FN, ki, KO_F16)					\
+	CVT_KERNEL(isa, FN, ki, KO_BF16)				\
+	CVT_KERNEL(isa, FN, ki, KO_F32)					\
+	CVT_KERNEL(isa, FN, ki, KO_F64)					\
+	CVT_KERNEL(isa, FN, ki, KO_I32)
+/* int4 -> fp16 / bf16 use the table kernels instead */
+#define CVT_KERNELS(isa, FN)						\
+	CVT_KERNEL(isa, FN, KI_I4, KO_F32)				\
+	CVT_KERNEL(isa, FN, KI_I4, KO_F64)				\
+	CVT_KERNEL(isa, FN, KI_I4, KO_I32)				\
+	CVT_KERNELS_OUT(isa, FN, KI_I8)					\
+	CVT_KERNELS_OUT(isa, FN, KI_I16L)				\
+	CVT_KERNELS_OUT(isa, FN, KI_I16B)				\
+	CVT_KERNELS_OUT(isa, FN, KI_I32L)				\
+	CVT_KERNELS_OUT(isa, FN, KI_I32B)
+
+#define CVT_ROW(isa, ki) [ki] = { [KO_F16] = isa##_##ki##_KO_F16,	\
+	[KO_BF16] = isa##_##ki##_KO_BF16, [KO_F32] = isa##_##ki##_KO_F32, \
+	[KO_F64] = isa##_##ki##_KO_F64, [KO_I32] = isa##_##ki##_KO_I32 }
+#define CVT_ROW_I4(isa) [KI_I4] = { [KO_F16] = isa##_i4_f16_tab,	\
+	[KO_BF16] = isa##_i4_bf16_tab, [KO_F32] = isa##_KI_I4_KO_F32,	\
+	[KO_F64] = isa##_KI_I4_KO_F64, [KO_I32] = isa##_KI_I4_KO_I32 }
+#define CVT_TABLE(isa) { CVT_ROW_I4(isa), CVT_ROW(isa, KI_I8),		\
+	CVT_ROW(isa, KI_I16L), CVT_ROW(isa, KI_I16B),			\
+	CVT_ROW(isa, KI_I32L), CVT_ROW(isa, KI_I32B) }
+
+#ifdef CVT_X86
+
+/* Byte-swap masks for big-endian 16- and 32-bit elements. */
+#define BSWAP16_MASK 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14
+#define BSWAP32_MASK 3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12
 
 /* ---- AVX2 + F16C ---- */
 
@@ -257,15 +314,6 @@ a2_store(int ko, uint8_t *d, const __m256i v[4], int nt)
 		break;
 	}
 }
-
-static const size_t cvt_in_blk[KI_MAX] = {
-	[KI_I4] = 16, [KI_I8] = 32, [KI_I16L] = 64, [KI_I16B] = 64,
-	[KI_I32L] = 128, [KI_I32B] = 128,
-};
-static const size_t cvt_out_blk[KO_MAX] = {
-	[KO_F16] = 64, [KO_BF16] = 64, [KO_F32] = 128, [KO_F64] = 256,
-	[KO_I32] = 128,
-};
 
 A2_INL void
 a2_generic(const uint8_t *s, uint8_t *d, size_t nblk, int nt, int ki, int ko)
@@ -580,45 +628,8 @@ s4_zero_nt(uint8_t *d, size_t n)
 		_mm_stream_si128((__m128i *)(void *)d, z);
 }
 
-/* One kernel per (input, output) pair and ISA, with nt folded in. */
-#define CVT_KERNEL(isa, FN, ki, ko)					\
-	FN void isa##_##ki##_##ko(const uint8_t *s, uint8_t *d,		\
-	    size_t nblk, int nt)					\
-	{								\
-		if (nt)							\
-			isa##_generic(s, d, nblk, 1, ki, ko);		\
-		else							\
-			isa##_generic(s, d, nblk, 0, ki, ko);		\
-	}
-#define CVT_KERNELS_OUT(isa, FN, ki)					\
-	CVT_KERNEL(isa, FN, ki, KO_F16)					\
-	CVT_KERNEL(isa, FN, ki, KO_BF16)				\
-	CVT_KERNEL(isa, FN, ki, KO_F32)					\
-	CVT_KERNEL(isa, FN, ki, KO_F64)					\
-	CVT_KERNEL(isa, FN, ki, KO_I32)
-/* int4 -> fp16 / bf16 use the table kernels instead */
-#define CVT_KERNELS(isa, FN)						\
-	CVT_KERNEL(isa, FN, KI_I4, KO_F32)				\
-	CVT_KERNEL(isa, FN, KI_I4, KO_F64)				\
-	CVT_KERNEL(isa, FN, KI_I4, KO_I32)				\
-	CVT_KERNELS_OUT(isa, FN, KI_I8)					\
-	CVT_KERNELS_OUT(isa, FN, KI_I16L)				\
-	CVT_KERNELS_OUT(isa, FN, KI_I16B)				\
-	CVT_KERNELS_OUT(isa, FN, KI_I32L)				\
-	CVT_KERNELS_OUT(isa, FN, KI_I32B)
-
 CVT_KERNELS(a2, A2_FN)
 CVT_KERNELS(s4, S4_FN)
-
-#define CVT_ROW(isa, ki) [ki] = { [KO_F16] = isa##_##ki##_KO_F16,	\
-	[KO_BF16] = isa##_##ki##_KO_BF16, [KO_F32] = isa##_##ki##_KO_F32, \
-	[KO_F64] = isa##_##ki##_KO_F64, [KO_I32] = isa##_##ki##_KO_I32 }
-#define CVT_ROW_I4(isa) [KI_I4] = { [KO_F16] = isa##_i4_f16_tab,	\
-	[KO_BF16] = isa##_i4_bf16_tab, [KO_F32] = isa##_KI_I4_KO_F32,	\
-	[KO_F64] = isa##_KI_I4_KO_F64, [KO_I32] = isa##_KI_I4_KO_I32 }
-#define CVT_TABLE(isa) { CVT_ROW_I4(isa), CVT_ROW(isa, KI_I8),		\
-	CVT_ROW(isa, KI_I16L), CVT_ROW(isa, KI_I16B),			\
-	CVT_ROW(isa, KI_I32L), CVT_ROW(isa, KI_I32B) }
 
 static const struct cvt_impl cvt_impl_avx2 = {
 	.name = "avx2",
@@ -638,12 +649,406 @@ static const struct cvt_impl cvt_impl_sse41 = {
 
 #endif /* CVT_X86 */
 
+#ifdef CVT_NEON
+
+/* ---- aarch64: ASIMD, with FP16 and BF16 conversions where present ---- */
+
+#define NE_INL static inline __attribute__((always_inline))
+#define NE_FN static
+/* FEAT_FP16 (HWCAP_ASIMDHP): int16 -> fp16 in one rounding, exact as
+ * int16 -> fp32 is; FEAT_BF16 (HWCAP2_BF16): fp32 -> bf16, RNE. */
+#define NEH_INL static inline __attribute__((target("arch=armv8.2-a+fp16"), \
+	always_inline))
+#define NEH_FN static __attribute__((target("arch=armv8.2-a+fp16")))
+#define NEB_INL static inline __attribute__((target("arch=armv8.2-a+bf16"), \
+	always_inline))
+#define NEB_FN static __attribute__((target("arch=armv8.2-a+bf16")))
+
+/* 32 bytes at d; streamed past the cache (STNP) when nt. */
+NE_INL void
+ne_st(uint8_t *d, uint8x16_t a, uint8x16_t b, int nt)
+{
+	if (nt)
+		__asm__ volatile("stnp %q0, %q1, [%2]" : : "w"(a), "w"(b),
+		    "r"(d) : "memory");
+	else {
+		vst1q_u8(d, a);
+		vst1q_u8(d + 16, b);
+	}
+}
+
+/* 16 packed int4 bytes -> 32 int8 in element order (high nibble first,
+ * sign-extended by arithmetic shifts). */
+NE_INL void
+ne_nibbles(const uint8_t *s, int8x16_t *a, int8x16_t *b)
+{
+	int8x16_t x = vreinterpretq_s8_u8(vld1q_u8(s));
+	int8x16_t hi = vshrq_n_s8(x, 4), lo = vshrq_n_s8(vshlq_n_s8(x, 4), 4);
+
+	*a = vzip1q_s8(hi, lo);
+	*b = vzip2q_s8(hi, lo);
+}
+
+/* 16 int8 -> four vectors of 4 int32. */
+NE_INL void
+ne_widen8(int8x16_t a, int32x4_t v[4])
+{
+	int16x8_t l = vmovl_s8(vget_low_s8(a)), h = vmovl_high_s8(a);
+
+	v[0] = vmovl_s16(vget_low_s16(l));
+	v[1] = vmovl_high_s16(l);
+	v[2] = vmovl_s16(vget_low_s16(h));
+	v[3] = vmovl_high_s16(h);
+}
+
+/* One block of CVT_BLK elements as eight vectors of 4 int32. */
+NE_INL void
+ne_load(int ki, const uint8_t *s, int32x4_t v[8])
+{
+	int8x16_t a, b;
+	uint8x16_t x;
+	int16x8_t w;
+	int i;
+
+	switch (ki) {
+	case KI_I4:
+		ne_nibbles(s, &a, &b);
+		ne_widen8(a, v);
+		ne_widen8(b, v + 4);
+		break;
+	case KI_I8:
+		ne_widen8(vld1q_s8((const int8_t *)s), v);
+		ne_widen8(vld1q_s8((const int8_t *)s + 16), v + 4);
+		break;
+	case KI_I16L:
+	case KI_I16B:
+		for (i = 0; i < 4; i++) {
+			x = vld1q_u8(s + 16 * i);
+			if (ki == KI_I16B)
+				x = vrev16q_u8(x);
+			w = vreinterpretq_s16_u8(x);
+			v[2 * i] = vmovl_s16(vget_low_s16(w));
+			v[2 * i + 1] = vmovl_high_s16(w);
+		}
+		break;
+	default:
+		for (i = 0; i < 8; i++) {
+			x = vld1q_u8(s + 16 * i);
+			if (ki == KI_I32B)
+				x = vrev32q_u8(x);
+			v[i] = vreinterpretq_s32_u8(x);
+		}
+		break;
+	}
+}
+
+/* int32 -> fp32 (FPCR: RNE) -> bfloat16 bits, RNE (finite input), four
+ * of them in 64 bits. */
+NE_INL uint16x4_t
+ne_bf16(int32x4_t v)
+{
+	uint32x4_t f = vreinterpretq_u32_f32(vcvtq_f32_s32(v));
+	uint32x4_t odd = vandq_u32(vshrq_n_u32(f, 16), vdupq_n_u32(1));
+
+	return vshrn_n_u32(vaddq_u32(vaddq_u32(f, vdupq_n_u32(0x7FFF)), odd),
+	    16);
+}
+
+NE_INL void
+ne_store(int ko, uint8_t *d, const int32x4_t v[8], int nt)
+{
+	float16x8_t h0, h1;
+	uint16x8_t b0, b1;
+	int i;
+
+	switch (ko) {
+	case KO_F16:
+		for (i = 0; i < 2; i++) {
+			/* int -> fp32 exact or RNE, then RNE to half
+			 * (FCVTN: overflow to infinity) */
+			h0 = vcombine_f16(vcvt_f16_f32(vcvtq_f32_s32(v[4 * i])),
+			    vcvt_f16_f32(vcvtq_f32_s32(v[4 * i + 1])));
+			h1 = vcombine_f16(vcvt_f16_f32(vcvtq_f32_s32(
+			    v[4 * i + 2])), vcvt_f16_f32(vcvtq_f32_s32(
+			    v[4 * i + 3])));
+			ne_st(d + 32 * i, vreinterpretq_u8_f16(h0),
+			    vreinterpretq_u8_f16(h1), nt);
+		}
+		break;
+	case KO_BF16:
+		for (i = 0; i < 2; i++) {
+			b0 = vcombine_u16(ne_bf16(v[4 * i]),
+			    ne_bf16(v[4 * i + 1]));
+			b1 = vcombine_u16(ne_bf16(v[4 * i + 2]),
+			    ne_bf16(v[4 * i + 3]));
+			ne_st(d + 32 * i, vreinterpretq_u8_u16(b0),
+			    vreinterpretq_u8_u16(b1), nt);
+		}
+		break;
+	case KO_F32:
+		for (i = 0; i < 4; i++)
+			ne_st(d + 32 * i,
+			    vreinterpretq_u8_f32(vcvtq_f32_s32(v[2 * i])),
+			    vreinterpretq_u8_f32(vcvtq_f32_s32(v[2 * i + 1])),
+			    nt);
+		break;
+	case KO_F64:
+		/* through int64: every int32 is exact in binary64 */
+		for (i = 0; i < 8; i++)
+			ne_st(d + 32 * i, vreinterpretq_u8_f64(vcvtq_f64_s64(
+			    vmovl_s32(vget_low_s32(v[i])))),
+			    vreinterpretq_u8_f64(vcvtq_f64_s64(
+			    vmovl_high_s32(v[i]))), nt);
+		break;
+	default:
+		for (i = 0; i < 4; i++)
+			ne_st(d + 32 * i, vreinterpretq_u8_s32(v[2 * i]),
+			    vreinterpretq_u8_s32(v[2 * i + 1]), nt);
+		break;
+	}
+}
+
+NE_INL void
+ne_generic(const uint8_t *s, uint8_t *d, size_t nblk, int nt, int ki, int ko)
+{
+	int32x4_t v[8];
+
+	for (; nblk > 0; nblk--) {
+		ne_load(ki, s, v);
+		ne_store(ko, d, v, nt);
+		s += cvt_in_blk[ki];
+		d += cvt_out_blk[ko];
+	}
+}
+
+/* int4 -> a 16-bit type by table (tbl): 16 input bytes, 64 output bytes. */
+NE_INL void
+ne_i4_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt,
+	  const uint16_t *tab)
+{
+	uint16x8_t t0 = vld1q_u16(tab), t1 = vld1q_u16(tab + 8);
+	/* low and high bytes of the 16 entries */
+	uint8x16_t tl = vcombine_u8(vmovn_u16(t0), vmovn_u16(t1));
+	uint8x16_t th = vcombine_u8(vshrn_n_u16(t0, 8), vshrn_n_u16(t1, 8));
+	uint8x16_t x, hi, lo, n, l, h;
+	int j;
+
+	for (; nblk > 0; nblk--) {
+		x = vld1q_u8(s);
+		hi = vshrq_n_u8(x, 4);
+		lo = vandq_u8(x, vdupq_n_u8(0x0F));
+		for (j = 0; j < 2; j++) {
+			n = j ? vzip2q_u8(hi, lo) : vzip1q_u8(hi, lo);
+			l = vqtbl1q_u8(tl, n);
+			h = vqtbl1q_u8(th, n);
+			ne_st(d + 32 * j, vzip1q_u8(l, h), vzip2q_u8(l, h), nt);
+		}
+		s += 16;
+		d += 64;
+	}
+}
+
+NE_FN void
+ne_i4_f16_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt)
+{
+	if (nt)
+		ne_i4_tab(s, d, nblk, 1, cvt_i4_f16);
+	else
+		ne_i4_tab(s, d, nblk, 0, cvt_i4_f16);
+}
+
+NE_FN void
+ne_i4_bf16_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt)
+{
+	if (nt)
+		ne_i4_tab(s, d, nblk, 1, cvt_i4_bf16);
+	else
+		ne_i4_tab(s, d, nblk, 0, cvt_i4_bf16);
+}
+
+NE_FN void
+ne_copy_nt(uint8_t *d, const uint8_t *s, size_t n)
+{
+	for (; n >= 64; n -= 64, s += 64, d += 64) {
+		uint8x16_t a = vld1q_u8(s), b = vld1q_u8(s + 16);
+		uint8x16_t c = vld1q_u8(s + 32), e = vld1q_u8(s + 48);
+
+		ne_st(d, a, b, 1);
+		ne_st(d + 32, c, e, 1);
+	}
+	for (; n >= 32; n -= 32, s += 32, d += 32)
+		ne_st(d, vld1q_u8(s), vld1q_u8(s + 16), 1);
+}
+
+NE_FN void
+ne_zero_nt(uint8_t *d, size_t n)
+{
+	uint8x16_t z = vdupq_n_u8(0);
+
+	for (; n >= 32; n -= 32, d += 32)
+		ne_st(d, z, z, 1);
+}
+
+CVT_KERNELS(ne, NE_FN)
+
+/* FEAT_FP16: int4 (by table, as ne), int8 and int16 -> fp16 in one
+ * rounding of their int16 value (exact as int16 -> fp32, so the same
+ * result as convert.h's two steps). */
+NEH_INL void
+neh_generic(const uint8_t *s, uint8_t *d, size_t nblk, int nt, int ki)
+{
+	int16x8_t w[4];
+	uint8x16_t x;
+	int i;
+
+	for (; nblk > 0; nblk--) {
+		if (ki == KI_I8) {
+			int8x16_t a = vld1q_s8((const int8_t *)s);
+			int8x16_t b = vld1q_s8((const int8_t *)s + 16);
+
+			w[0] = vmovl_s8(vget_low_s8(a));
+			w[1] = vmovl_high_s8(a);
+			w[2] = vmovl_s8(vget_low_s8(b));
+			w[3] = vmovl_high_s8(b);
+		} else {
+			for (i = 0; i < 4; i++) {
+				x = vld1q_u8(s + 16 * i);
+				if (ki == KI_I16B)
+					x = vrev16q_u8(x);
+				w[i] = vreinterpretq_s16_u8(x);
+			}
+		}
+		for (i = 0; i < 2; i++)
+			ne_st(d + 32 * i,
+			    vreinterpretq_u8_f16(vcvtq_f16_s16(w[2 * i])),
+			    vreinterpretq_u8_f16(vcvtq_f16_s16(w[2 * i + 1])),
+			    nt);
+		s += cvt_in_blk[ki];
+		d += cvt_out_blk[KO_F16];
+	}
+}
+
+#define NEH_KERNEL(ki)							\
+	NEH_FN void neh_##ki(const uint8_t *s, uint8_t *d, size_t nblk,	\
+	    int nt)							\
+	{								\
+		if (nt)							\
+			neh_generic(s, d, nblk, 1, ki);			\
+		else							\
+			neh_generic(s, d, nblk, 0, ki);			\
+	}
+NEH_KERNEL(KI_I8)
+NEH_KERNEL(KI_I16L)
+NEH_KERNEL(KI_I16B)
+
+/* FEAT_BF16: fp32 -> bf16 by BFCVTN (RNE; inputs here are exact or
+ * RNE-rounded integers, never NaN or subnormal). */
+NEB_INL void
+neb_generic(const uint8_t *s, uint8_t *d, size_t nblk, int nt, int ki)
+{
+	int32x4_t v[8];
+	bfloat16x8_t b0, b1;
+	int i;
+
+	for (; nblk > 0; nblk--) {
+		ne_load(ki, s, v);
+		for (i = 0; i < 2; i++) {
+			b0 = vcvtq_high_bf16_f32(vcvtq_low_bf16_f32(
+			    vcvtq_f32_s32(v[4 * i])), vcvtq_f32_s32(v[4 * i + 1]));
+			b1 = vcvtq_high_bf16_f32(vcvtq_low_bf16_f32(
+			    vcvtq_f32_s32(v[4 * i + 2])),
+			    vcvtq_f32_s32(v[4 * i + 3]));
+			ne_st(d + 32 * i, vreinterpretq_u8_bf16(b0),
+			    vreinterpretq_u8_bf16(b1), nt);
+		}
+		s += cvt_in_blk[ki];
+		d += cvt_out_blk[KO_BF16];
+	}
+}
+
+#define NEB_KERNEL(ki)							\
+	NEB_FN void neb_##ki(const uint8_t *s, uint8_t *d, size_t nblk,	\
+	    int nt)							\
+	{								\
+		if (nt)							\
+			neb_generic(s, d, nblk, 1, ki);			\
+		else							\
+			neb_generic(s, d, nblk, 0, ki);			\
+	}
+NEB_KERNEL(KI_I8)
+NEB_KERNEL(KI_I16L)
+NEB_KERNEL(KI_I16B)
+NEB_KERNEL(KI_I32L)
+NEB_KERNEL(KI_I32B)
+
+/* A row of ASIMD's kernels with its fp16 and bf16 kernels chosen. */
+#define NE_ROW(ki, f16, bf16) [ki] = { [KO_F16] = f16, [KO_BF16] = bf16, \
+	[KO_F32] = ne_##ki##_KO_F32, [KO_F64] = ne_##ki##_KO_F64,	\
+	[KO_I32] = ne_##ki##_KO_I32 }
+
+static const struct cvt_impl cvt_impl_neon = {
+	.name = "neon",
+	.align = 32,
+	.copy_nt = ne_copy_nt,
+	.zero_nt = ne_zero_nt,
+	.k = CVT_TABLE(ne),
+};
+
+static const struct cvt_impl cvt_impl_neon_fp16 = {
+	.name = "neon-fp16",
+	.align = 32,
+	.copy_nt = ne_copy_nt,
+	.zero_nt = ne_zero_nt,
+	.k = { CVT_ROW_I4(ne),
+		NE_ROW(KI_I8, neh_KI_I8, ne_KI_I8_KO_BF16),
+		NE_ROW(KI_I16L, neh_KI_I16L, ne_KI_I16L_KO_BF16),
+		NE_ROW(KI_I16B, neh_KI_I16B, ne_KI_I16B_KO_BF16),
+		CVT_ROW(ne, KI_I32L), CVT_ROW(ne, KI_I32B) },
+};
+
+static const struct cvt_impl cvt_impl_neon_bf16 = {
+	.name = "neon-fp16-bf16",
+	.align = 32,
+	.copy_nt = ne_copy_nt,
+	.zero_nt = ne_zero_nt,
+	.k = { CVT_ROW_I4(ne),
+		NE_ROW(KI_I8, neh_KI_I8, neb_KI_I8),
+		NE_ROW(KI_I16L, neh_KI_I16L, neb_KI_I16L),
+		NE_ROW(KI_I16B, neh_KI_I16B, neb_KI_I16B),
+		NE_ROW(KI_I32L, ne_KI_I32L_KO_F16, neb_KI_I32L),
+		NE_ROW(KI_I32B, ne_KI_I32B_KO_F16, neb_KI_I32B) },
+};
+
+#endif /* CVT_NEON */
+
 static const struct cvt_impl cvt_impl_scalar = {
 	.name = "scalar",
 	.align = 0,
 };
 
-const char *const cvt_impl_names[] = { "avx2", "sse4.1", "scalar", NULL };
+/* Every implementation this build knows, best first. */
+static const struct cvt_impl *const cvt_impls[] = {
+#ifdef CVT_X86
+	&cvt_impl_avx2, &cvt_impl_sse41,
+#endif
+#ifdef CVT_NEON
+	&cvt_impl_neon_bf16, &cvt_impl_neon_fp16, &cvt_impl_neon,
+#endif
+	&cvt_impl_scalar,
+};
+#define CVT_NIMPLS	(sizeof(cvt_impls) / sizeof(cvt_impls[0]))
+
+const char *const cvt_impl_names[] = {
+#ifdef CVT_X86
+	"avx2", "sse4.1",
+#endif
+#ifdef CVT_NEON
+	"neon-fp16-bf16", "neon-fp16", "neon",
+#endif
+	"scalar", NULL
+};
+_Static_assert(sizeof(cvt_impl_names) / sizeof(cvt_impl_names[0]) ==
+    CVT_NIMPLS + 1, "one name per implementation");
 
 static const struct cvt_impl *cvt_cur;
 
@@ -662,19 +1067,28 @@ impl_supported(const struct cvt_impl *im)
 	if (im == &cvt_impl_sse41)
 		return __builtin_cpu_supports("sse4.1");
 #endif
+#ifdef CVT_NEON
+	unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+
+	if (im == &cvt_impl_neon)
+		return (hw & HWCAP_ASIMD) != 0;
+	if (im == &cvt_impl_neon_fp16)
+		return (hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDHP);
+	if (im == &cvt_impl_neon_bf16)
+		return (hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDHP) &&
+		    (hw2 & HWCAP2_BF16);
+#endif
 	return im == &cvt_impl_scalar;
 }
 
 static const struct cvt_impl *
 impl_best(void)
 {
-#ifdef CVT_X86
-	if (impl_supported(&cvt_impl_avx2))
-		return &cvt_impl_avx2;
-	if (impl_supported(&cvt_impl_sse41))
-		return &cvt_impl_sse41;
-#endif
-	return &cvt_impl_scalar;
+	size_t i;
+
+	for (i = 0; i + 1 < CVT_NIMPLS && !impl_supported(cvt_impls[i]); i++)
+		;
+	return cvt_impls[i];
 }
 
 static const struct cvt_impl *
@@ -697,14 +1111,9 @@ cvt_force_impl(const char *name)
 	impl_get();
 	if (name == NULL || strcmp(name, "auto") == 0)
 		im = impl_best();
-#ifdef CVT_X86
-	else if (strcmp(name, "avx2") == 0)
-		im = &cvt_impl_avx2;
-	else if (strcmp(name, "sse4.1") == 0)
-		im = &cvt_impl_sse41;
-#endif
-	else if (strcmp(name, "scalar") == 0)
-		im = &cvt_impl_scalar;
+	for (size_t i = 0; im == NULL && i < CVT_NIMPLS; i++)
+		if (strcmp(name, cvt_impls[i]->name) == 0)
+			im = cvt_impls[i];
 	if (im == NULL || !impl_supported(im))
 		return -1;
 	__atomic_store_n(&cvt_cur, im, __ATOMIC_RELEASE);

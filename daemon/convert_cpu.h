@@ -2,7 +2,9 @@
 /*
  * The vectorised CPU conversion of one payload into one slot: the same
  * results, bit for bit, as cvt_slot_scalar() in convert.h, with AVX2 or
- * SSE4.1 chosen at run time and non-temporal stores for large outputs.
+ * SSE4.1 (x86-64), NEON with or without its FP16 and BF16 conversions
+ * (aarch64) chosen at run time, and non-temporal stores for large
+ * outputs.
  */
 #ifndef DAQIRI_CONVERT_CPU_H
 #define DAQIRI_CONVERT_CPU_H
@@ -30,11 +32,12 @@ void cvt_fill_fast(enum daqiri_dtype out, enum daqiri_fill fill, uint8_t *dst,
 		   uint64_t nbytes);
 
 /* Order every non-temporal store made so far before later stores
- * (sfence); a no-op where there are none. */
+ * (sfence on x86-64, a release barrier elsewhere). */
 void cvt_fence(void);
 
 /*
  * Select an implementation by name: "avx2" (AVX2 + F16C), "sse4.1",
+ * "neon-fp16-bf16" (ASIMD + FEAT_FP16 + FEAT_BF16), "neon-fp16", "neon",
  * "scalar", or "auto" / NULL for the best this CPU supports. Returns 0,
  * or -1 (selection unchanged) when the name is unknown or this CPU or
  * build cannot run it. For tests and benchmarks; not thread-safe against
@@ -42,10 +45,11 @@ void cvt_fence(void);
  */
 int cvt_force_impl(const char *name);
 
-/* Name of the implementation in use ("avx2", "sse4.1" or "scalar"). */
+/* Name of the implementation in use (one of cvt_impl_names). */
 const char *cvt_impl_name(void);
 
-/* Names of every implementation this build knows, NULL-terminated. */
+/* Names of every implementation this build knows, best first,
+ * NULL-terminated. */
 extern const char *const cvt_impl_names[];
 
 /* Outputs of at least bytes use non-temporal stores (0 = always, for

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "engine.h"
 #include "log.h"
 
 #define DAQIRID_DEFAULT_CONFIG	CFG_DEFAULT_FILE
@@ -214,6 +215,13 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (o.check_only) {
+		/* valid, but not for this build: said, not refused (the
+		 * file may be meant for another machine) */
+		if (cfg.ninterfaces > 0 && engine_lookup(cfg.engine) == NULL)
+			fprintf(stderr, "daqirid: warning: %s: engine %s is not "
+			    "built into this daqirid (built without it): it "
+			    "would not start here\n", diags.file,
+			    cfg_iface_traits(&cfg, &cfg.interfaces[0])->name);
 		if (o.verbose) {
 			if (cfg_print(&cfg, stdout) != 0 || fflush(stdout) != 0) {
 				fprintf(stderr, "daqirid: writing the configuration: %s\n",

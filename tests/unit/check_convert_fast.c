@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for daemon/convert_cpu.c: every REFERENCE.md vector through
- * every implementation this CPU runs (avx2, sse4.1, scalar) and every
+ * every implementation this CPU runs (avx2, sse4.1 or the three NEON
+ * ones, and scalar) and every
  * output type, and the vectorised paths against cvt_slot_scalar() on
  * random payloads of every length 0..300 at odd alignments, streamed and
  * not, with guard bytes around the slot.
  */
 #include <check.h>
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -501,6 +506,18 @@ START_TEST(test_force_impl)
 		ck_assert_str_eq(cvt_impl_name(), "avx2");
 	else if (__builtin_cpu_supports("sse4.1"))
 		ck_assert_str_eq(cvt_impl_name(), "sse4.1");
+#endif
+#if defined(__aarch64__) && !defined(CVT_NO_SIMD)
+	/* ASIMD always; its FP16 and BF16 conversions as the kernel says */
+	unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+
+	fprintf(stderr, "note: auto implementation: %s\n", cvt_impl_name());
+	if ((hw & HWCAP_ASIMDHP) && (hw2 & HWCAP2_BF16))
+		ck_assert_str_eq(cvt_impl_name(), "neon-fp16-bf16");
+	else if (hw & HWCAP_ASIMDHP)
+		ck_assert_str_eq(cvt_impl_name(), "neon-fp16");
+	else
+		ck_assert_str_eq(cvt_impl_name(), "neon");
 #endif
 }
 END_TEST
