@@ -3,8 +3,9 @@
 # The DPDK engine on net_pcap, with the shipped example config
 # (etc/examples/pcap-replay.yaml) pointed at captures mkpcap writes: a
 # shuffled, lossy, duplicated capture with frames for no flow and short
-# ones comes out with exact accounting, and a clean capture replayed in a
-# loop (infinite_rx) verifies element by element in daqiri-consume.
+# ones comes out with exact accounting, a clean capture replayed in a
+# loop (infinite_rx) verifies element by element in daqiri-consume, and
+# daqirictl learn finds the example's layout in a capture's frames.
 . tests/system/lib.sh
 
 PPB=128
@@ -113,5 +114,33 @@ expect_eq "duplicate" "$r_duplicate" 0
 expect_eq "placed + duplicate + late + malformed + no_buffer = packets_in" \
 	$((r_placed + r_duplicate + r_late + r_malformed + r_no_buffer + r_backend_error)) "$r_packets_in"
 note "phase 2: $i_rx_packets frames replayed, $r_resync loops (resync), $h_published tensors"
+stop_daemon
+wait_gone "$NOTIFY_PID"
+
+# ---------------------------------------------------------------------------
+note "phase 3: daqirictl learn on a capture of known layout, in a loop"
+# 10 batches: 1280 frames a loop, so each loop's start is a jump of the
+# counter (more than 1024 back), not a late packet. The example's layout
+# is what mkpcap writes: the counter at bit 336, 32 bits, 8000 sample
+# bytes from byte 50; 3840 frames span at least two loop starts.
+"$BUILD/tests/mkpcap" -o "$T/learn.pcap" --batches 10 --seed 3 --shuffle 16 --quiet \
+	> "$T/mkpcap.out" || fail "mkpcap failed"
+pcap_config "$T/learn.pcap" ",infinite_rx=1"
+start_daemon
+ctl -j learn --count 3840 --seconds 60 "$RAW" > "$T/learn.json" 2> "$T/learn.err" ||
+	fail "daqirictl learn: $(cat "$T/learn.err")"
+j() { jq -r "$1" "$T/learn.json"; }
+expect_eq "learn: frames" "$(j .frames)" 3840
+expect_eq "learn: tap full" "$(j .tap_full)" 0
+expect_eq "learn: confidence" "$(j .confidence)" high
+expect_eq "learn: sequence bit_offset" "$(j .seq_bit_offset)" 336
+expect_eq "learn: sequence bit_width" "$(j .seq_bit_width)" 32
+expect_eq "learn: payload_byte_offset" "$(j .payload_byte_offset)" 50
+expect_eq "learn: payload_bytes" "$(j .payload_bytes)" 8000
+expect_eq "learn: frame length" "$(j .len)" 8050
+expect_eq "learn: the flow that matches" "$(j .flow_id)" 0
+[ "$(j .restarts)" -ge 2 ] || fail "learn: $(j .restarts) jumps in 3 loops of the capture"
+[ "$(j .reorder_depth)" -lt 16 ] || fail "learn: reorder depth $(j .reorder_depth) from a shuffle of 16"
+echo "   ok  learn: $(j .restarts) loop starts seen as jumps, reorder depth $(j .reorder_depth)"
 stop_daemon
 echo "ok"
