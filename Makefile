@@ -43,6 +43,9 @@ else
 $(error ARCH=$(ARCH): from $(HOST_ARCH) only ARCH=aarch64 cross-builds (or build on the machine itself))
 endif
 endif
+# qemu-user finds the arm64 libc of the multiarch packages (libc6:arm64)
+# itself; with -L /usr/aarch64-linux-gnu a forked child hangs in qemu 7.2
+# (every Check suite forks)
 EMU ?= qemu-aarch64
 HAVE_DPDK ?= 1
 BUILD ?= build
