@@ -47,6 +47,14 @@ endif
 # itself; with -L /usr/aarch64-linux-gnu a forked child hangs in qemu 7.2
 # (every Check suite forks)
 EMU ?= qemu-aarch64
+# The targets that run what they build run this machine's programs.
+RUN_GOALS := check quick unit-run unit-standin golden system system-asan asan \
+	asan-standin tsan demo run bench python-check python-asan fuzz-run aarch64
+ifneq ($(ARCH),$(HOST_ARCH))
+ifneq ($(filter $(RUN_GOALS),$(MAKECMDGOALS)),)
+$(error ARCH=$(ARCH): '$(filter $(RUN_GOALS),$(MAKECMDGOALS))' runs programs, and these would be $(ARCH)'s; 'make aarch64' (a part of make check) runs the aarch64 build's suites under emulation)
+endif
+endif
 HAVE_DPDK ?= 1
 BUILD ?= build
 VERSION := 0.1.0
@@ -64,7 +72,7 @@ NODEPS_GOALS := clean deps help check demo layout
 ifneq ($(filter-out $(NODEPS_GOALS),$(if $(MAKECMDGOALS),$(MAKECMDGOALS),all)),)
 MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
 ifneq ($(MISSING),)
-$(error missing packages (pkg-config): $(MISSING); run 'make deps' or scripts/install-deps.sh)
+$(error missing packages (pkg-config): $(MISSING); run $(if $(filter $(ARCH),$(HOST_ARCH)),'make deps' or scripts/install-deps.sh,scripts/install-deps.sh --aarch64))
 endif
 endif
 
