@@ -8,6 +8,7 @@
 #define DAQIRI_DAQIRICTL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "daqiri_client.h"
 
@@ -18,6 +19,11 @@
  * connection, made on the first use and kept for the caller. */
 int daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
 		   char **argv);
+
+/* Decode the hex text p[0 .. *len) in place (blanks between bytes are
+ * allowed; daqirictl_send.c): 0 with the bytes' count in *len, or -1
+ * with the offending column in *len. */
+int daqirictl_hex_decode(char *p, size_t *len);
 
 /* "daqirictl learn"'s arguments. */
 #define DAQIRICTL_LEARN_USAGE	"[--count N] [--seconds S] IFACE/QUEUE"

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "daqirictl.h"
+#include "desc.h"
 #include "learn.h"
 #include "proto.h"
 
@@ -27,15 +28,6 @@ struct frames {
 	uint32_t n;
 	uint8_t *bytes;			/* DAQIRI_TAP_SNAP_MAX per frame */
 };
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* One request (req is consumed); the reply (status ok) in *out, else a
  * message naming what on stderr and -1. */
@@ -156,13 +148,6 @@ matching_flow(struct daqiri *d, const char *queue, const struct learn_result *r)
 	return found;
 }
 
-static int
-unhex(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ?
-	    c - 'a' + 10 : -1;
-}
-
 /* The frames of one read reply, appended to fr. */
 static int
 take_frames(const cJSON *reply, struct frames *fr, uint32_t max)
@@ -179,20 +164,15 @@ take_frames(const cJSON *reply, struct frames *fr, uint32_t max)
 
 		if (fr->n == max)
 			break;
+		/* decoded in place (the reply is ours), then kept */
 		if (!cJSON_IsNumber(ns) || !cJSON_IsNumber(len) ||
-		    !cJSON_IsString(h) || (n = strlen(h->valuestring)) % 2 ||
-		    n / 2 > DAQIRI_TAP_SNAP_MAX)
+		    !cJSON_IsString(h) || (n = strlen(h->valuestring),
+		    daqirictl_hex_decode(h->valuestring, &n) < 0) ||
+		    n > DAQIRI_TAP_SNAP_MAX)
 			return -1;
-		for (size_t i = 0; i < n / 2; i++) {
-			int hi = unhex(h->valuestring[2 * i]);
-			int lo = unhex(h->valuestring[2 * i + 1]);
-
-			if (hi < 0 || lo < 0)
-				return -1;
-			b[i] = (uint8_t)(hi << 4 | lo);
-		}
+		memcpy(b, h->valuestring, n);
 		f->data = b;
-		f->caplen = (uint32_t)(n / 2);
+		f->caplen = (uint32_t)n;
 		f->len = (uint32_t)len->valuedouble;
 		f->ns = (uint64_t)ns->valuedouble;
 		fr->n++;
@@ -205,7 +185,7 @@ static int
 collect(struct daqiri *d, const char *queue, uint32_t count, double seconds,
 	struct frames *fr, uint64_t *full)
 {
-	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+	uint64_t end = daqiri_mono_ns() + (uint64_t)(seconds * 1e9);
 	const cJSON *done, *fu;
 	cJSON *o;
 	int rc = 0;
@@ -228,7 +208,7 @@ collect(struct daqiri *d, const char *queue, uint32_t count, double seconds,
 		*full = cJSON_IsNumber(fu) ? (uint64_t)fu->valuedouble : 0;
 		cJSON_Delete(o);
 		if (rc < 0 || cJSON_IsTrue(done) || fr->n >= count ||
-		    now_ns() >= end)
+		    daqiri_mono_ns() >= end)
 			break;
 		nanosleep(&ts, NULL);
 	}
@@ -463,7 +443,7 @@ daqirictl_learn(const char *sock, bool json, struct daqiri **d, int argc,
 		fprintf(stderr, "daqirictl: learn: out of memory\n");
 		goto out;
 	}
-	t0 = now_ns();
+	t0 = daqiri_mono_ns();
 	if (collect(*d, queue, count, seconds, &fr, &full) < 0)
 		goto out;
 	if (fr.n == 0) {
@@ -482,7 +462,7 @@ daqirictl_learn(const char *sock, bool json, struct daqiri **d, int argc,
 		    "flow: %s\n", queue, fr.n, r.frames, r.why);
 	else
 		print_text(queue, &r, fr.n, full,
-		    (double)(now_ns() - t0) / 1e9, flow);
+		    (double)(daqiri_mono_ns() - t0) / 1e9, flow);
 	if (r.seq_conf == LEARN_NONE || r.seq_conf == LEARN_LOW)
 		rc = 1;
 	else if (!json)

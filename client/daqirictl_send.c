@@ -28,10 +28,8 @@ struct payload {
 	unsigned long line;
 };
 
-/* Decode the hex line p[0 .. *len) in place (blanks between bytes are
- * allowed): 0, or -1 with the offending column in *len. */
-static int
-hex_line(char *p, size_t *len)
+int
+daqirictl_hex_decode(char *p, size_t *len)
 {
 	size_t i = 0, o = 0;
 	char two[3] = "";
@@ -110,7 +108,7 @@ split_payloads(char *text, size_t n, bool hex, bool raw, const char *name,
 		for (e = i; e < n && text[e] != '\n'; e++)
 			;
 		len = e - i;
-		if (hex && hex_line(text + i, &len) < 0) {
+		if (hex && daqirictl_hex_decode(text + i, &len) < 0) {
 			fprintf(stderr, "daqirictl: send: %s:%zu: not hex at "
 			    "column %zu (--hex lines are pairs of hex "
 			    "digits)\n", name, np + 1, len);

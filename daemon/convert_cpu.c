@@ -155,6 +155,18 @@ static const uint16_t cvt_i4_bf16[16] = T16(0x0000, 0x3F80, 0x4000, 0x4040,
 	CVT_KERNELS_OUT(isa, FN, KI_I32L)				\
 	CVT_KERNELS_OUT(isa, FN, KI_I32B)
 
+/* int4 -> fp16 / bf16 by the ISA's table kernel isa_i4_tab(). */
+#define CVT_I4_TAB(isa, FN, out)					\
+	FN void isa##_i4_##out##_tab(const uint8_t *s, uint8_t *d,	\
+	    size_t nblk, int nt)					\
+	{								\
+		if (nt)							\
+			isa##_i4_tab(s, d, nblk, 1, cvt_i4_##out);	\
+		else							\
+			isa##_i4_tab(s, d, nblk, 0, cvt_i4_##out);	\
+	}
+#define CVT_I4_TABS(isa, FN) CVT_I4_TAB(isa, FN, f16) CVT_I4_TAB(isa, FN, bf16)
+
 #define CVT_ROW(isa, ki) [ki] = { [KO_F16] = isa##_##ki##_KO_F16,	\
 	[KO_BF16] = isa##_##ki##_KO_BF16, [KO_F32] = isa##_##ki##_KO_F32, \
 	[KO_F64] = isa##_##ki##_KO_F64, [KO_I32] = isa##_##ki##_KO_I32 }
@@ -358,23 +370,7 @@ a2_i4_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt,
 	}
 }
 
-A2_FN void
-a2_i4_f16_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt)
-{
-	if (nt)
-		a2_i4_tab(s, d, nblk, 1, cvt_i4_f16);
-	else
-		a2_i4_tab(s, d, nblk, 0, cvt_i4_f16);
-}
-
-A2_FN void
-a2_i4_bf16_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt)
-{
-	if (nt)
-		a2_i4_tab(s, d, nblk, 1, cvt_i4_bf16);
-	else
-		a2_i4_tab(s, d, nblk, 0, cvt_i4_bf16);
-}
+CVT_I4_TABS(a2, A2_FN)
 
 A2_FN void
 a2_copy_nt(uint8_t *d, const uint8_t *s, size_t n)
@@ -581,23 +577,7 @@ s4_i4_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt,
 	}
 }
 
-S4_FN void
-s4_i4_f16_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt)
-{
-	if (nt)
-		s4_i4_tab(s, d, nblk, 1, cvt_i4_f16);
-	else
-		s4_i4_tab(s, d, nblk, 0, cvt_i4_f16);
-}
-
-S4_FN void
-s4_i4_bf16_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt)
-{
-	if (nt)
-		s4_i4_tab(s, d, nblk, 1, cvt_i4_bf16);
-	else
-		s4_i4_tab(s, d, nblk, 0, cvt_i4_bf16);
-}
+CVT_I4_TABS(s4, S4_FN)
 
 S4_FN void
 s4_copy_nt(uint8_t *d, const uint8_t *s, size_t n)
@@ -848,23 +828,7 @@ ne_i4_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt,
 	}
 }
 
-NE_FN void
-ne_i4_f16_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt)
-{
-	if (nt)
-		ne_i4_tab(s, d, nblk, 1, cvt_i4_f16);
-	else
-		ne_i4_tab(s, d, nblk, 0, cvt_i4_f16);
-}
-
-NE_FN void
-ne_i4_bf16_tab(const uint8_t *s, uint8_t *d, size_t nblk, int nt)
-{
-	if (nt)
-		ne_i4_tab(s, d, nblk, 1, cvt_i4_bf16);
-	else
-		ne_i4_tab(s, d, nblk, 0, cvt_i4_bf16);
-}
+CVT_I4_TABS(ne, NE_FN)
 
 NE_FN void
 ne_copy_nt(uint8_t *d, const uint8_t *s, size_t n)
