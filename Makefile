@@ -553,6 +553,8 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@echo 'targets: all check demo run bench install uninstall clean deps fuzz'
+	@echo 'targets: all check quick demo run bench install uninstall clean deps fuzz'
+	@echo '         system T="NN ..." (some system tests), aarch64 (the cross build'
+	@echo '         and its unit suites under qemu-aarch64; ARCH=aarch64 only builds)'
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
