@@ -11,11 +11,14 @@
 #    byte) from a sender that restarts: the fields, packets per batch and
 #    the restart (the tap takes the frames whatever the stream's layout);
 #  - usage errors, a queue that does not exist, a second tap on a busy
-#    queue, and a queue nothing reaches, each with its message.
+#    queue, a queue nothing reaches, and a user who is not admin, each
+#    with its message.
 . tests/system/lib.sh
 
 command -v jq > /dev/null || skip "no jq"
-make_config
+# the tap shows every flow's traffic: root and the admin group only
+[ "$(id -u)" -eq 0 ] || skip "not root: daqirictl learn is for root and the admin group"
+make_config -e 's/socket_mode: 0660 /socket_mode: 0666 /'
 start_daemon
 
 note "usage and names"
@@ -29,6 +32,18 @@ rc=0; ctl learn sensor0/q9 2> "$T/e" || rc=$?
 expect_eq "no such queue: exit" $rc 1
 grep -q "no such rx queue 'sensor0/q9'; did you mean 'sensor0/q0'?" "$T/e" ||
 	fail "no such queue: $(cat "$T/e")"
+if command -v setpriv > /dev/null 2>&1; then
+	chmod 0755 "$T"
+	cp "$BUILD/daqirictl" "$T/daqirictl"
+	rc=0
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$T/daqirictl" -s "$SOCK" \
+		learn --seconds 1 sensor0/q0 > /dev/null 2> "$T/e" || rc=$?
+	expect_eq "not admin: exit" $rc 1
+	grep -q "^daqirictl: learn: sensor0/q0: needs root" "$T/e" || fail "not admin: $(cat "$T/e")"
+	echo "   ok  $(cat "$T/e")"
+else
+	note "SKIP part: no setpriv, the non-admin refusal is not tried"
+fi
 rc=0; ctl learn --seconds 0.3 sensor0/q0 2> "$T/e" || rc=$?
 expect_eq "nothing arrives: exit" $rc 1
 grep -q "no frame reached sensor0/q0 in 0.3 s: is the instrument sending" "$T/e" ||
