@@ -406,6 +406,17 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 }
 
 int
+daqiri_sub_trigger(const struct daqiri_sub *sub, uint64_t *count,
+		   uint64_t *last_ns)
+{
+	if (sub == NULL || count == NULL || last_ns == NULL)
+		return -EINVAL;
+	if (sub->closed || sub->ring_map == NULL)
+		return -ENOTCONN;
+	return daqiri_ring_trigger_get(&sub->ring, count, last_ns);
+}
+
+int
 daqiri_sub_info(const struct daqiri_sub *sub, struct daqiri_stream_info *info)
 {
 	struct daqiri_stream_info x;
@@ -480,9 +491,13 @@ fill_tensor(struct daqiri_sub *s, const struct daqiri_desc *dc,
 	x.bitmap = (const uint64_t *)(s->bitmap_map +
 	    (size_t)dc->buf_index * in->bitmap_bytes);
 	x.bitmap_bits = in->ppb;
-	if (in->kind == DAQIRI_STREAM_RAW)
+	if (in->kind == DAQIRI_STREAM_RAW) {
 		x.lengths = (const uint32_t *)((const uint8_t *)x.bitmap +
-		    ((size_t)in->ppb + 63) / 64 * 8);
+		    DAQIRI_RAW_LENGTHS_OFF(in->ppb));
+		if (in->bitmap_bytes >= DAQIRI_RAW_SIDECAR_BYTES(in->ppb))
+			x.rx_ns = (const uint64_t *)((const uint8_t *)x.bitmap +
+			    DAQIRI_RAW_RXNS_OFF(in->ppb));
+	}
 	x.first_rx_ns = dc->first_rx_ns;
 	x.last_rx_ns = dc->last_rx_ns;
 	x.publish_ns = dc->publish_ns;

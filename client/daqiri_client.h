@@ -111,6 +111,10 @@ struct daqiri_tensor {
 	 * 64-bit, new at every daemon start; 0 from a daemon too old to
 	 * say). Appended: a caller whose size ends before it gets none. */
 	uint64_t instance;
+	/* Raw streams: CLOCK_MONOTONIC of each packet's receive (frames of
+	 * one receive call share it), ppb entries; else NULL, and NULL from
+	 * a daemon too old to say. Appended, as instance. */
+	const uint64_t *rx_ns;
 };
 
 /*
@@ -181,6 +185,18 @@ int daqiri_subscribe(struct daqiri *d, const char *stream,
 /* Geometry of the subscription's stream. info->size must be set. */
 int daqiri_sub_info(const struct daqiri_sub *sub,
 		    struct daqiri_stream_info *info);
+
+/*
+ * The stream's triggers (daqirictl trigger): *count, how many the daemon
+ * took since it started, and *last_ns, its CLOCK_MONOTONIC of the last
+ * (0 and 0: none yet). A recorder compares count with what it saw
+ * before; after a daemon restart (a RESTART tensor) the count starts
+ * again from 0. No system call. Returns 0, -EINVAL, -ENOTCONN (the
+ * subscription ended), or -EAGAIN (the daemon kept writing them; rare,
+ * try again).
+ */
+int daqiri_sub_trigger(const struct daqiri_sub *sub, uint64_t *count,
+		       uint64_t *last_ns);
 
 /*
  * Wait for the next tensor. timeout_ms: -1 forever, 0 do not wait.

@@ -86,6 +86,7 @@ static int cmd_config(struct ctl *c, int argc, char **argv);
 static int cmd_send(struct ctl *c, int argc, char **argv);
 static int cmd_doctor(struct ctl *c, int argc, char **argv);
 static int cmd_learn(struct ctl *c, int argc, char **argv);
+static int cmd_trigger(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
@@ -120,6 +121,10 @@ static const struct command commands[] = {
 	    "instrument's sequence field, batch field, where the samples "
 	    "start, rate, loss and reordering; prints a reorder_configs entry "
 	    "(root or admin group)", NULL, NULL },
+	{ "trigger", 1, 1, cmd_trigger, "STREAM",
+	    "mark this moment of STREAM for its recorders: daqiri-record "
+	    "--pre-trigger writes the seconds before and after it (root or "
+	    "admin group)", NULL, NULL },
 	{ "config", 0, 0, cmd_config, "",
 	    "the running configuration, normalised (as daqirid -n -v)", NULL,
 	    NULL },
@@ -803,6 +808,32 @@ cmd_flow_del(struct ctl *c, int argc, char **argv)
 	cJSON_AddStringToObject(o, "interface", argv[0]);
 	add_word(o, "flow_id", argv[1]);
 	return request(c, o, "flow del", NULL);
+}
+
+/* The daemon's count of STREAM's triggers and its clock at this one. */
+static int
+cmd_trigger(struct ctl *c, int argc, char **argv)
+{
+	cJSON *o = new_req("trigger");
+	const cJSON *n, *ns;
+	int r;
+
+	(void)argc;
+	if (o == NULL)
+		return 1;
+	cJSON_AddStringToObject(o, "stream", argv[0]);
+	c->echo_json = c->json;
+	r = request(c, o, "trigger", &o);
+	c->echo_json = false;
+	if (r != 0)
+		return r;
+	n = cJSON_GetObjectItemCaseSensitive(o, "count");
+	ns = cJSON_GetObjectItemCaseSensitive(o, "ns");
+	if (!c->json && cJSON_IsNumber(n) && cJSON_IsNumber(ns))
+		printf("%s: trigger %.0f at %.0f ns (CLOCK_MONOTONIC)\n",
+		    argv[0], n->valuedouble, ns->valuedouble);
+	cJSON_Delete(o);
+	return 0;
 }
 
 /* ---- reload and config */

@@ -661,6 +661,11 @@ do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
 		if (o->tap != NULL)
 			r = o->tap(c->ctx, &m->u.tap, &k->peer, reply, &err);
 		break;
+	case DAQIRI_MSG_TRIGGER:
+		if (o->trigger != NULL)
+			r = o->trigger(c->ctx, m->u.trigger.stream, &k->peer,
+			    reply, &err);
+		break;
 	default:
 		r = DAQIRI_ST_INTERNAL;
 		break;

@@ -115,6 +115,10 @@ struct control_ops {
 	int (*tap)(void *ctx, const struct daqiri_tap_req *req,
 		   const struct control_peer *peer, cJSON *reply,
 		   struct daqiri_err *err);
+	/* Trigger stream (admin peers only; PROTOCOL.md "trigger"). */
+	int (*trigger)(void *ctx, const char *stream,
+		       const struct control_peer *peer, cJSON *reply,
+		       struct daqiri_err *err);
 };
 
 /* Counters, for stats and status output ("control" object). */

@@ -736,6 +736,27 @@ op_tap(void *ctx, const struct daqiri_tap_req *req,
 	return 0;
 }
 
+static int
+op_trigger(void *ctx, const char *name, const struct control_peer *peer,
+	   cJSON *reply, struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	struct stream *s = find_stream(d, name);
+	uint64_t ns = daqiri_mono_ns(), n;
+
+	if (s == NULL)
+		return no_such_stream(d, name, err);
+	n = stream_trigger(s, ns);
+	log_info("pid %d (uid %u) triggers stream '%s' (trigger %llu)",
+	    (int)peer->pid, (unsigned)peer->uid, name, (unsigned long long)n);
+	if (cJSON_AddStringToObject(reply, "stream", name) == NULL ||
+	    cJSON_AddNumberToObject(reply, "count", (double)n) == NULL ||
+	    cJSON_AddNumberToObject(reply, "ns", (double)ns) == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_INTERNAL, "out of memory"),
+		    DAQIRI_ST_INTERNAL;
+	return 0;
+}
+
 /* --- flows ------------------------------------------------------------------ */
 
 static int
@@ -1129,6 +1150,7 @@ const struct control_ops daemon_control_ops = {
 	.tx_open = op_tx_open,
 	.tx_close = op_tx_close,
 	.tap = op_tap,
+	.trigger = op_trigger,
 };
 
 /* A worker cut a subscription off (a corrupt ring, a buffer held too

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto.h"
 #include "raw.h"
 
 const char *const raw_counter_names[RAW_NCOUNTERS] = {
@@ -38,9 +39,7 @@ struct raw_plan {
 uint32_t
 raw_sidecar_bytes(uint32_t ppb)
 {
-	uint64_t b = ((uint64_t)ppb + 63) / 64 * 8 + (uint64_t)ppb * 4;
-
-	return (uint32_t)((b + 7) / 8 * 8);
+	return (uint32_t)DAQIRI_RAW_SIDECAR_BYTES(ppb);
 }
 
 struct raw_plan *
@@ -101,6 +100,7 @@ raw_burst(struct raw_plan *p, const struct rx_frame *pkts, unsigned n,
 		uint32_t plen = p->hdr_only ? 0 : f->payload_len;
 		uint64_t len = (uint64_t)f->hdr_len + plen;
 		uint32_t *lens;
+		uint64_t *rx_ns;
 		uint8_t *dst;
 
 		p->c.packets_in++;
@@ -126,8 +126,12 @@ raw_burst(struct raw_plan *p, const struct rx_frame *pkts, unsigned n,
 			memcpy(dst, f->hdr, f->hdr_len);
 		if (plen != 0)
 			memcpy(dst + f->hdr_len, f->payload, plen);
-		lens = (uint32_t *)(void *)(p->buf.bitmap + p->words);
+		lens = (uint32_t *)(void *)((uint8_t *)p->buf.bitmap +
+		    DAQIRI_RAW_LENGTHS_OFF(p->ppb));
 		lens[p->n] = (uint32_t)len;
+		rx_ns = (uint64_t *)(void *)((uint8_t *)p->buf.bitmap +
+		    DAQIRI_RAW_RXNS_OFF(p->ppb));
+		rx_ns[p->n] = f->rx_ns;
 		p->buf.bitmap[p->n / 64] |= 1ull << (p->n % 64);
 		p->last_ns = f->rx_ns;
 		p->n++;

@@ -146,6 +146,8 @@ struct stream {
 	/* NULL for raw streams; main only, moved by a reload
 	 * (stream_set_config()); the plan keeps its own copy */
 	const struct cfg_reorder *reorder_cfg;
+	/* main only: the stream's triggers (stream_trigger()) */
+	uint64_t trig_count, trig_ns;
 	enum daqiri_stream_kind kind;
 	struct mem_region *region;
 	bool shared;			/* fed by several workers */

@@ -672,6 +672,8 @@ stream_subscribe(struct stream *s, const struct daqiri_sub_req *req,
 		    strerror(-rc));
 		goto fail;
 	}
+	if (s->trig_count != 0)
+		daqiri_ring_trigger_set(u->ring.shm, s->trig_count, s->trig_ns);
 	rc = daqiri_wake_create(&u->wake_fd, &wake_peer);
 	if (rc != 0) {
 		daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
@@ -814,6 +816,18 @@ stream_set_config(struct stream *s, const struct cfg_reorder *r)
 {
 	if (s->plan != NULL)
 		s->reorder_cfg = r;
+}
+
+uint64_t
+stream_trigger(struct stream *s, uint64_t ns)
+{
+	s->trig_count++;
+	s->trig_ns = ns;
+	/* gone ones too: their rings are still mapped, nobody reads them */
+	for (int k = 0; k < s->nsubs; k++)
+		daqiri_ring_trigger_set(s->subs[k]->ring.shm, s->trig_count,
+		    s->trig_ns);
+	return s->trig_count;
 }
 
 void

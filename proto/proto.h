@@ -113,6 +113,7 @@ enum daqiri_msg_type {
 	DAQIRI_MSG_TX_OPEN,	/* open a TX channel on a tx queue */
 	DAQIRI_MSG_TX_CLOSE,	/* close one */
 	DAQIRI_MSG_TAP,		/* copies of a queue's frames as received */
+	DAQIRI_MSG_TRIGGER,	/* mark a moment of a stream for its recorders */
 	DAQIRI_MSG_REPLY,	/* daemon: the answer to one request */
 	DAQIRI_MSG_SUB_FD,	/* daemon: one fd of a subscription, numbered */
 	DAQIRI_MSG_EVENT,	/* daemon: unsolicited (subscription ended) */
@@ -256,7 +257,8 @@ struct daqiri_flow_req {
  * Tensor buffer i starts at buf_offset + i * buf_stride in the tensor
  * memfd (host kinds) or the IPC-opened allocation (device); its sidecar
  * (presence bitmap, ceil(ppb/64) uint64 words, then for raw streams ppb
- * uint32 packet lengths) at i * bitmap_bytes in the bitmap memfd.
+ * uint32 packet lengths and, 8-aligned after them, ppb uint64 receive
+ * times) at i * bitmap_bytes in the bitmap memfd.
  */
 struct daqiri_sub_info {
 	uint32_t sub_id;		/* >= 1, unique per connection */
@@ -287,6 +289,16 @@ struct daqiri_sub_info {
 	enum daqiri_fd_kind fds[DAQIRI_SUB_MAX_FDS];
 };
 
+/* A raw stream's sidecar (above): byte offsets of the lengths and of the
+ * receive times (CLOCK_MONOTONIC ns, one per packet), and its bytes. A
+ * daemon before the receive times sent bitmap_bytes = the offset of
+ * theirs: a client looks for them only where bitmap_bytes holds them. */
+#define DAQIRI_RAW_LENGTHS_OFF(ppb)	(((uint64_t)(ppb) + 63) / 64 * 8)
+#define DAQIRI_RAW_RXNS_OFF(ppb) \
+	((DAQIRI_RAW_LENGTHS_OFF(ppb) + (uint64_t)(ppb) * 4 + 7) / 8 * 8)
+#define DAQIRI_RAW_SIDECAR_BYTES(ppb) \
+	(DAQIRI_RAW_RXNS_OFF(ppb) + (uint64_t)(ppb) * 8)
+
 /* Bytes of the DAQIRI_FD_IPC memfd: one cudaIpcMemHandle_t, then one
  * cudaIpcEventHandle_t per buffer (64 bytes each, raw). */
 #define DAQIRI_IPC_FILE_BYTES(nbufs) \
@@ -313,6 +325,9 @@ struct daqiri_msg {
 		} unsub;
 		struct daqiri_flow_req flow;
 		struct daqiri_tap_req tap;
+		struct {
+			char stream[DAQIRI_STREAM_NAME_MAX];
+		} trigger;
 		struct {
 			enum daqiri_msg_type re;	/* what it answers; MAX: unknown */
 			enum daqiri_status status;
@@ -350,7 +365,7 @@ const char *daqiri_fd_kind_name(enum daqiri_fd_kind k);
 
 /* Whether a request type changes daemon state, reaches the instrument or
  * shows every flow's traffic (needs root or the admin group): flow_add,
- * flow_del, reload, tx_open, tap. */
+ * flow_del, reload, tx_open, tap, trigger. */
 bool daqiri_msg_is_mutating(enum daqiri_msg_type t);
 
 /* Status <-> errno, for the client's return values and the daemon's

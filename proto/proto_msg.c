@@ -197,6 +197,7 @@ static const char *const keys_tx_open[] = { COMMON_KEYS, "queue", "nbufs",
 static const char *const keys_tx_close[] = { COMMON_KEYS, "tx", NULL };
 static const char *const keys_tap[] = { COMMON_KEYS, "queue", "action",
 	"count", "snap", NULL };
+static const char *const keys_trigger[] = { COMMON_KEYS, "stream", NULL };
 static const char *const keys_match[] = { "udp_src", "udp_dst", "ipv4_src",
 	"ipv4_dst", "ipv4_len", NULL };
 
@@ -546,6 +547,7 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 		[DAQIRI_MSG_TX_OPEN] = keys_tx_open,
 		[DAQIRI_MSG_TX_CLOSE] = keys_tx_close,
 		[DAQIRI_MSG_TAP] = keys_tap,
+		[DAQIRI_MSG_TRIGGER] = keys_trigger,
 	};
 
 	/* Requests are strict; daemon messages may grow payload fields. */
@@ -573,6 +575,9 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 		    &m->u.tx_close.tx_id, err) < 0 ? -1 : 0;
 	case DAQIRI_MSG_TAP:
 		return decode_tap(o, &m->u.tap, err);
+	case DAQIRI_MSG_TRIGGER:
+		return get_str(o, "stream", true, sizeof(m->u.trigger.stream),
+		    STR_PATH_NAME, m->u.trigger.stream, err) < 0 ? -1 : 0;
 	case DAQIRI_MSG_REPLY:
 		return decode_reply(o, m, err);
 	case DAQIRI_MSG_SUB_FD:

@@ -28,6 +28,7 @@ static const char *const msg_type_names[] = {
 	[DAQIRI_MSG_TX_OPEN] = "tx_open",
 	[DAQIRI_MSG_TX_CLOSE] = "tx_close",
 	[DAQIRI_MSG_TAP] = "tap",
+	[DAQIRI_MSG_TRIGGER] = "trigger",
 	[DAQIRI_MSG_REPLY] = "reply",
 	[DAQIRI_MSG_SUB_FD] = "sub_fd",
 	[DAQIRI_MSG_EVENT] = "event",
@@ -293,7 +294,7 @@ daqiri_msg_is_mutating(enum daqiri_msg_type t)
 {
 	return t == DAQIRI_MSG_FLOW_ADD || t == DAQIRI_MSG_FLOW_DEL ||
 	    t == DAQIRI_MSG_RELOAD || t == DAQIRI_MSG_TX_OPEN ||
-	    t == DAQIRI_MSG_TAP;
+	    t == DAQIRI_MSG_TAP || t == DAQIRI_MSG_TRIGGER;
 }
 
 enum daqiri_status

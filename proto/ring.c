@@ -335,3 +335,48 @@ daqiri_wake_drain(int fd)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? n : -errno;
 	}
 }
+
+/*
+ * The triggers are a seqlock of one writer: trig_seq odd while the
+ * daemon writes. The reader takes the pair between two equal, even
+ * sequence numbers; the fences order the plain loads of the pair against
+ * them (the seqlock pattern of seqlock.h, on shared memory).
+ */
+void
+daqiri_ring_trigger_set(struct daqiri_ring_shm *shm, uint64_t count,
+			uint64_t ns)
+{
+	uint32_t seq = atomic_load_explicit(&shm->trig_seq,
+	    memory_order_relaxed);
+
+	atomic_store_explicit(&shm->trig_seq, seq | 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&shm->trig_count, count, memory_order_relaxed);
+	atomic_store_explicit(&shm->trig_ns, ns, memory_order_relaxed);
+	atomic_store_explicit(&shm->trig_seq, (seq | 1) + 1,
+	    memory_order_release);
+}
+
+#define TRIGGER_READ_TRIES	64
+
+int
+daqiri_ring_trigger_get(const struct daqiri_ring *r, uint64_t *count,
+			uint64_t *ns)
+{
+	struct daqiri_ring_shm *shm = r->shm;
+	uint32_t s0, s1;
+
+	for (int i = 0; i < TRIGGER_READ_TRIES; i++) {
+		s0 = atomic_load_explicit(&shm->trig_seq, memory_order_acquire);
+		if (s0 & 1)
+			continue;
+		*count = atomic_load_explicit(&shm->trig_count,
+		    memory_order_relaxed);
+		*ns = atomic_load_explicit(&shm->trig_ns, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		s1 = atomic_load_explicit(&shm->trig_seq, memory_order_relaxed);
+		if (s0 == s1)
+			return 0;
+	}
+	return -EAGAIN;
+}

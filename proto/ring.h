@@ -44,6 +44,8 @@
  *   256  rel_tail   written by the daemon
  *   320  need_wakeup  set by the consumer before it sleeps, cleared by
  *        the daemon when it sends the wake-up
+ *   324  trig_seq, 328 trig_count, 336 trig_ns  the stream's triggers
+ *        (daqirictl trigger), written by the daemon under a seqlock
  *   384  completion entries: depth x struct daqiri_desc (64 B)
  *   384 + depth*64  release entries: depth x uint32_t
  *   size rounded up to DAQIRI_RING_PAGE.
@@ -67,6 +69,13 @@ struct daqiri_ring_shm {
 	 * not bounce the line the daemon's comp_head lives in. Any nonzero
 	 * value means "asleep, send a wake-up". */
 	alignas(DAQIRI_RING_CACHELINE) _Atomic uint32_t need_wakeup;
+	/* The stream's triggers: how many since the daemon started and its
+	 * CLOCK_MONOTONIC of the last. Rare writes by the daemon's main
+	 * thread, odd trig_seq while it writes; a daemon before them left
+	 * all three 0 (no trigger, ever). */
+	_Atomic uint32_t trig_seq;
+	_Atomic uint64_t trig_count;
+	_Atomic uint64_t trig_ns;
 };
 
 _Static_assert(sizeof(struct daqiri_ring_shm) == 384, "ring header layout");
@@ -177,6 +186,20 @@ int daqiri_ring_arm(struct daqiri_ring *r);
 
 /* Consumer: clear need_wakeup (a busy-polling reader wants no wake-ups). */
 void daqiri_ring_disarm(struct daqiri_ring *r);
+
+/*
+ * Daemon (main thread, the only writer): the stream's triggers are now
+ * count, the last at ns. Readers never wait on it.
+ */
+void daqiri_ring_trigger_set(struct daqiri_ring_shm *shm, uint64_t count,
+			     uint64_t ns);
+
+/*
+ * Consumer: read the stream's triggers. Returns 0 with *count and *ns, or
+ * -EAGAIN when the daemon was writing them all the while (try again).
+ */
+int daqiri_ring_trigger_get(const struct daqiri_ring *r, uint64_t *count,
+			    uint64_t *ns);
 
 /*
  * Daemon: a wake-up socketpair (AF_UNIX, SOCK_DGRAM, non-blocking,

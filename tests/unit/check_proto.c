@@ -108,6 +108,8 @@ START_TEST(test_tables)
 	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_RELOAD));
 	/* a tap shows every flow's traffic */
 	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_TAP));
+	/* a trigger makes every recorder of the stream write */
+	ck_assert(daqiri_msg_is_mutating(DAQIRI_MSG_TRIGGER));
 	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_CONFIG));
 	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_FLOW_LIST));
 	ck_assert(!daqiri_msg_is_mutating(DAQIRI_MSG_SUBSCRIBE));
@@ -204,6 +206,12 @@ START_TEST(test_decode_requests)
 	    "\"stop\"}");
 	ck_assert_int_eq(M.u.tap.action, DAQIRI_TAP_STOP);
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\"}",
+	    DAQIRI_ST_BAD_FIELD);
+	ACCEPT("{\"type\":\"trigger\",\"stream\":\"eth0/beam\"}");
+	ck_assert_int_eq(M.type, DAQIRI_MSG_TRIGGER);
+	ck_assert_str_eq(M.u.trigger.stream, "eth0/beam");
+	REJECT("{\"type\":\"trigger\"}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"trigger\",\"stream\":\"eth0/beam\",\"at\":1}",
 	    DAQIRI_ST_BAD_FIELD);
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
 	    "\"peek\"}", DAQIRI_ST_BAD_FIELD);

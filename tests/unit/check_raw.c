@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "proto.h"
 #include "raw.h"
 
 #define MAXBUFS		8
@@ -193,6 +194,16 @@ pub_len(const struct pool *p, const struct pub *q, uint32_t s)
 	return v;
 }
 
+static uint64_t
+pub_ns(const struct pool *p, const struct pub *q, uint32_t s)
+{
+	uint64_t v;
+
+	memcpy(&v, q->side + DAQIRI_RAW_RXNS_OFF(p->ppb) + (size_t)s * 8,
+	    sizeof(v));
+	return v;
+}
+
 static void
 check_invariant(const struct raw_plan *r)
 {
@@ -246,16 +257,18 @@ check_slot(const struct pool *p, const struct pub *q, uint32_t s,
 
 START_TEST(test_sidecar_bytes)
 {
-	ck_assert_uint_eq(raw_sidecar_bytes(1), 16);	/* 8 + 4 -> 16 */
-	ck_assert_uint_eq(raw_sidecar_bytes(2), 16);
-	ck_assert_uint_eq(raw_sidecar_bytes(4), 24);
-	ck_assert_uint_eq(raw_sidecar_bytes(64), 8 + 256);
-	ck_assert_uint_eq(raw_sidecar_bytes(65), 280);	/* 16 + 260 -> 280 */
-	ck_assert_uint_eq(raw_sidecar_bytes(70), 16 + 280);
+	/* bitmap, lengths, 8-aligned, then a receive time per slot */
+	ck_assert_uint_eq(raw_sidecar_bytes(1), 16 + 8);	/* 8 + 4 -> 16 */
+	ck_assert_uint_eq(raw_sidecar_bytes(2), 16 + 16);
+	ck_assert_uint_eq(raw_sidecar_bytes(4), 24 + 32);
+	ck_assert_uint_eq(raw_sidecar_bytes(64), 8 + 256 + 512);
+	ck_assert_uint_eq(raw_sidecar_bytes(65), 280 + 520);	/* 16 + 260 */
+	ck_assert_uint_eq(raw_sidecar_bytes(70), 16 + 280 + 560);
 	for (uint32_t n = 1; n < 300; n++) {
-		uint32_t b = raw_sidecar_bytes(n);
+		uint32_t b = raw_sidecar_bytes(n) - n * 8;
 
 		ck_assert_uint_eq(b % 8, 0);
+		ck_assert_uint_eq(b, DAQIRI_RAW_RXNS_OFF(n));
 		ck_assert_uint_ge(b, (n + 63) / 64 * 8 + n * 4);
 		ck_assert_uint_lt(b, (n + 63) / 64 * 8 + n * 4 + 8);
 	}
@@ -315,8 +328,11 @@ START_TEST(test_full_burst_copies_frames)
 	ck_assert_uint_eq(q->d.first_rx_ns, T0);
 	ck_assert_uint_eq(q->d.last_rx_ns, T0 + 300);
 	ck_assert_uint_eq(q->d.publish_ns, T0 + 2000);
-	for (uint32_t i = 0; i < 4; i++)
+	for (uint32_t i = 0; i < 4; i++) {
 		check_slot(&p, q, i, &f[i]);
+		/* each frame's own receive time, for pcap */
+		ck_assert_uint_eq(pub_ns(&p, q, i), T0 + i * 100);
+	}
 	ck_assert_uint_eq(((const uint64_t *)(const void *)q->side)[0], 0xF);
 	ck_assert_uint_eq(raw_counters(r)->placed, 4);
 	ck_assert_uint_eq(raw_counters(r)->bursts_full, 1);

@@ -353,6 +353,41 @@ START_TEST(test_need_wakeup)
 }
 END_TEST
 
+/* The stream's triggers: none in a new ring, then what the daemon wrote;
+ * a reader never takes a pair while a write is under way. */
+START_TEST(test_trigger)
+{
+	struct daqiri_ring d, c;
+	uint64_t n = 99, ns = 99;
+	size_t len;
+	void *m = ring_mem(DEPTH, &len);
+
+	/* in the need_wakeup line, inside the fixed header's 384 bytes */
+	ck_assert_uint_eq(offsetof(struct daqiri_ring_shm, trig_seq), 324);
+	ck_assert_uint_eq(offsetof(struct daqiri_ring_shm, trig_count), 328);
+	ck_assert_uint_eq(offsetof(struct daqiri_ring_shm, trig_ns), 336);
+	memset(m, 0xA5, len);
+	ck_assert_int_eq(daqiri_ring_init(&d, m, len, DEPTH, NBUFS), 0);
+	ck_assert_int_eq(daqiri_ring_attach(&c, m, len), 0);
+	ck_assert_int_eq(daqiri_ring_trigger_get(&c, &n, &ns), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(ns, 0);
+	daqiri_ring_trigger_set(d.shm, 1, 123456789);
+	ck_assert_int_eq(daqiri_ring_trigger_get(&c, &n, &ns), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(ns, 123456789);
+	daqiri_ring_trigger_set(d.shm, 7, UINT64_MAX);
+	ck_assert_int_eq(daqiri_ring_trigger_get(&c, &n, &ns), 0);
+	ck_assert_uint_eq(n, 7);
+	ck_assert_uint_eq(ns, UINT64_MAX);
+	/* a writer that never finishes (odd sequence): no torn pair */
+	atomic_store(&d.shm->trig_seq, 5);
+	n = ns = 42;
+	ck_assert_int_eq(daqiri_ring_trigger_get(&c, &n, &ns), -EAGAIN);
+	free(m);
+}
+END_TEST
+
 /* The wake-up socketpair: whatever the consumer does to its end, the
  * daemon's send returns at once and nothing reaches the daemon's end. */
 START_TEST(test_wake_socket)
@@ -612,6 +647,7 @@ ring_suite(void)
 	tcase_add_test(tc, test_hostile_positions);
 	tcase_add_test(tc, test_create_sealed);
 	tcase_add_test(tc, test_need_wakeup);
+	tcase_add_test(tc, test_trigger);
 	tcase_add_test(tc, test_wake_socket);
 	tcase_add_test(tc, test_wake_drain_eof);
 	tcase_add_test(tc, test_fork_sleeper);
