@@ -67,7 +67,7 @@ endif
 
 # Dependencies, all through pkg-config (targets that only print or clean
 # need none).
-PKGS := $(if $(filter 1,$(HAVE_DPDK)),libdpdk) yaml-0.1 libsystemd libcjson libmicrohttpd check
+PKGS := $(if $(filter 1,$(HAVE_DPDK)),libdpdk) yaml-0.1 libsystemd libcjson libmicrohttpd check libpcap
 NODEPS_GOALS := clean deps help check demo layout
 ifneq ($(filter-out $(NODEPS_GOALS),$(if $(MAKECMDGOALS),$(MAKECMDGOALS),all)),)
 MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
@@ -94,6 +94,7 @@ MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
+PCAP_LIBS := $(shell $(PKG_CONFIG) --libs libpcap 2>/dev/null)
 
 # CUDA: built when nvcc is there, left out (one line says so) otherwise.
 HAVE_CUDA ?= $(if $(wildcard $(NVCC)),1,0)
@@ -266,11 +267,12 @@ $(BUILD)/daqirid: $(call obj,$(DAEMON_MAIN)) $(LIBCORE)
 
 $(addprefix $(BUILD)/,$(CLIENT_TOOLS)): $(BUILD)/%: $(BUILD)/obj/client/%.o $(LIBCLIENT_A)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CLIENT_LIBS) -lm
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(CLIENT_LIBS) $(PCAP_LIBS) -lm
 # daqirictl's send and learn commands are files of their own; learn's
 # inference (client/learn.c) is unit-tested alone.
 $(BUILD)/daqirictl: $(BUILD)/obj/client/daqirictl_send.o \
-	$(BUILD)/obj/client/daqirictl_learn.o $(BUILD)/obj/client/learn.o
+	$(BUILD)/obj/client/daqirictl_learn.o $(BUILD)/obj/client/learn.o \
+	$(BUILD)/obj/client/daqirictl_capture.o $(BUILD)/obj/client/pcap_out.o
 $(BUILD)/tests/check_learn: $(BUILD)/obj/client/learn.o
 
 # The simulator reads the same YAML as the daemon.

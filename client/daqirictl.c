@@ -87,6 +87,7 @@ static int cmd_send(struct ctl *c, int argc, char **argv);
 static int cmd_doctor(struct ctl *c, int argc, char **argv);
 static int cmd_learn(struct ctl *c, int argc, char **argv);
 static int cmd_trigger(struct ctl *c, int argc, char **argv);
+static int cmd_capture(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
@@ -121,6 +122,11 @@ static const struct command commands[] = {
 	    "instrument's sequence field, batch field, where the samples "
 	    "start, rate, loss and reordering; prints a reorder_configs entry "
 	    "(root or admin group)", NULL, NULL },
+	{ "capture", 2, 8, cmd_capture, DAQIRICTL_CAPTURE_USAGE,
+	    "write the frames an rx queue receives, before classification, "
+	    "every flow's, to a pcap file with nanosecond times, until "
+	    "Ctrl-C, N frames or S seconds (root or admin group)", NULL,
+	    NULL },
 	{ "trigger", 1, 1, cmd_trigger, "STREAM",
 	    "mark this moment of STREAM for its recorders: daqiri-record "
 	    "--pre-trigger writes the seconds before and after it (root or "
@@ -950,6 +956,12 @@ static int
 cmd_learn(struct ctl *c, int argc, char **argv)
 {
 	return daqirictl_learn(c->sock, c->json, &c->d, argc, argv);
+}
+
+static int
+cmd_capture(struct ctl *c, int argc, char **argv)
+{
+	return daqirictl_capture(c->sock, &c->d, argc, argv);
 }
 
 /* ---- metrics: the Prometheus text, rendered as the daemon's /metrics

@@ -2,7 +2,7 @@
 /*
  * Between daqirictl.c (the command table and the commands) and the
  * commands kept in files of their own: daqirictl_send.c,
- * daqirictl_learn.c.
+ * daqirictl_learn.c, daqirictl_capture.c.
  */
 #ifndef DAQIRI_DAQIRICTL_H
 #define DAQIRI_DAQIRICTL_H
@@ -31,5 +31,13 @@ int daqirictl_hex_decode(char *p, size_t *len);
 /* daqirictl learn ARGS (argv after "learn"), as daqirictl_send(). */
 int daqirictl_learn(const char *sock, bool json, struct daqiri **d, int argc,
 		    char **argv);
+
+/* "daqirictl capture"'s arguments. */
+#define DAQIRICTL_CAPTURE_USAGE \
+	"[--count N] [--seconds S] [--snap B] [--force] IFACE/QUEUE FILE"
+
+/* daqirictl capture ARGS (argv after "capture"), as daqirictl_send(). */
+int daqirictl_capture(const char *sock, struct daqiri **d, int argc,
+		      char **argv);
 
 #endif

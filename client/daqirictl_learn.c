@@ -22,11 +22,14 @@
 #define LEARN_POLL_NS	50000000ull	/* between reads of the tap */
 #define LEARN_SECONDS	10.0
 #define LEARN_TENSOR	(1u << 20)	/* suggested tensor bytes */
+/* Bytes of each frame learn asks for: the daemon's default snap, which
+ * holds any header a sequence field may be in. */
+#define LEARN_SNAP	DAQIRI_TAP_SNAP_DEFAULT
 
 struct frames {
 	struct learn_frame *f;
 	uint32_t n;
-	uint8_t *bytes;			/* DAQIRI_TAP_SNAP_MAX per frame */
+	uint8_t *bytes;			/* LEARN_SNAP per frame */
 };
 
 /* One request (req is consumed); the reply (status ok) in *out, else a
@@ -159,7 +162,7 @@ take_frames(const cJSON *reply, struct frames *fr, uint32_t max)
 		const cJSON *len = cJSON_GetObjectItemCaseSensitive(e, "len");
 		const cJSON *h = cJSON_GetObjectItemCaseSensitive(e, "data");
 		struct learn_frame *f = &fr->f[fr->n];
-		uint8_t *b = fr->bytes + (size_t)fr->n * DAQIRI_TAP_SNAP_MAX;
+		uint8_t *b = fr->bytes + (size_t)fr->n * LEARN_SNAP;
 		size_t n;
 
 		if (fr->n == max)
@@ -168,7 +171,7 @@ take_frames(const cJSON *reply, struct frames *fr, uint32_t max)
 		if (!cJSON_IsNumber(ns) || !cJSON_IsNumber(len) ||
 		    !cJSON_IsString(h) || (n = strlen(h->valuestring),
 		    daqirictl_hex_decode(h->valuestring, &n) < 0) ||
-		    n > DAQIRI_TAP_SNAP_MAX)
+		    n > LEARN_SNAP)
 			return -1;
 		memcpy(b, h->valuestring, n);
 		f->data = b;
@@ -438,7 +441,7 @@ daqirictl_learn(const char *sock, bool json, struct daqiri **d, int argc,
 	}
 	rc = 1;
 	fr.f = calloc(count, sizeof(*fr.f));
-	fr.bytes = malloc((size_t)count * DAQIRI_TAP_SNAP_MAX);
+	fr.bytes = malloc((size_t)count * LEARN_SNAP);
 	if (fr.f == NULL || fr.bytes == NULL) {
 		fprintf(stderr, "daqirictl: learn: out of memory\n");
 		goto out;

@@ -25,12 +25,12 @@ struct tap_rec {
 
 #define CTL_GEN(c)	((uint32_t)((c) & 0xFFFFu))
 #define CTL_COUNT(c)	((uint32_t)(((c) >> 16) & 0xFFFFFu))
-#define CTL_SNAP(c)	((uint32_t)(((c) >> 36) & 0xFFFu))
+#define CTL_SNAP(c)	((uint32_t)(((c) >> 36) & 0xFFFFu))
 #define ACCT(gen, n)	((uint64_t)(gen) << 40 | (n))
 
 _Static_assert(DAQIRI_TAP_COUNT_MAX <= TAP_RING, "a session fits the ring");
 _Static_assert(DAQIRI_TAP_COUNT_MAX < (1u << 20) &&
-    DAQIRI_TAP_SNAP_MAX < (1u << 12), "ctl fields");
+    DAQIRI_TAP_SNAP_MAX < (1u << 16), "ctl fields");
 
 static struct tap_rec *
 rec_at(struct tap *t, uint64_t i)
@@ -51,13 +51,14 @@ tap_frames(struct tap *t, const struct rx_frame *f, unsigned n)
 		t->w_ctl = ctl;
 		t->w_taken = t->w_full = 0;
 	}
-	count = CTL_COUNT(ctl);
+	count = CTL_COUNT(ctl);		/* 0: until stopped */
 	snap = CTL_SNAP(ctl);
-	if (t->w_taken >= count)
+	if (count != 0 && t->w_taken >= count)
 		return;
 	head = atomic_load_explicit(&t->head, memory_order_relaxed);
 	tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-	for (unsigned i = 0; i < n && t->w_taken < count; i++) {
+	for (unsigned i = 0; i < n && (count == 0 || t->w_taken < count);
+	    i++) {
 		const struct rx_frame *x = &f[i];
 		struct tap_rec *r;
 		uint32_t h, p;
@@ -124,9 +125,11 @@ tap_read(struct tap *t, uint64_t owner, uint32_t max, cJSON *reply)
 {
 	static const char hex[] = "0123456789abcdef";
 	uint64_t head, tail, taken;
-	char data[2 * DAQIRI_TAP_SNAP_MAX + 1];
+	char *data;
 	cJSON *a, *o;
 	uint32_t n = 0;
+	uint64_t bytes = 0;
+	int rc = -ENOMEM;
 
 	if (owner == 0 || t->owner != owner)
 		return -ENOENT;
@@ -134,13 +137,18 @@ tap_read(struct tap *t, uint64_t owner, uint32_t max, cJSON *reply)
 	taken = acct(&t->taken, t->gen);
 	head = atomic_load_explicit(&t->head, memory_order_acquire);
 	tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
-	if ((a = cJSON_AddArrayToObject(reply, "frames")) == NULL)
+	if ((a = cJSON_AddArrayToObject(reply, "frames")) == NULL ||
+	    (data = malloc(2 * DAQIRI_TAP_SNAP_MAX + 1)) == NULL)
 		return -ENOMEM;
 	for (; tail != head && n < max; tail++) {
 		const struct tap_rec *r = rec_at(t, tail);
 
 		if (r->gen != t->gen)
 			continue;
+		/* a reply of bounded size: the rest waits for the next read */
+		if (n > 0 && bytes + r->caplen > DAQIRI_TAP_READ_BYTES)
+			break;
+		bytes += r->caplen;
 		for (uint32_t i = 0; i < r->caplen; i++) {
 			data[2 * i] = hex[r->data[i] >> 4];
 			data[2 * i + 1] = hex[r->data[i] & 15];
@@ -151,17 +159,20 @@ tap_read(struct tap *t, uint64_t owner, uint32_t max, cJSON *reply)
 		    cJSON_AddNumberToObject(o, "ns", (double)r->ns) == NULL ||
 		    cJSON_AddNumberToObject(o, "len", r->len) == NULL ||
 		    cJSON_AddStringToObject(o, "data", data) == NULL)
-			return -ENOMEM;
+			goto out;
 		n++;
 	}
 	atomic_store_explicit(&t->tail, tail, memory_order_release);
-	if (cJSON_AddNumberToObject(reply, "taken", (double)taken) == NULL ||
+	/* a session until stopped is never done */
+	if (cJSON_AddNumberToObject(reply, "taken", (double)taken) != NULL &&
 	    cJSON_AddNumberToObject(reply, "full",
-	    (double)acct(&t->full, t->gen)) == NULL ||
-	    cJSON_AddBoolToObject(reply, "done", taken >= t->count &&
-	    tail == head) == NULL)
-		return -ENOMEM;
-	return 0;
+	    (double)acct(&t->full, t->gen)) != NULL &&
+	    cJSON_AddBoolToObject(reply, "done", t->count != 0 &&
+	    taken >= t->count && tail == head) != NULL)
+		rc = 0;
+out:
+	free(data);
+	return rc;
 }
 
 int

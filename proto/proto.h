@@ -221,17 +221,22 @@ struct daqiri_tx_info {
 #define DAQIRI_TX_IPC_FILE_BYTES	((uint64_t)DAQIRI_IPC_HANDLE_BYTES)
 
 /* tap: copies of the first snap bytes of up to count frames of an rx
- * queue, taken before classification (PROTOCOL.md "tap"). */
-#define DAQIRI_TAP_COUNT_MAX	4096u	/* frames of one tap session */
+ * queue (0: until stopped), taken before classification (PROTOCOL.md
+ * "tap"). */
+#define DAQIRI_TAP_COUNT_MAX	4096u	/* frames of one bounded session */
 #define DAQIRI_TAP_COUNT_DEFAULT 2048u
-#define DAQIRI_TAP_SNAP_MAX	512u	/* bytes kept of each frame */
+/* bytes kept of each frame: a jumbo frame (9216-byte MTU) whole, with
+ * its Ethernet and VLAN headers */
+#define DAQIRI_TAP_SNAP_MAX	9728u
 #define DAQIRI_TAP_SNAP_DEFAULT	256u
 #define DAQIRI_TAP_READ_MAX	1024u	/* frames in one read reply */
+#define DAQIRI_TAP_READ_BYTES	(2u << 20)	/* and their bytes, at most */
 enum daqiri_tap_action { DAQIRI_TAP_START, DAQIRI_TAP_READ, DAQIRI_TAP_STOP };
 struct daqiri_tap_req {
 	char queue[DAQIRI_STREAM_NAME_MAX];	/* "<interface>/<rx queue>" */
 	enum daqiri_tap_action action;
-	uint32_t count;			/* start: 1..DAQIRI_TAP_COUNT_MAX */
+	uint32_t count;			/* start: 0..DAQIRI_TAP_COUNT_MAX,
+					 * 0 = until stopped */
 	uint32_t snap;			/* start: 1..DAQIRI_TAP_SNAP_MAX */
 };
 

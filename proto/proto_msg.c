@@ -520,7 +520,7 @@ decode_tap(const cJSON *o, struct daqiri_tap_req *t, struct daqiri_err *err)
 	    cJSON_GetObjectItemCaseSensitive(o, "snap") != NULL))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
 		    "\"count\" and \"snap\" are for action \"start\"");
-	if (get_u32(o, "count", false, 1, DAQIRI_TAP_COUNT_MAX, &t->count,
+	if (get_u32(o, "count", false, 0, DAQIRI_TAP_COUNT_MAX, &t->count,
 	    err) < 0 ||
 	    get_u32(o, "snap", false, 1, DAQIRI_TAP_SNAP_MAX, &t->snap,
 	    err) < 0)
