@@ -65,6 +65,7 @@ tap_frames(struct tap *t, const struct rx_frame *f, unsigned n)
 
 		if (head - tail >= TAP_RING) {
 			t->w_full++;
+			t->w_full_total++;
 			continue;
 		}
 		r = rec_at(t, head);
@@ -81,11 +82,16 @@ tap_frames(struct tap *t, const struct rx_frame *f, unsigned n)
 		r->caplen = h + p;
 		head++;
 		t->w_taken++;
+		t->w_taken_total++;
 	}
 	atomic_store_explicit(&t->head, head, memory_order_release);
 	atomic_store_explicit(&t->taken, ACCT(CTL_GEN(ctl), t->w_taken),
 	    memory_order_release);
 	atomic_store_explicit(&t->full, ACCT(CTL_GEN(ctl), t->w_full),
+	    memory_order_relaxed);
+	atomic_store_explicit(&t->taken_total, t->w_taken_total,
+	    memory_order_relaxed);
+	atomic_store_explicit(&t->full_total, t->w_full_total,
 	    memory_order_relaxed);
 }
 

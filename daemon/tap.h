@@ -30,6 +30,8 @@ struct tap {
 	_Atomic uint64_t tail;		/* records read (main thread) */
 	/* the worker's account of the session: gen << 40 | n */
 	_Atomic uint64_t taken, full;
+	/* and of every session so far (stats: tap_taken, tap_full) */
+	_Atomic uint64_t taken_total, full_total;
 	uint8_t *buf;			/* TAP_RING records, made at first start */
 	/* main thread only */
 	uint64_t owner;			/* control connection, 0 = none */
@@ -38,6 +40,7 @@ struct tap {
 	/* worker only */
 	uint64_t w_ctl;
 	uint64_t w_taken, w_full;
+	uint64_t w_taken_total, w_full_total;
 };
 
 /* The worker, before routing a burst: copy what the session wants. */

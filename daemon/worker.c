@@ -1011,7 +1011,11 @@ worker_stats_json(struct worker *w, cJSON *o)
 	};
 
 	worker_snapshot(w, &c);
-	if (cJSON_AddStringToObject(o, "queue", w->name) == NULL)
+	if (cJSON_AddStringToObject(o, "queue", w->name) == NULL ||
+	    cJSON_AddNumberToObject(o, "tap_taken", (double)atomic_load_explicit(
+	    &worker_tap(w)->taken_total, memory_order_relaxed)) == NULL ||
+	    cJSON_AddNumberToObject(o, "tap_full", (double)atomic_load_explicit(
+	    &worker_tap(w)->full_total, memory_order_relaxed)) == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (cJSON_AddNumberToObject(o, f[i].name,

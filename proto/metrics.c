@@ -312,6 +312,12 @@ static const struct family families[] = {
 	{ "daqiri_queue_streams_packets_in_total", true, AT_QUEUE,
 	  "Frames the queue's streams took in",
 	  { { NULL, "streams_packets_in", NULL, NULL } } },
+	{ "daqiri_tap_frames_total", true, AT_QUEUE,
+	  "Frames a tap (daqirictl capture, learn) copied, and those it could "
+	  "not because its ring was full (tap_full: not a data loss, the "
+	  "streams got them)",
+	  { { NULL, "tap_taken", "outcome", "copied" },
+	    { NULL, "tap_full", "outcome", "tap_full" } } },
 	/* tx queues (an interface's "tx": {"queues": [...]}) */
 	{ "daqiri_tx_submitted_total", true, AT_TXQUEUE,
 	  "Submissions the queue's TX worker took off its channels' rings",

@@ -20,7 +20,7 @@ B=$(cd "$BUILD" && pwd):$PATH
 
 expect_eq "daqirictl st (no daqirictl to run)" "$(complete_words "$PATH" "$T/no-daqirictl" st)" "status streams stats"
 expect_eq "daqirictl st (daqirictl --help)" "$(complete_words "$B" daqirictl st)" "stats status streams"
-expect_eq "every command" "$(complete_words "$B" daqirictl '')" "config consumers doctor flow learn metrics reload send stats status streams top"
+expect_eq "every command" "$(complete_words "$B" daqirictl '')" "capture config consumers doctor flow learn metrics reload send stats status streams top trigger"
 expect_eq "options" "$(complete_words "$B" daqirictl --)" "--socket --json --table --help --version"
 expect_eq "flow" "$(complete_words "$B" daqirictl flow '')" "list add del"
 expect_eq "f a (shortened)" "$(complete_words "$B" daqirictl f a)" "add"
@@ -41,4 +41,15 @@ expect_eq "learn: after an option's value" \
 expect_eq "learn: no queue for an option's value" \
 	"$(complete_words "$B" daqirictl -s "$SOCK" learn --seconds '')" ""
 expect_eq "learn: options" "$(complete_words "$B" daqirictl learn --)" "--count --seconds"
+expect_eq "capture: the rx queues" \
+	"$(complete_words "$B" daqirictl -s "$SOCK" capture '')" "sensor0/q0"
+expect_eq "capture: after an option's value" \
+	"$(complete_words "$B" daqirictl -s "$SOCK" capture --snap 100 '')" "sensor0/q0"
+expect_eq "capture: nothing for an option's value" \
+	"$(complete_words "$B" daqirictl -s "$SOCK" capture --count '')" ""
+expect_eq "capture: then the file" \
+	"$(complete_words "$B" daqirictl -s "$SOCK" capture --force sensor0/q0 "$T/daqirid.y")" "$T/daqirid.yaml"
+expect_eq "capture: options" "$(complete_words "$B" daqirictl capture --s)" "--seconds --snap"
+expect_eq "trigger: the streams" \
+	"$(complete_words "$B" daqirictl -s "$SOCK" trigger sensor0/s)" "sensor0/sensor_tensor"
 stop_daemon

@@ -76,7 +76,8 @@ static const char stats_json[] =
 	"\"matched\":100,\"unmatched\":7,\"no_stream\":2,\"misrouted\":1,"
 	"\"bursts\":3,\"rx_errors\":0,\"streams_packets_in\":100,"
 	"\"kernel\":4,\"truncated\":6,\"engine_rx_packets\":110,"
-	"\"engine_errors\":0,\"engine_gro_reads\":0,\"engine_direct\":97}],"
+	"\"engine_errors\":0,\"engine_gro_reads\":0,\"engine_direct\":97,"
+	"\"tap_taken\":40,\"tap_full\":2}],"
 	/* two tx queues on two interfaces, channels on both: each TX family
 	 * once, its samples together */
 	"\"tx\":{\"queues\":[{\"queue\":\"if0/t0\",\"submitted\":12,"
@@ -180,6 +181,11 @@ START_TEST(test_drops_rendered)
 	    "queue=\"q0\",reason=\"kernel\"} 4");
 	has_line(t, "daqiri_rx_direct_total{interface=\"if0\","
 	    "queue=\"q0\"} 97");
+	/* a tap's misses are its own, not among the drops */
+	has_line(t, "daqiri_tap_frames_total{interface=\"if0\","
+	    "queue=\"q0\",outcome=\"tap_full\"} 2");
+	has_line(t, "daqiri_tap_frames_total{interface=\"if0\","
+	    "queue=\"q0\",outcome=\"copied\"} 40");
 	has_line(t, "daqiri_stream_packets_placed_total{interface=\"if0\","
 	    "stream=\"if0/t\"} 90");
 	has_line(t, "daqiri_stream_packets_in_total{interface=\"if0\","
