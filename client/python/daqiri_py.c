@@ -915,6 +915,21 @@ sub_fileno(SubObject *s, PyObject *unused)
 }
 
 static PyObject *
+sub_trigger(SubObject *s, PyObject *unused)
+{
+	uint64_t n, ns;
+	int r;
+
+	if (sub_check(s) < 0)
+		return NULL;
+	r = daqiri_sub_trigger(s->sub, &n, &ns);
+	if (r < 0)
+		return raise_errno(-r, "reading the stream's triggers");
+	return Py_BuildValue("(KK)", (unsigned long long)n,
+	    (unsigned long long)ns);
+}
+
+static PyObject *
 sub_get_info(SubObject *s, void *unused)
 {
 	Py_INCREF(s->info_dict);
@@ -950,6 +965,9 @@ static PyMethodDef sub_methods[] = {
 	  "close(): unsubscribe (once no Tensor of it is alive)" },
 	{ "fileno", (PyCFunction)sub_fileno, METH_NOARGS,
 	  "fileno() -> int: the wake-up socket" },
+	{ "trigger", (PyCFunction)sub_trigger, METH_NOARGS,
+	  "trigger() -> (count, ns): the stream's triggers so far and the "
+	  "daemon's CLOCK_MONOTONIC of the last (daqirictl trigger)" },
 	{ "__enter__", (PyCFunction)sub_enter, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)sub_exit, METH_VARARGS, NULL },
 	{ NULL, NULL, 0, NULL }

@@ -275,6 +275,16 @@ tensor_get_lengths(TensorObject *o, void *unused)
 	return small_array(o->t.lengths, (size_t)o->t.shape[0] * 4, "uint32");
 }
 
+static PyObject *
+tensor_get_rx_ns(TensorObject *o, void *unused)
+{
+	if (tensor_check(o) < 0)
+		return NULL;
+	if (o->t.rx_ns == NULL)
+		Py_RETURN_NONE;
+	return small_array(o->t.rx_ns, (size_t)o->t.shape[0] * 8, "uint64");
+}
+
 /* ---- DLPack and the CUDA array interface */
 
 static bool
@@ -582,6 +592,8 @@ static PyGetSetDef tensor_getset[] = {
 	GET(device, "-1 host memory, else GPU ordinal"),
 	GET(present, "bool ndarray (slots,): which slots arrived (a copy)"),
 	GET(lengths, "uint32 ndarray of packet lengths (raw streams), else None"),
+	GET(rx_ns, "uint64 ndarray of packet receive times, CLOCK_MONOTONIC "
+	    "(raw streams), else None"),
 	{ "__cuda_array_interface__", (getter)tensor_get_cai, NULL,
 	  "CUDA array interface v3 (device tensors)", NULL },
 	{ NULL, NULL, NULL, NULL, NULL }

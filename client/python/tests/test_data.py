@@ -173,6 +173,11 @@ def test_raw_stream_packets_and_lengths(make_daemon):
                 # 42 bytes of made-up Ethernet/IPv4/UDP header, then the
                 # 8008-byte datagram: 8-byte header, 8000 int4 bytes
                 assert (lengths == 42 + 8008).all(), lengths
+                # each packet's receive time, from first to last
+                rx = t.rx_ns
+                assert rx.dtype == np.uint64 and rx.shape == (burst,)
+                assert rx[0] == t.first_rx_ns and rx[-1] == t.last_rx_ns
+                assert (np.diff(rx.astype(np.int64)) >= 0).all(), rx
                 assert t.present.all()
                 for i in range(burst):
                     c = int.from_bytes(a[i, 42:46].tobytes(), "big")
@@ -181,6 +186,11 @@ def test_raw_stream_packets_and_lengths(make_daemon):
                                           packed_int4(c % PPB)), \
                         f"packet {c}: payload is not the pattern"
             assert t.released
+        # no trigger yet; then one, seen by the subscription
+        assert sub.trigger() == (0, 0)
+        out = daemon.ctl("trigger", RAW_STREAM)
+        assert out["count"] == 1
+        assert sub.trigger() == (1, out["ns"])
     assert sorted(counters) == list(range(2 * burst))
 
 
