@@ -148,7 +148,6 @@ bool stream_tune_busy(const struct stream *s);
 /* A reload moved the stream's reorder config in the running config
  * (main only; the plan keeps its own copy). */
 void stream_set_config(struct stream *s, const struct cfg_reorder *r);
-/* Call cb for every live subscription (main only). */
 /*
  * Main: a trigger of the stream at ns (daqirictl trigger): counted, and
  * written into every subscription's ring, where recorders watch for it
@@ -156,6 +155,7 @@ void stream_set_config(struct stream *s, const struct cfg_reorder *r);
  * far. Returns the stream's triggers, this one included.
  */
 uint64_t stream_trigger(struct stream *s, uint64_t ns);
+/* Call cb for every live subscription (main only). */
 void stream_subs_each(const struct stream *s,
 		      void (*cb)(void *ctx, uint64_t conn_id, uint32_t sub_id),
 		      void *ctx);
