@@ -67,7 +67,7 @@ endif
 
 # Dependencies, all through pkg-config (targets that only print or clean
 # need none).
-PKGS := $(if $(filter 1,$(HAVE_DPDK)),libdpdk) yaml-0.1 libsystemd libcjson libmicrohttpd check
+PKGS := $(if $(filter 1,$(HAVE_DPDK)),libdpdk) yaml-0.1 libsystemd libcjson libmicrohttpd libpcap check
 NODEPS_GOALS := clean deps help check demo layout
 ifneq ($(filter-out $(NODEPS_GOALS),$(if $(MAKECMDGOALS),$(MAKECMDGOALS),all)),)
 MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
@@ -92,6 +92,8 @@ CJSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson 2>/dev/null)
 CJSON_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
+PCAP_CFLAGS := $(shell $(PKG_CONFIG) --cflags libpcap 2>/dev/null)
+PCAP_LIBS := $(shell $(PKG_CONFIG) --libs libpcap 2>/dev/null)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -164,7 +166,7 @@ PROTO_OBJ := $(call obj,$(PROTO_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(DAEMON_CU))
 CLIENT_OBJ := $(call obj,$(CLIENT_LIB_SRC))
 
-DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(MHD_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
+DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(MHD_LIBS) $(PCAP_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
 CLIENT_LIBS := $(CJSON_LIBS) $(CUDA_LIBS) -lm -pthread
 
 LIBCORE := $(BUILD)/libdaqirid-core.a
@@ -190,13 +192,14 @@ $(BUILD)/obj/%.o: %.c
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Only the DPDK engine sees DPDK's headers, only the HTTP endpoint
-# libmicrohttpd's.
+# libmicrohttpd's, only the replay engine libpcap's.
 $(BUILD)/obj/daemon/engine_dpdk.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_tx.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_eal.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_flow.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_vdev.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/http.o: ALL_CFLAGS += $(MHD_CFLAGS)
+$(BUILD)/obj/daemon/engine_replay.o: ALL_CFLAGS += $(PCAP_CFLAGS)
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)

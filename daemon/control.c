@@ -661,6 +661,11 @@ do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
 		if (o->tap != NULL)
 			r = o->tap(c->ctx, &m->u.tap, &k->peer, reply, &err);
 		break;
+	case DAQIRI_MSG_REPLAY:
+		if (o->replay != NULL)
+			r = o->replay(c->ctx, &m->u.replay, &k->peer, reply,
+			    &err);
+		break;
 	default:
 		r = DAQIRI_ST_INTERNAL;
 		break;
