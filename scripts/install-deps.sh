@@ -24,7 +24,7 @@ case "${1:-}" in
 		exit 1
 	fi
 	PKGS="gcc-aarch64-linux-gnu qemu-user libc6:arm64 libyaml-dev:arm64 libcjson-dev:arm64 \
-libsystemd-dev:arm64 libmicrohttpd-dev:arm64 check:arm64"
+libsystemd-dev:arm64 libmicrohttpd-dev:arm64 libpcap-dev:arm64 check:arm64"
 	what="aarch64 cross-build and emulation"
 	foreign=arm64
 	;;
