@@ -7,7 +7,11 @@
 # counters every time: twice with a lossless consumer subscribed before
 # `daqirictl replay start`, and once more with a consumer much slower
 # than the replay at max speed, which the replay waits for (no
-# no_buffer). The -n checks and the replay request's errors too.
+# no_buffer); then the DPDK example config (its regions with the mbuf
+# headroom) in host memory and, on the CUDA stand-in, with the frames
+# landed in device memory by cudaMemcpy and reordered by the CUDA
+# backend: the same tensors again. The -n checks and the replay request's
+# errors too.
 . tests/system/lib.sh
 
 STREAM=sensor0/sensor_tensor
@@ -55,18 +59,22 @@ check_n 1 "real-time multiple above 0" --replay "sensor0/q0=$T/cap.pcap" --repla
 check_n 1 "go with --replay" --replay-hold
 
 # ---------------------------------------------------------------------------
-# replay_run NAME [CONSUME-ARGS...]: a held replay of the capture with a
-# lossless consumer subscribed first, saving into $T/NAME; afterwards
-# $T/NAME.stats holds the counters that must not depend on timing.
+# replay_run NAME [CONSUME-ARGS...]: a held replay of the capture into
+# rx queue $RQ with a lossless consumer of $STREAM subscribed first, both
+# run by the words $PRE, saving into $T/NAME; afterwards $T/NAME.stats
+# holds the counters that must not depend on timing.
+RQ=sensor0/q0
+PRE=
 replay_run() {
 	name=$1
 	shift
 	rm -f "$T/notify"
-	DAEMON_ARGS="--replay sensor0/q0=$T/cap.pcap --replay-hold" start_daemon
+	DAEMON_PREFIX=$PRE DAEMON_ARGS="--replay $RQ=$T/cap.pcap --replay-hold" start_daemon
 	expect_eq "$name: engine" "$(ctl -j status | jq -r .engine)" replay
 	expect_eq "$name: held" "$(ctl -j replay status | jq -r .replay.running)" false
 	mkdir -p "$T/$name"
-	bg "$BUILD/daqiri-consume" -s "$SOCK" --lossless --save "$T/$name" \
+	# shellcheck disable=SC2086 # PRE is words on purpose
+	bg $PRE "$BUILD/daqiri-consume" -s "$SOCK" --lossless --save "$T/$name" \
 		--count $B --quiet "$@" $STREAM
 	cpid=$LAST_PID
 	i=0
@@ -116,17 +124,19 @@ echo "   ok  run1: batches_timeout $r_batches_timeout, late $r_late, missing_slo
 n=$(find "$T/run1" -name '*.npy' ! -name '*.present.npy' | wc -l)
 expect_eq "run1: tensors saved" "$n" $B
 
-# compare NAME: NAME's tensors, bitmaps and counters are run1's, bit for bit.
+# compare NAME [REF]: NAME's tensors, bitmaps and counters are REF's
+# (run1's), bit for bit.
 compare() {
-	for f in "$T"/run1/*.npy; do
-		cmp "$f" "$T/$1/$(basename "$f")" || fail "$1: $(basename "$f") differs from run1's"
+	ref=${2:-run1}
+	for f in "$T/$ref"/*.npy; do
+		cmp "$f" "$T/$1/$(basename "$f")" || fail "$1: $(basename "$f") differs from $ref's"
 	done
 	expect_eq "$1: files" "$(find "$T/$1" -name '*.npy' | wc -l)" $((2 * B))
-	cmp "$T/run1.stats" "$T/$1.stats" || {
-		diff "$T/run1.stats" "$T/$1.stats" >&2
-		fail "$1: counters differ from run1's"
+	cmp "$T/$ref.stats" "$T/$1.stats" || {
+		diff "$T/$ref.stats" "$T/$1.stats" >&2
+		fail "$1: counters differ from $ref's"
 	}
-	echo "   ok  $1: $((2 * B)) .npy and .present.npy files and the counters identical to run1's"
+	echo "   ok  $1: $((2 * B)) .npy and .present.npy files and the counters identical to $ref's"
 }
 
 note "replay 2: the same, again"
@@ -136,6 +146,33 @@ compare run2
 note "replay 3: a consumer 30 ms per tensor, the replay at max speed"
 replay_run slow --delay-ms 30
 compare slow
+
+# ---------------------------------------------------------------------------
+note "replay 4: the DPDK example config (pcap-replay.yaml), host memory"
+cp "$T/daqirid.yaml" "$T/socket.yaml"
+sed -e "s|/run/daqiri/replay.sock|$SOCK|" -e "s/udp_dst: 5005/udp_dst: $PORT/" \
+	-e 's/timeout_us: 10000$/timeout_us: 100000/' \
+	etc/examples/pcap-replay.yaml > "$T/ph.yaml"
+grep -q "udp_dst: $PORT" "$T/ph.yaml" || fail "pcap-replay.yaml changed: no udp_dst to point"
+cp "$T/ph.yaml" "$T/daqirid.yaml"
+RQ=replay/q0 STREAM=replay/sensor_tensor
+replay_run host
+SI=scripts/cuda-standin
+if [ -e "$BUILD/standin/libcudart.so.13" ]; then
+	note "replay 5: every region in device memory, on the CUDA stand-in"
+	sed -e 's/kind: host/kind: device/' -e 's/reorder_type: cpu/reorder_type: gpu/' \
+		"$T/ph.yaml" > "$T/daqirid.yaml"
+	PRE=$SI
+	replay_run device
+	PRE=
+	grep -q "replays '.*' (.*device memory)" "$T/daemon.log" ||
+		fail "device: no replay line naming device memory"
+	compare device host
+else
+	note "replay 5 skipped: no CUDA stand-in in $BUILD/standin (built only where nvcc is)"
+fi
+cp "$T/socket.yaml" "$T/daqirid.yaml"
+RQ=sensor0/q0 STREAM=sensor0/sensor_tensor
 
 # ---------------------------------------------------------------------------
 note "the replay request"
