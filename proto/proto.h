@@ -233,7 +233,11 @@ struct daqiri_tx_info {
 enum daqiri_tap_action { DAQIRI_TAP_START, DAQIRI_TAP_READ, DAQIRI_TAP_STOP };
 /* replay: "start" (admin) lets a --replay-hold replay begin; "status"
  * tells how it goes. */
-enum daqiri_replay_action { DAQIRI_REPLAY_START, DAQIRI_REPLAY_STATUS };
+enum daqiri_replay_action {
+	DAQIRI_REPLAY_START,
+	DAQIRI_REPLAY_STATUS,
+	DAQIRI_REPLAY_MAX
+};
 struct daqiri_replay_req {
 	enum daqiri_replay_action action;
 };
