@@ -20,16 +20,19 @@
  * what the receive's timeout is measured from -- is the engine's virtual
  * clock, so every deadline falls at the same point of the capture on
  * every replay; the heartbeat stays wall time. And the worker waits for
- * its consumers: a stream's share of a burst goes in pieces no larger
- * than its free buffers (a frame opens at most one batch), and while it
- * has none the worker takes back releases (stream_service() at the same
- * now: the virtual clock stands still) every WORKER_REPLAY_WAIT_NS of
- * wall time, counted in replay_waits, instead of letting a batch drop as
- * no_buffer depending on how fast the consumers ran. A consumer that
- * never releases stalls the replay until daemon.hold_timeout_ms (wall
- * time) ends it. Such a queue has a thread of its own (worker_join()
- * refuses it). The live path pays one test of w->clock per pass and per
- * stream fed.
+ * its consumers: it takes no more frames in a burst than every stream of
+ * its queue has free buffers (a frame opens at most one batch, so none
+ * can find no buffer), and while one has none it takes no burst at all,
+ * only releases (its passes run on at the same now: the virtual clock
+ * stands still), every WORKER_REPLAY_WAIT_NS of wall time, counted in
+ * replay_waits: so no batch drops as no_buffer depending on how fast the
+ * consumers ran. A burst cut short changes nothing else: the rest of its
+ * run comes with the next receive at the same now, and the streams drain
+ * at the start of every burst what a pass between would publish. A
+ * consumer that never releases stalls the replay until
+ * daemon.hold_timeout_ms (wall time) ends it. Such a queue has a thread
+ * of its own (worker_join() refuses it). The live path pays three tests
+ * of w->clock per pass.
  */
 #include <errno.h>
 #include <poll.h>
@@ -410,9 +413,26 @@ shadow(struct worker *w, int n)
 	return -EIO;
 }
 
-/* Replay: no free buffer in a stream: wait a little for its consumers'
- * releases, in wall time, beating (the watchdog sees a worker that
- * waits, not a stuck one). */
+/* Replay: the most frames the next burst may take (the top: every
+ * stream's free buffers, at most the queue's batch); 0: none now. */
+static unsigned
+replay_room(struct worker *w)
+{
+	unsigned room = w->batch;
+
+	for (int k = 0; k < w->nws && room > 0; k++) {
+		unsigned r = stream_room(w->ws[k].s);
+
+		if (r < room)
+			room = r;
+	}
+	return room;
+}
+
+/* Replay: a stream has no free buffer: wait a little for its consumers'
+ * releases, in wall time, waking for commands (whose eventfd is drained
+ * here, or it would turn the wait into a spin; they are seen through
+ * the streams' flags). */
 static void
 replay_wait(struct worker *w)
 {
@@ -421,37 +441,8 @@ replay_wait(struct worker *w)
 	uint64_t drain;
 
 	w->ctr.replay_waits++;
-	atomic_store_explicit(&w->beat_ns, daqiri_mono_ns(),
-	    memory_order_relaxed);
-	/* commands are seen through the streams' flags: the eventfd is
-	 * drained so that it does not turn the wait into a spin */
 	if (ppoll(&p, 1, &ts, NULL) > 0)
 		(void)!read(w->wake_fd, &drain, sizeof(drain));
-}
-
-/* Replay: feed ws its share in pieces its free buffers can take (the
- * top), waiting for releases between them; at a stop the rest goes in
- * as it is (a batch may then drop, counted). */
-static void
-replay_feed(struct worker *w, struct wstream *ws)
-{
-	struct worker *h = w->host != NULL ? w->host : w;
-	unsigned at = 0;
-
-	while (at < ws->n) {
-		unsigned k = stream_room(ws->s);
-
-		if (k == 0 && !atomic_load_explicit(&h->stop,
-		    memory_order_acquire)) {
-			replay_wait(w);
-			stream_service(ws->s, w->now);
-			continue;
-		}
-		if (k == 0 || k > ws->n - at)
-			k = ws->n - at;
-		stream_burst(ws->s, ws->frames + at, k, w->now, w->jobs);
-		at += k;
-	}
 }
 
 /* The nearest time w's loop must run again: a stream's deadline, or its
@@ -480,6 +471,7 @@ worker_pass(struct worker *w, bool wait)
 {
 	uint64_t drain, deadline;
 	int64_t timeout = 0;
+	unsigned max = w->batch;
 	int n;
 
 	/* the watchdog is fed only while this advances (wall time) */
@@ -491,7 +483,11 @@ worker_pass(struct worker *w, bool wait)
 	}
 	reap_inflight(w, false, false);
 	hint_place(w);
-	n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
+	if (w->clock != NULL && (max = replay_room(w)) == 0) {
+		replay_wait(w);
+		n = 0;
+	} else
+		n = w->eng->ops->rx_burst(w->q, w->frames, max, timeout);
 	if (n > 0 && w->shadow != NULL)
 		n = shadow(w, n);
 	if (n > 0)
@@ -518,11 +514,7 @@ worker_pass(struct worker *w, bool wait)
 				most = ws->n;
 				w->hint_ws = k;
 			}
-			if (w->clock == NULL)
-				stream_burst(ws->s, ws->frames, ws->n, w->now,
-				    w->jobs);
-			else
-				replay_feed(w, ws);
+			stream_burst(ws->s, ws->frames, ws->n, w->now, w->jobs);
 			ws->n = 0;
 			if ((mark = stream_fence(ws->s)) != 0) {
 				cur.m[cur.nmarks].s = ws->s;
