@@ -50,6 +50,7 @@
 #include <pcap/pcap.h>
 
 #include "engine_replay.h"
+#include "geometry.h"
 #include "gpu.h"
 #include "log.h"
 
@@ -582,31 +583,8 @@ rp_steer(struct engine *e, const struct flow_table *t, char *why,
 
 /* ---- set-up ------------------------------------------------------------- */
 
-/* Which share of region ridx queue (ifc, qi) gets: the queues of every
- * interface that name the region split its buffers in config order (as
- * the DPDK engine shares them). */
-static void
-rp_share(const struct cfg *c, const struct cfg_interface *ifc, int qi,
-	 int ridx, uint32_t *users, uint32_t *me)
-{
-	*users = 0;
-	*me = 0;
-	for (int i = 0; i < c->ninterfaces; i++) {
-		const struct cfg_rx *rx = &c->interfaces[i].rx;
-
-		for (int q = 0; q < rx->nqueues; q++)
-			for (int k = 0; k < rx->queues[q].nregions; k++)
-				if (rx->queues[q].region_idx[k] == ridx) {
-					if (&c->interfaces[i] == ifc && q == qi)
-						*me = *users;
-					(*users)++;
-				}
-	}
-	if (*users == 0)
-		*users = 1;
-}
-
-/* Region ridx's share for queue qi: its first buffer's frame bytes
+/* Region ridx's share for queue qi (geom_region_share(), as the DPDK
+ * engine shares it): its first buffer's frame bytes
  * (host or device view, past the headroom), stride, bytes and count. */
 static int
 rp_region(struct rp_rxq *q, const struct cfg *c,
@@ -619,7 +597,7 @@ rp_region(struct rp_rxq *q, const struct cfg *c,
 	uint32_t users, me;
 	uint8_t *b;
 
-	rp_share(c, ifc, qi, ridx, &users, &me);
+	geom_region_share(c, ifc, qi, ridx, &users, &me);
 	*nbufs = m->nbufs / users;
 	b = mem_host_visible(m) ? mem_buf(m, me * *nbufs) :
 	    mem_dev_buf(m, me * *nbufs);
