@@ -5,7 +5,8 @@
  * a timeout that fires on the capture's clock advances it, after the end
  * the clock still runs), frames as whole Ethernet frames split after the
  * UDP header, truncation, buffers and their release, a held replay, a
- * queue without a file, and the option parsers and checks.
+ * queue without a file, pacing by --replay-speed, and the option parsers
+ * and checks.
  */
 #include <check.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <pcap/pcap.h>
@@ -371,6 +373,43 @@ START_TEST(test_queue_without_file)
 }
 END_TEST
 
+static uint64_t
+wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* At speed 10, 200 ms of capture take at least 20 ms of wall time, and a
+ * timeout that fires on the capture's clock is paced as well. */
+START_TEST(test_speed_paces)
+{
+	uint64_t ts[] = { T0, T0 + 200 * MS, T0 + 400 * MS };
+	uint64_t t0, t1;
+	char a[300];
+
+	write_pcap(path, 3, ts, NULL, NULL);
+	setup_cfg(1, 0, 0);
+	rc.speed = 10;
+	snprintf(a, sizeof(a), "sensor0/q0=%s", path);
+	start(a);
+	ck_assert_int_eq(burst(64, -1), 1);
+	t0 = wall_ns();
+	ck_assert_int_eq(burst(64, -1), 1);
+	t1 = wall_ns();
+	ck_assert_uint_ge(t1 - t0, 19 * MS);
+	ck_assert_uint_lt(t1 - t0, 2000 * MS);
+	ck_assert_int_eq(burst(64, 100 * MS), 0);	/* fires at +100 ms */
+	ck_assert_uint_ge(wall_ns() - t0, 29 * MS);
+	ck_assert_uint_eq(now(), T0 + 300 * MS);
+	ck_assert_int_eq(burst(64, -1), 1);
+	ck_assert_uint_ge(wall_ns() - t0, 39 * MS);
+	stop();
+}
+END_TEST
+
 START_TEST(test_options_and_checks)
 {
 	uint64_t ts[] = { T0 };
@@ -445,6 +484,7 @@ replay_suite(void)
 	tcase_add_test(tc, test_buffers_and_release);
 	tcase_add_test(tc, test_hold);
 	tcase_add_test(tc, test_queue_without_file);
+	tcase_add_test(tc, test_speed_paces);
 	tcase_add_test(tc, test_options_and_checks);
 	tcase_add_test(tc, test_hdr_len);
 	tcase_set_timeout(tc, 30);
