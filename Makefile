@@ -362,7 +362,7 @@ python-asan:
 # The hostile-consumer tests once more against a daemon built with ASan and
 # UBSan: the attacks reach its message decoding, ring and fd handling; and
 # direct placement's scatter, gather and copies on shuffled and malformed
-# traffic (41).
+# traffic (41); the replay engine's pcap reading and buffer landing (53).
 system-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
 	$(Q)rc=0; BUILD=$(BUILD)/asan sh tests/system/18-hostile.sh || rc=$$?; \
@@ -373,6 +373,7 @@ system-asan:
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/46-sw-loopback.sh
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/48-spread-stream.sh
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/28-metrics-abuse.sh
+	$(Q)BUILD=$(BUILD)/asan sh tests/system/53-replay.sh
 
 # The suites that use CUDA once more on the CUDA stand-in: unit-run ran
 # their no-device paths, here their GPU cases run (kernels as CPU bodies,
