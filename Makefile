@@ -92,6 +92,8 @@ CJSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson 2>/dev/null)
 CJSON_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
+PCAP_CFLAGS := $(shell $(PKG_CONFIG) --cflags libpcap 2>/dev/null)
+PCAP_LIBS := $(shell $(PKG_CONFIG) --libs libpcap 2>/dev/null)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 PCAP_LIBS := $(shell $(PKG_CONFIG) --libs libpcap 2>/dev/null)
@@ -165,7 +167,7 @@ PROTO_OBJ := $(call obj,$(PROTO_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(DAEMON_CU))
 CLIENT_OBJ := $(call obj,$(CLIENT_LIB_SRC))
 
-DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(MHD_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
+DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(MHD_LIBS) $(PCAP_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
 CLIENT_LIBS := $(CJSON_LIBS) $(CUDA_LIBS) -lm -pthread
 
 LIBCORE := $(BUILD)/libdaqirid-core.a
@@ -191,13 +193,14 @@ $(BUILD)/obj/%.o: %.c
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Only the DPDK engine sees DPDK's headers, only the HTTP endpoint
-# libmicrohttpd's.
+# libmicrohttpd's, only the replay engine libpcap's.
 $(BUILD)/obj/daemon/engine_dpdk.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_tx.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_eal.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_flow.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/engine_dpdk_vdev.o: ALL_CFLAGS += $(DPDK_CFLAGS)
 $(BUILD)/obj/daemon/http.o: ALL_CFLAGS += $(MHD_CFLAGS)
+$(BUILD)/obj/daemon/engine_replay.o: ALL_CFLAGS += $(PCAP_CFLAGS)
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
@@ -361,7 +364,7 @@ python-asan:
 # The hostile-consumer tests once more against a daemon built with ASan and
 # UBSan: the attacks reach its message decoding, ring and fd handling; and
 # direct placement's scatter, gather and copies on shuffled and malformed
-# traffic (41).
+# traffic (41); the replay engine's pcap reading and buffer landing (53).
 system-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=1 HAVE_CUDA=0 OPT='-O1 -g' all system-tools
 	$(Q)rc=0; BUILD=$(BUILD)/asan sh tests/system/18-hostile.sh || rc=$$?; \
@@ -372,6 +375,7 @@ system-asan:
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/46-sw-loopback.sh
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/48-spread-stream.sh
 	$(Q)BUILD=$(BUILD)/asan sh tests/system/28-metrics-abuse.sh
+	$(Q)BUILD=$(BUILD)/asan sh tests/system/53-replay.sh
 
 # The suites that use CUDA once more on the CUDA stand-in: unit-run ran
 # their no-device paths, here their GPU cases run (kernels as CPU bodies,

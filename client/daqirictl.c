@@ -88,6 +88,8 @@ static int cmd_doctor(struct ctl *c, int argc, char **argv);
 static int cmd_learn(struct ctl *c, int argc, char **argv);
 static int cmd_trigger(struct ctl *c, int argc, char **argv);
 static int cmd_capture(struct ctl *c, int argc, char **argv);
+static int cmd_replay_start(struct ctl *c, int argc, char **argv);
+static int cmd_replay_status(struct ctl *c, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "status", 0, 0, cmd_simple, "", "daemon state and totals", NULL, NULL },
@@ -131,6 +133,12 @@ static const struct command commands[] = {
 	    "mark this moment of STREAM for its recorders: daqiri-record "
 	    "--pre-trigger writes the seconds before and after it (root or "
 	    "admin group)", NULL, NULL },
+	{ "replay start", 0, 0, cmd_replay_start, "",
+	    "let a replay held by daqirid --replay-hold begin (root or admin "
+	    "group); subscribe first", NULL, NULL },
+	{ "replay status", 0, 0, cmd_replay_status, "",
+	    "a replay's files, frames replayed, whether each is done and its "
+	    "clock (the capture's, ns)", NULL, NULL },
 	{ "config", 0, 0, cmd_config, "",
 	    "the running configuration, normalised (as daqirid -n -v)", NULL,
 	    NULL },
@@ -890,6 +898,72 @@ cmd_reload(struct ctl *c, int argc, char **argv)
 	}
 	cJSON_Delete(o);
 	return refused ? 1 : 0;
+}
+
+/* ---- replay */
+
+/* The daemon's "replay" object: a line, then one per queue. */
+static void
+print_replay(const cJSON *rp)
+{
+	const cJSON *e, *sp = cJSON_GetObjectItemCaseSensitive(rp, "speed");
+
+	if (cJSON_IsNumber(sp))
+		printf("replay %s, speed %gx real time\n",
+		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rp,
+		    "running")) ? "running" : "held", sp->valuedouble);
+	else
+		printf("replay %s, speed max\n",
+		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rp,
+		    "running")) ? "running" : "held");
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(rp, "queues")) {
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "frames");
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "clock_ns");
+
+		printf("%s: %s: %.0f frames, %s, clock %.0f ns\n",
+		    str_of(e, "queue"), cJSON_IsString(
+		    cJSON_GetObjectItemCaseSensitive(e, "file")) ?
+		    str_of(e, "file") : "(no file)",
+		    cJSON_IsNumber(f) ? f->valuedouble : 0,
+		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "done")) ?
+		    "done" : "replaying",
+		    cJSON_IsNumber(k) ? k->valuedouble : 0);
+	}
+}
+
+static int
+replay_request(struct ctl *c, const char *action)
+{
+	cJSON *req = new_req("replay"), *o = NULL;
+	int r;
+
+	if (req == NULL || cJSON_AddStringToObject(req, "action",
+	    action) == NULL) {
+		cJSON_Delete(req);
+		fprintf(stderr, "daqirictl: out of memory\n");
+		return 1;
+	}
+	if (c->json)
+		return request(c, req, "replay", NULL);
+	if ((r = request(c, req, "replay", &o)) != 0)
+		return r;
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "was_running")))
+		printf("the replay was running already\n");
+	print_replay(cJSON_GetObjectItemCaseSensitive(o, "replay"));
+	cJSON_Delete(o);
+	return fflush(stdout) != 0 ? 1 : 0;
+}
+
+static int
+cmd_replay_start(struct ctl *c, int argc, char **argv)
+{
+	return replay_request(c, "start");
+}
+
+static int
+cmd_replay_status(struct ctl *c, int argc, char **argv)
+{
+	return replay_request(c, "status");
 }
 
 static int

@@ -666,6 +666,11 @@ do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
 			r = o->trigger(c->ctx, m->u.trigger.stream, &k->peer,
 			    reply, &err);
 		break;
+	case DAQIRI_MSG_REPLAY:
+		if (o->replay != NULL)
+			r = o->replay(c->ctx, &m->u.replay, &k->peer, reply,
+			    &err);
+		break;
 	default:
 		r = DAQIRI_ST_INTERNAL;
 		break;

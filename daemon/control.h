@@ -119,6 +119,11 @@ struct control_ops {
 	int (*trigger)(void *ctx, const char *stream,
 		       const struct control_peer *peer, cJSON *reply,
 		       struct daqiri_err *err);
+	/* Start a held replay (admin peers only, checked by the callee) or
+	 * tell how it goes (PROTOCOL.md "replay"). */
+	int (*replay)(void *ctx, const struct daqiri_replay_req *req,
+		      const struct control_peer *peer, cJSON *reply,
+		      struct daqiri_err *err);
 };
 
 /* Counters, for stats and status output ("control" object). */

@@ -65,6 +65,10 @@
  *   engine.c         main: the table of engines built in
  *   engine_socket.c  the socket engine: init/start/fini on main, receive,
  *                    release and counters on the queue's worker
+ *   engine_replay.c  the replay engine (daqirid --replay): pcap files
+ *                    opened on main, their frames landed in the queue's
+ *                    buffers on its worker, on the capture's clock (the
+ *                    worker's "now"); start and status asked by main
  *   steer_cbpf.c     main: the socket engine's flow steering, the flows
  *                    compiled into its reuseport group's BPF program
  *   engine_dpdk.c    the DPDK engine, split the same way (and, in software
@@ -145,6 +149,7 @@
 #include "daemon.h"
 #include "daemon_internal.h"
 #include "engine.h"
+#include "engine_replay.h"
 #include "flow.h"
 #include "geometry.h"
 #include "gpu.h"
@@ -259,6 +264,8 @@ daemon_stream_make(struct daemon *d, const struct cfg_interface *ifc,
 		log_warnx("%s", err);
 		return rc;
 	}
+	if (d->replay != NULL)
+		stream_use_capture_clock(*out);
 	if ((rc = apply_stream_limits(d->cfg, *out)) != 0) {
 		stream_destroy(*out);
 		*out = NULL;
@@ -313,7 +320,8 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 	int rc;
 
 	di->ifc = ifc;
-	di->ops = engine_lookup(c->engine);
+	di->ops = d->replay != NULL ? &engine_replay_ops :
+	    engine_lookup(c->engine);
 	if (di->ops == NULL) {
 		log_warnx("interface '%s': engine %s is not built into this "
 		    "daqirid (use stream_type socket)", ifc->name,
@@ -321,6 +329,11 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 		return -1;
 	}
 	has_tx = ifc->has_tx && ifc->tx.nqueues > 0;
+	if (has_tx && d->replay != NULL) {
+		log_info("interface '%s': replay: its tx queues are not "
+		    "started", ifc->name);
+		has_tx = false;
+	}
 	if (!ifc->has_rx || ifc->rx.nqueues == 0) {
 		if (!has_tx) {
 			log_info("interface '%s': no rx or tx queues; nothing "
@@ -343,6 +356,7 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 	}
 	opts.rx_mode = c->daemon.rx_mode == CFG_RX_BUSY_POLL ?
 	    ENGINE_RX_BUSY_POLL : ENGINE_RX_BLOCKING;
+	opts.replay = d->replay;
 	rc = di->ops->init(&di->eng, c, ifc, d->regions, &opts, err, sizeof(err));
 	if (rc != 0) {
 		log_warnx("%s", err[0] != '\0' ? err : strerror(-rc));
@@ -369,6 +383,8 @@ interface_up(struct daemon *d, struct daemon_iface *di,
 		}
 		if (apply_stream_limits(c, di->raws[q]) != 0)
 			return -1;
+		if (d->replay != NULL)
+			stream_use_capture_clock(di->raws[q]);
 		/* frames whole in device memory: a header shadow */
 		rc = worker_create(&di->workers[q], ifc, q, di->eng, di->flows,
 		    di->streams, di->reorder_cfgs, di->nstreams, di->raws[q],
@@ -855,7 +871,7 @@ log_started(struct daemon *d)
 
 int
 daemon_run(struct cfg *c, const char *socket_path, const char *config_file,
-	   int level)
+	   int level, const struct replay_cfg *replay)
 {
 	static struct daemon dd;
 	struct daemon *d = &dd;
@@ -869,11 +885,14 @@ daemon_run(struct cfg *c, const char *socket_path, const char *config_file,
 	d->regions_keep = -1;
 	d->start_ns = daqiri_mono_ns();
 	d->level_override = level;
+	d->replay = replay;
 	log_init(level >= 0 ? (enum cfg_log_level)level : c->log_level,
 	    getenv("JOURNAL_STREAM") != NULL);
 
 	raise_nofile(c);
 	if (check_region_owners(c) != 0)
+		goto out;
+	if (replay != NULL && replay_check(c, replay, stderr) > 0)
 		goto out;
 	/* The control socket first: a second daqirid on the same path is
 	 * told so before it touches ports and memory. Nothing is served
@@ -929,6 +948,9 @@ daemon_run(struct cfg *c, const char *socket_path, const char *config_file,
 		}
 	}
 	log_started(d);
+	if (replay != NULL && replay->hold)
+		log_notice("replay held: it begins with 'daqirictl replay "
+		    "start' (subscribe first)");
 	sd_notifyf(0, "READY=1\nSTATUS=receiving; control socket %s\nMAINPID=%d",
 	    d->socket_path, (int)getpid());
 	d->last_status_ns = daqiri_mono_ns();
@@ -951,8 +973,9 @@ daemon_steer(const struct cfg *c, struct daemon_iface *di)
 
 	/* software loopback: a frame arrives on the rx queue at its tx
 	 * queue's place, which its sender chose */
+	/* a replay: frames arrive where the capture recorded them */
 	if (di->eng == NULL || di->flows == NULL || nq <= 1 ||
-	    c->loopback == CFG_LOOPBACK_SW) {
+	    c->loopback == CFG_LOOPBACK_SW || di->ops == &engine_replay_ops) {
 		di->steered = true;
 		return;
 	}

@@ -31,10 +31,14 @@ void daemon_signals(sigset_t *set);
  * re-read by a reload (SIGHUP, daqirictl reload; NULL = the built-in
  * default); c is the running config from then on, rewritten by each
  * applied reload. level is -l's log level, which outlasts reloads, or -1
- * for the config's. Returns the process exit status: 0 after an orderly
- * stop, 1 when start-up failed (the reason is logged).
+ * for the config's. replay, when not NULL, runs every interface on the
+ * replay engine (engine_replay.h: daqirid --replay) instead of its own.
+ * Returns the process exit status: 0 after an orderly stop, 1 when
+ * start-up failed (the reason is logged).
  */
+struct replay_cfg;
 int daemon_run(struct cfg *c, const char *socket_path,
-	       const char *config_file, int level);
+	       const char *config_file, int level,
+	       const struct replay_cfg *replay);
 
 #endif

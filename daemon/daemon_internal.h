@@ -83,6 +83,8 @@ struct daemon {
 	bool wd_stuck;			/* not feeding: a worker is stuck */
 	uint64_t last_status_ns;
 	bool stop;
+	/* --replay: every interface on the replay engine; NULL: live */
+	const struct replay_cfg *replay;
 };
 
 /* Reorder streams first, then the raw stream of every rx queue. */

@@ -17,6 +17,7 @@
 
 #include "control.h"
 #include "daemon_internal.h"
+#include "engine_replay.h"
 #include "flow.h"
 #include "log.h"
 #include "metrics.h"
@@ -120,6 +121,8 @@ workers_json(struct daemon *d, cJSON *reply)
 	return 0;
 }
 
+static int replay_json(struct daemon *d, cJSON *o);
+
 static int
 op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 {
@@ -161,9 +164,73 @@ op_status(void *ctx, cJSON *reply, struct daqiri_err *err)
 		!d->wd_stuck) == NULL ||
 	    workers_json(d, reply) != 0)
 		return -ENOMEM;
+	if (d->replay != NULL) {
+		cJSON *rp = cJSON_AddObjectToObject(reply, "replay");
+
+		if (rp == NULL || replay_json(d, rp) != 0)
+			return -ENOMEM;
+	}
 	/* who is connected and who was turned away (attack 4 shows here) */
 	ctl = cJSON_AddObjectToObject(reply, "control");
 	return ctl == NULL ? -ENOMEM : control_counters_json(d->ctl, ctl);
+}
+
+/* A replay's state (daqirid --replay) into o: speed ("max" or the
+ * multiple), hold, running, and per rx queue its file and progress. */
+static int
+replay_json(struct daemon *d, cJSON *o)
+{
+	cJSON *qs;
+	bool running = true;
+
+	for (int i = 0; i < d->nifs; i++)
+		if (d->ifs[i].eng != NULL)
+			running &= engine_replay_running(d->ifs[i].eng);
+	if ((d->replay->speed > 0 ?
+	    cJSON_AddNumberToObject(o, "speed", d->replay->speed) :
+	    cJSON_AddStringToObject(o, "speed", "max")) == NULL ||
+	    cJSON_AddBoolToObject(o, "hold", d->replay->hold) == NULL ||
+	    cJSON_AddBoolToObject(o, "running", running) == NULL ||
+	    (qs = cJSON_AddArrayToObject(o, "queues")) == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < d->nifs; i++)
+		if (d->ifs[i].eng != NULL &&
+		    engine_replay_json(d->ifs[i].eng, qs) != 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static int
+op_replay(void *ctx, const struct daqiri_replay_req *req,
+	  const struct control_peer *peer, cJSON *reply,
+	  struct daqiri_err *err)
+{
+	struct daemon *d = ctx;
+	bool was = true;
+	cJSON *o;
+
+	if (d->replay == NULL)
+		return daqiri_err_set(err, DAQIRI_ST_NOT_SUPPORTED,
+		    "this daqirid is not replaying (start it with --replay "
+		    "INTERFACE/QUEUE=FILE.pcap)"), DAQIRI_ST_NOT_SUPPORTED;
+	if (req->action == DAQIRI_REPLAY_START) {
+		if (!peer->admin)
+			return daqiri_err_set(err, DAQIRI_ST_PERMISSION_DENIED,
+			    "replay start is for %s",
+			    control_admin_hint(d->ctl)),
+			    DAQIRI_ST_PERMISSION_DENIED;
+		for (int i = 0; i < d->nifs; i++)
+			if (d->ifs[i].eng != NULL &&
+			    engine_replay_release(d->ifs[i].eng) == 0)
+				was = false;
+		if (!was)
+			log_notice("pid %d (uid %u) starts the replay",
+			    (int)peer->pid, (unsigned)peer->uid);
+		if (cJSON_AddBoolToObject(reply, "was_running", was) == NULL)
+			return -ENOMEM;
+	}
+	o = cJSON_AddObjectToObject(reply, "replay");
+	return o == NULL ? -ENOMEM : replay_json(d, o);
 }
 
 /* The reorder streams rx queue q's worker feeds (cfg_rx_owner(), the
@@ -1151,6 +1218,7 @@ const struct control_ops daemon_control_ops = {
 	.tx_close = op_tx_close,
 	.tap = op_tap,
 	.trigger = op_trigger,
+	.replay = op_replay,
 };
 
 /* A worker cut a subscription off (a corrupt ring, a buffer held too

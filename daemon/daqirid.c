@@ -18,6 +18,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "engine.h"
+#include "engine_replay.h"
 #include "log.h"
 
 #define DAQIRID_DEFAULT_CONFIG	CFG_DEFAULT_FILE
@@ -27,6 +28,8 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 	    "usage: daqirid [-c FILE] [-n [-v | --compat]] [-s SOCKET] [-l LEVEL]\n"
+	    "               [--replay IFACE/QUEUE=FILE.pcap ... [--replay-speed X]\n"
+	    "               [--replay-hold]]\n"
 	    "       daqirid -h | --help | -V | --version\n"
 	    "  -c FILE        configuration (default " DAQIRID_DEFAULT_CONFIG ",\n"
 	    "                 or the built-in default when that file does not\n"
@@ -38,6 +41,14 @@ usage(FILE *fp)
 	    "  -s SOCKET      control socket path (overrides\n"
 	    "                 daemon.control_socket)\n"
 	    "  -l LEVEL       log level: trace debug info warn error critical off\n"
+	    "  --replay IFACE/QUEUE=FILE.pcap\n"
+	    "                 receive that rx queue's frames from a pcap capture,\n"
+	    "                 on the capture's clock (repeat: one file per queue;\n"
+	    "                 every interface then runs on the replay engine)\n"
+	    "  --replay-speed X\n"
+	    "                 replay at X times real time (default max: as fast\n"
+	    "                 as the consumers take it)\n"
+	    "  --replay-hold  begin only at 'daqirictl replay start'\n"
 	    "  -h, --help     print this help and exit\n"
 	    "  -V, --version  print the version and exit\n");
 }
@@ -49,6 +60,7 @@ struct options {
 	int check_only;
 	int verbose;
 	int compat;
+	bool replay_opts;		/* --replay-speed or --replay-hold */
 };
 
 /* Test only (daqirid(8) DAQIRID_TEST_START_FIFO): start-up waits here,
@@ -107,6 +119,8 @@ main(int argc, char **argv)
 	static struct cfg cfg;
 	static struct cfg_diags diags;
 	static char abs_config[PATH_MAX];
+	static struct replay_cfg replay;
+	char rerr[512];
 	struct options o = { .level = -1 };
 	const char *used;
 	sigset_t sigs;
@@ -116,6 +130,9 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "compat", no_argument, NULL, 'C' },
+		{ "replay", required_argument, NULL, 'R' },
+		{ "replay-speed", required_argument, NULL, 'X' },
+		{ "replay-hold", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -128,6 +145,25 @@ main(int argc, char **argv)
 			break;
 		case 'C':
 			o.compat = 1;
+			break;
+		case 'R':
+			if (replay_cfg_add(&replay, optarg, rerr,
+			    sizeof(rerr)) != 0) {
+				fprintf(stderr, "daqirid: %s\n", rerr);
+				return 1;
+			}
+			break;
+		case 'X':
+			if (replay_cfg_speed(&replay, optarg, rerr,
+			    sizeof(rerr)) != 0) {
+				fprintf(stderr, "daqirid: %s\n", rerr);
+				return 1;
+			}
+			o.replay_opts = true;
+			break;
+		case 'H':
+			replay.hold = true;
+			o.replay_opts = true;
 			break;
 		case 'n':
 			o.check_only = 1;
@@ -154,8 +190,12 @@ main(int argc, char **argv)
 			printf("daqirid %s\n", DAQIRI_VERSION);
 			return 0;
 		case ':':
-			fprintf(stderr, "daqirid: -%c needs an argument\n",
-				optopt);
+			if (optopt == 'R' || optopt == 'X')
+				fprintf(stderr, "daqirid: %s needs an argument\n",
+				    optopt == 'R' ? "--replay" : "--replay-speed");
+			else
+				fprintf(stderr, "daqirid: -%c needs an argument\n",
+					optopt);
 			usage(stderr);
 			return 1;
 		default:
@@ -180,6 +220,12 @@ main(int argc, char **argv)
 	if ((o.verbose || o.compat) && !o.check_only) {
 		fprintf(stderr, "daqirid: %s goes with -n\n", o.verbose ? "-v" :
 		    "--compat");
+		usage(stderr);
+		return 1;
+	}
+	if (o.replay_opts && replay.nfiles == 0) {
+		fprintf(stderr, "daqirid: --replay-speed and --replay-hold go "
+		    "with --replay IFACE/QUEUE=FILE.pcap\n");
 		usage(stderr);
 		return 1;
 	}
@@ -215,9 +261,14 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (o.check_only) {
+		/* the files and queues a replay names, all said */
+		if (replay.nfiles > 0 && replay_check(&cfg, &replay,
+		    stderr) > 0)
+			return 1;
 		/* valid, but not for this build: said, not refused (the
 		 * file may be meant for another machine) */
-		if (cfg.ninterfaces > 0 && engine_lookup(cfg.engine) == NULL)
+		if (replay.nfiles == 0 && cfg.ninterfaces > 0 &&
+		    engine_lookup(cfg.engine) == NULL)
 			fprintf(stderr, "daqirid: warning: %s: engine %s is not "
 			    "built into this daqirid (built without it): it "
 			    "would not start here\n", diags.file,
@@ -229,10 +280,11 @@ main(int argc, char **argv)
 				return 1;
 			}
 		} else
-			printf("%s: configuration OK\n", diags.file);
+			printf("%s: configuration OK%s\n", diags.file,
+			    replay.nfiles > 0 ? "; replay files OK" : "");
 		return 0;
 	}
 	return daemon_run(&cfg, o.socket != NULL ? o.socket :
 	    cfg.daemon.control_socket, used != NULL ? abs_config : NULL,
-	    o.level);
+	    o.level, replay.nfiles > 0 ? &replay : NULL);
 }

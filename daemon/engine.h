@@ -82,6 +82,8 @@ struct engine_opts {
 					 * queue's buffer bytes, at least
 					 * ENGINE_RCVBUF_MIN */
 	bool no_gro;			/* socket: leave UDP_GRO off */
+	/* replay: the files and how to play them (engine_replay.h) */
+	const struct replay_cfg *replay;
 };
 /* A socket buffer that rides out a few ms of the worker being descheduled
  * at 5 GB/s; with 4 MiB, 30 s at 2 GB/s on loopback lost 219 datagrams
@@ -91,6 +93,7 @@ struct engine_opts {
 
 struct engine_ops;
 struct engine_tx_ops;
+struct replay_cfg;
 
 /* Every engine's per-interface state begins with this (the rest is the
  * engine's own), and every queue's with struct engine_rxq. */
@@ -193,6 +196,17 @@ struct engine_ops {
 	 */
 	void (*set_place)(struct engine_rxq *q, const struct rx_place *pl);
 
+	/*
+	 * Optional (NULL: the wall clock, CLOCK_MONOTONIC). The clock of
+	 * q's frames and of its worker's loop: the replay engine's virtual
+	 * clock, which runs on the capture's timestamps and advances by
+	 * the timeouts rx_burst() was given (engine_replay.c). The worker
+	 * then takes its streams' "now" from here, not from the wall
+	 * clock, and waits for buffers instead of dropping batches
+	 * (worker.c "Replay"). Worker thread of q.
+	 */
+	uint64_t (*now_ns)(struct engine_rxq *q);
+
 	/* Transmit (NULL: the engine does not transmit). */
 	const struct engine_tx_ops *tx;
 
@@ -288,7 +302,8 @@ struct engine_tx_ops {
 extern const struct engine_tx_ops engine_socket_tx_ops;
 extern const struct engine_tx_ops engine_dpdk_tx_ops;
 
-/* The socket engine (engine_socket.c) and the DPDK engine (engine_dpdk.c). */
+/* The socket engine (engine_socket.c) and the DPDK engine (engine_dpdk.c);
+ * the replay engine is engine_replay.h's. */
 extern const struct engine_ops engine_socket_ops;
 extern const struct engine_ops engine_dpdk_ops;
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "geometry.h"
 #include "gpu.h"
 #include "log.h"
 
@@ -216,29 +217,6 @@ dpdk_extmem_put(void *va)
 		}
 }
 
-/* Which share of region ridx queue (ifc, qi) gets: queues of every
- * interface that name the region split its buffers in config order. */
-static void
-dpdk_share(const struct cfg *c, const struct cfg_interface *ifc, int qi,
-	   int ridx, uint32_t *users, uint32_t *me)
-{
-	*users = 0;
-	*me = 0;
-	for (int i = 0; i < c->ninterfaces; i++) {
-		const struct cfg_rx *rx = &c->interfaces[i].rx;
-
-		for (int q = 0; q < rx->nqueues; q++)
-			for (int k = 0; k < rx->queues[q].nregions; k++)
-				if (rx->queues[q].region_idx[k] == ridx) {
-					if (&c->interfaces[i] == ifc && q == qi)
-						*me = *users;
-					(*users)++;
-				}
-	}
-	if (*users == 0)
-		*users = 1;
-}
-
 /*
  * The mbuf pool of a queue on region m: its share of the region's buffers
  * as pinned external buffers, so the NIC writes frames straight into the
@@ -264,7 +242,7 @@ dpdk_region_pool(struct dpdk_engine *de, const struct cfg *c,
 
 	if (socket < 0)
 		socket = SOCKET_ID_ANY;
-	dpdk_share(c, ifc, qi, ridx, &users, &me);
+	geom_region_share(c, ifc, qi, ridx, &users, &me);
 	nbufs = m->nbufs / users;
 	if (nbufs < DPDK_MIN_BUFS) {
 		log_seterr(err, errlen, "interface '%s': queue '%s': %u "

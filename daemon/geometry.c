@@ -73,6 +73,27 @@ geom_queue_host_bytes(const struct cfg *c, const struct cfg_interface *ifc,
 	return hdr < frame ? hdr : frame;
 }
 
+void
+geom_region_share(const struct cfg *c, const struct cfg_interface *ifc,
+		  int qi, int ridx, uint32_t *users, uint32_t *me)
+{
+	*users = 0;
+	*me = 0;
+	for (int i = 0; i < c->ninterfaces; i++) {
+		const struct cfg_rx *rx = &c->interfaces[i].rx;
+
+		for (int q = 0; q < rx->nqueues; q++)
+			for (int k = 0; k < rx->queues[q].nregions; k++)
+				if (rx->queues[q].region_idx[k] == ridx) {
+					if (&c->interfaces[i] == ifc && q == qi)
+						*me = *users;
+					(*users)++;
+				}
+	}
+	if (*users == 0)
+		*users = 1;
+}
+
 uint64_t
 geom_slot_bytes(const struct cfg_reorder *r, uint64_t n)
 {

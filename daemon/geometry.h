@@ -78,6 +78,15 @@ uint64_t geom_queue_host_bytes(const struct cfg *c,
 			       const struct cfg_queue *q);
 
 /*
+ * Which share of region ridx rx queue qi of interface ifc gets: the rx
+ * queues of every interface of c that name the region split its buffers
+ * in config order, *users of them, this one the *me-th (0-based); the
+ * DPDK and replay engines carve by it. *users is at least 1.
+ */
+void geom_region_share(const struct cfg *c, const struct cfg_interface *ifc,
+		       int qi, int ridx, uint32_t *users, uint32_t *me);
+
+/*
  * Output bytes of one slot of reorder config r for n payload bytes per
  * packet: n copied when r has no data_types, else n's input elements
  * times the output element size. 0 when n is 0, not a whole number of

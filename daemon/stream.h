@@ -92,6 +92,15 @@ int stream_create_raw(struct stream **out, const struct cfg_interface *ifc,
 int stream_set_limits(struct stream *s, uint32_t max_subs,
 		      uint32_t hold_timeout_ms);
 
+/*
+ * Replay (engine_ops.now_ns): the times the stream is given are the
+ * capture's (a virtual clock), and so are its tensors' publish_ns and
+ * first_rx_ns; how long a consumer holds a buffer is still measured, and
+ * daemon.hold_timeout_ms still enforced, on the wall clock. Main thread,
+ * before the stream's worker starts.
+ */
+void stream_use_capture_clock(struct stream *s);
+
 /* The eventfd that wakes the stream's worker when a command is queued
  * (set before the worker starts). */
 void stream_set_wake_fd(struct stream *s, int fd);
@@ -232,6 +241,11 @@ void stream_service(struct stream *s, uint64_t now_ns);
 /* Make the counters visible to stream_snapshot() (also once at creation,
  * and by worker_create() before the worker starts). */
 void stream_publish_counters(struct stream *s);
+/* Replay: how many frames the stream can surely take now without a
+ * batch finding no free buffer (each frame opens at most one): its free
+ * buffers; 0 when it has none but consumers hold some (a release will
+ * come); UINT_MAX when nothing held could come back. */
+unsigned stream_room(struct stream *s);
 /* Nearest deadline of the stream's plan (UINT64_MAX = none). */
 uint64_t stream_next_deadline(struct stream *s);
 /* At stop: publish what is open. */

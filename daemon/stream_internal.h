@@ -174,6 +174,9 @@ struct stream {
 	uint32_t max_subs;		/* length of the subscription arrays */
 	uint64_t hold_ns;		/* 0 = a buffer may be held forever */
 	uint64_t now_ns;		/* worker: the time it was last given */
+	/* fixed (stream_use_capture_clock()): now_ns is a replay's virtual
+	 * clock; hold times and hold timeouts then read the wall clock */
+	bool capture_clock;
 	uint64_t next_hold_check;	/* worker: now_ns of the next check */
 
 	/* Buffer pool and delivery: worker only (main fills the pool at

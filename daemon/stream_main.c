@@ -860,6 +860,12 @@ stream_set_wake_fd(struct stream *s, int fd)
 	s->worker_wake_fd = fd;
 }
 
+void
+stream_use_capture_clock(struct stream *s)
+{
+	s->capture_clock = true;
+}
+
 int
 stream_nsubs(const struct stream *s)
 {

@@ -23,7 +23,9 @@
  * keeping its buffer, and goes into its ring, in order, as releases make
  * room (reclaim()); meanwhile the plan finds fewer free buffers, and a
  * batch that finds none is dropped at ingest (no_buffer), charged to the
- * subscription holding the most (blocked_by, its `blocked`).
+ * subscription holding the most (blocked_by, its `blocked`). A replay is
+ * the one exception: there the worker waits for the consumers rather
+ * than drop (stream_room(), worker.c "Replay").
  *
  * Isolation (DESIGN.md "Isolation"): the plan marks slots in a private
  * bitmap, copied into the consumers' sealed sidecar at publish, so no
@@ -34,6 +36,7 @@
  * wait for nothing).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -272,7 +275,8 @@ ring_push(struct stream *s, struct sub *u, const struct daqiri_desc *d)
 		    "completion ring positions corrupted by the consumer");
 		return -1;
 	}
-	held_add(u, d->buf_index, s->now_ns);
+	held_add(u, d->buf_index, s->capture_clock ? daqiri_mono_ns() :
+	    s->now_ns);
 	atomic_fetch_add_explicit(&u->delivered, 1, memory_order_relaxed);
 	s->ctr.delivered++;
 	/* Only a consumer that armed need_wakeup is asleep; a busy-polling
@@ -377,12 +381,14 @@ owner_publish(void *ctx, const struct daqiri_desc *dd,
 	uint32_t i = buf->index;
 	uint32_t refs = 0;
 
-	d.publish_ns = daqiri_mono_ns();
+	/* replay: the capture's clock, as first_rx_ns (stream.h) */
+	d.publish_ns = s->capture_clock ? s->now_ns : daqiri_mono_ns();
 	/* Assembly time, per tensor; the clocks agree (CLOCK_MONOTONIC),
 	 * the guard only keeps a bad engine stamp from wrapping. */
 	daqiri_hist_add(&s->ctr.assembly, d.publish_ns > d.first_rx_ns ?
 	    d.publish_ns - d.first_rx_ns : 0);
-	s->pub_ns[i] = d.publish_ns;
+	/* hold times are wall time, whatever the stream's clock */
+	s->pub_ns[i] = s->capture_clock ? daqiri_mono_ns() : d.publish_ns;
 	/* The consumers' copy of the presence bitmap, before any ring
 	 * carries the descriptor (the push orders it before). */
 	memcpy(s->bitmap + (size_t)i * s->bitmap_bytes,
@@ -552,9 +558,15 @@ reclaim(struct stream *s)
 static void
 check_holds(struct stream *s)
 {
-	if (s->hold_ns == 0 || s->now_ns < s->next_hold_check)
+	uint64_t now;
+
+	if (s->hold_ns == 0)
 		return;
-	s->next_hold_check = s->now_ns + STREAM_HOLD_CHECK_NS;
+	/* replay: wall time (stream_use_capture_clock()) */
+	now = s->capture_clock ? daqiri_mono_ns() : s->now_ns;
+	if (now < s->next_hold_check)
+		return;
+	s->next_hold_check = now + STREAM_HOLD_CHECK_NS;
 	for (int k = 0; k < s->nserved; k++) {
 		struct sub *u = s->served[k];
 
@@ -565,8 +577,8 @@ check_holds(struct stream *s)
 			char why[DAQIRI_ERR_MSG_MAX];
 			uint64_t held;
 
-			if (s->now_ns <= u->held[h].since ||
-			    (held = s->now_ns - u->held[h].since) <= s->hold_ns)
+			if (now <= u->held[h].since ||
+			    (held = now - u->held[h].since) <= s->hold_ns)
 				continue;
 			snprintf(why, sizeof(why), "held too long: buffer %u "
 			    "for %llu ms, more than daemon.hold_timeout_ms %llu",
@@ -763,6 +775,17 @@ stream_service(struct stream *s, uint64_t now_ns)
 	else
 		raw_poll(s->raw, now_ns);
 	work_unlock(s);
+}
+
+unsigned
+stream_room(struct stream *s)
+{
+	unsigned room;
+
+	work_lock(s);
+	room = s->nfree > 0 ? s->nfree : s->npub > 0 ? 0 : UINT_MAX;
+	work_unlock(s);
+	return room;
 }
 
 uint64_t

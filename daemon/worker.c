@@ -14,6 +14,25 @@
  * rx_fd()) until the nearest deadline of them all, or, on an engine
  * without such fds (DPDK), polls on. Each member keeps its own queue,
  * streams, counters and heartbeat.
+ *
+ * Replay (an engine with a clock of its own, engine_ops.now_ns: the
+ * replay engine). The loop's "now" -- what the streams are given, and
+ * what the receive's timeout is measured from -- is the engine's virtual
+ * clock, so every deadline falls at the same point of the capture on
+ * every replay; the heartbeat stays wall time. And the worker waits for
+ * its consumers: it takes no more frames in a burst than every stream of
+ * its queue has free buffers (a frame opens at most one batch, so none
+ * can find no buffer), and while one has none it takes no burst at all,
+ * only releases (its passes run on at the same now: the virtual clock
+ * stands still), every WORKER_REPLAY_WAIT_NS of wall time, counted in
+ * replay_waits: so no batch drops as no_buffer depending on how fast the
+ * consumers ran. A burst cut short changes nothing else: the rest of its
+ * run comes with the next receive at the same now, and the streams drain
+ * at the start of every burst what a pass between would publish. A
+ * consumer that never releases stalls the replay until
+ * daemon.hold_timeout_ms (wall time) ends it. Such a queue has a thread
+ * of its own (worker_join() refuses it). The live path pays three tests
+ * of w->clock per pass.
  */
 #include <errno.h>
 #include <poll.h>
@@ -136,12 +155,21 @@ struct worker {
 	struct worker *group[CFG_MAX_QUEUES];
 	int ngroup;
 	uint64_t now;			/* its loop's clock (its thread) */
+	/* the engine's clock (replay), NULL: the wall clock */
+	uint64_t (*clock)(struct engine_rxq *q);
 
 	struct tap tap;			/* daqirictl learn's copies */
 
 	struct seqlock snap_lock;
 	struct worker_counters snap;
 };
+
+/* The loop's clock: the engine's (replay) or the wall clock. */
+static inline uint64_t
+worker_clock(struct worker *w)
+{
+	return w->clock != NULL ? w->clock(w->q) : daqiri_mono_ns();
+}
 
 /* Worker side: make the counters visible to worker_snapshot(). */
 static void
@@ -385,6 +413,38 @@ shadow(struct worker *w, int n)
 	return -EIO;
 }
 
+/* Replay: the most frames the next burst may take (the top: every
+ * stream's free buffers, at most the queue's batch); 0: none now. */
+static unsigned
+replay_room(struct worker *w)
+{
+	unsigned room = w->batch;
+
+	for (int k = 0; k < w->nws && room > 0; k++) {
+		unsigned r = stream_room(w->ws[k].s);
+
+		if (r < room)
+			room = r;
+	}
+	return room;
+}
+
+/* Replay: a stream has no free buffer: wait a little for its consumers'
+ * releases, in wall time, waking for commands (whose eventfd is drained
+ * here, or it would turn the wait into a spin; they are seen through
+ * the streams' flags). */
+static void
+replay_wait(struct worker *w)
+{
+	struct pollfd p = { .fd = w->wake_fd, .events = POLLIN };
+	struct timespec ts = { 0, WORKER_REPLAY_WAIT_NS };
+	uint64_t drain;
+
+	w->ctr.replay_waits++;
+	if (ppoll(&p, 1, &ts, NULL) > 0)
+		(void)!read(w->wake_fd, &drain, sizeof(drain));
+}
+
 /* The nearest time w's loop must run again: a stream's deadline, or its
  * idle interval (heartbeat, commands, counters). */
 static uint64_t
@@ -411,22 +471,28 @@ worker_pass(struct worker *w, bool wait)
 {
 	uint64_t drain, deadline;
 	int64_t timeout = 0;
+	unsigned max = w->batch;
 	int n;
 
-	/* the watchdog is fed only while this advances */
-	atomic_store_explicit(&w->beat_ns, w->now, memory_order_relaxed);
+	/* the watchdog is fed only while this advances (wall time) */
+	atomic_store_explicit(&w->beat_ns, w->clock == NULL ? w->now :
+	    daqiri_mono_ns(), memory_order_relaxed);
 	if (wait) {
 		deadline = next_wake(w);
 		timeout = deadline > w->now ? (int64_t)(deadline - w->now) : 0;
 	}
 	reap_inflight(w, false, false);
 	hint_place(w);
-	n = w->eng->ops->rx_burst(w->q, w->frames, w->batch, timeout);
+	if (w->clock != NULL && (max = replay_room(w)) == 0) {
+		replay_wait(w);
+		n = 0;
+	} else
+		n = w->eng->ops->rx_burst(w->q, w->frames, max, timeout);
 	if (n > 0 && w->shadow != NULL)
 		n = shadow(w, n);
 	if (n > 0)
 		tap_frames(&w->tap, w->frames, (unsigned)n);
-	w->now = daqiri_mono_ns();
+	w->now = w->clock == NULL ? daqiri_mono_ns() : w->clock(w->q);
 	/* A flow change posted before this burst arrived applies to it:
 	 * daqirictl's reply comes after the post. */
 	take_flow_change(w, w->now, n);
@@ -461,7 +527,7 @@ worker_pass(struct worker *w, bool wait)
 		    access(w->wedge_file, F_OK) == 0)) {
 			if (!wedge(w))
 				return WORKER_PASS_STOP;
-			w->now = daqiri_mono_ns();
+			w->now = worker_clock(w);
 		}
 	} else if (n < 0) {
 		w->ctr.rx_errors++;
@@ -492,7 +558,7 @@ worker_pass(struct worker *w, bool wait)
 static void
 worker_finish(struct worker *w)
 {
-	uint64_t now = daqiri_mono_ns();
+	uint64_t now = worker_clock(w);
 
 	for (int k = 0; k < w->nws; k++) {
 		stream_service(w->ws[k].s, now);
@@ -540,7 +606,7 @@ worker_main(void *arg)
 	struct worker *h = arg;
 
 	for (int k = 0; k < h->ngroup; k++)
-		h->group[k]->now = daqiri_mono_ns();
+		h->group[k]->now = worker_clock(h->group[k]);
 	while (!atomic_load_explicit(&h->stop, memory_order_acquire)) {
 		bool got = false, stop = false;
 
@@ -727,7 +793,7 @@ worker_flows_post(struct worker *w, struct flow_change *fc)
 	if (!w->started) {
 		/* Not running: swap here. */
 		atomic_store_explicit(&w->pending, fc, memory_order_relaxed);
-		take_flow_change(w, daqiri_mono_ns(), 0);
+		take_flow_change(w, worker_clock(w), 0);
 		return;
 	}
 	atomic_store_explicit(&w->pending, fc, memory_order_release);
@@ -767,6 +833,7 @@ worker_create(struct worker **out, const struct cfg_interface *ifc, int qi,
 	    cq->batch_size : ENGINE_MAX_BURST;
 	w->eng = eng;
 	w->q = eng->ops->rxq(eng, qi);
+	w->clock = eng->ops->now_ns;
 	w->flows = flow_table_clone(flows, 0);
 	w->jobs = reorder_jobs_create((unsigned)qi);
 	w->wake_fd = -1;
@@ -859,8 +926,10 @@ worker_join(struct worker *w, struct worker *host)
 {
 	while (host->host != NULL)
 		host = host->host;
+	/* a queue on its engine's clock waits alone (the top: Replay) */
 	if (w == host || w->started || host->started || w->host != NULL ||
-	    w->ngroup > 1 || host->ngroup >= CFG_MAX_QUEUES)
+	    w->ngroup > 1 || host->ngroup >= CFG_MAX_QUEUES ||
+	    w->clock != NULL || host->clock != NULL)
 		return -EINVAL;
 	host->group[host->ngroup++] = w;
 	w->host = host;
@@ -1001,6 +1070,7 @@ worker_stats_json(struct worker *w, cJSON *o)
 		F(rx_packets), F(rx_bytes), F(matched), F(unmatched),
 		F(no_stream), F(misrouted), F(bursts), F(rx_errors),
 		F(streams_packets_in), F(inflight), F(inflight_waits),
+		F(replay_waits),
 #undef F
 /* the engine's drops under their reason names (proto/metrics.h) */
 		{ "kernel", offsetof(struct worker_counters, engine.kernel) },

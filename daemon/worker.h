@@ -34,6 +34,9 @@
 #define WORKER_INFLIGHT		4
 /* Longest the counters the main thread reads lag behind while busy. */
 #define WORKER_SNAP_NS		(1000u * 1000u)
+/* Replay: wall time between two looks at a stream's releases while the
+ * worker waits for a free buffer. */
+#define WORKER_REPLAY_WAIT_NS	(200u * 1000u)
 
 /* A worker's own counters (its queue's). Per queue: rx_packets =
  * streams_packets_in + unmatched + no_stream + misrouted; per interface,
@@ -56,6 +59,9 @@ struct worker_counters {
 					 * each counted there in packets_in
 					 * (a spread stream's: the sum over
 					 * its queues) */
+	uint64_t replay_waits;		/* replay: times a stream had no
+					 * free buffer and the worker waited
+					 * for its consumers (worker.c) */
 	struct engine_stats engine;
 };
 

@@ -307,6 +307,9 @@ static const struct family families[] = {
 	  "Times the worker waited for the GPU to read the oldest burst in "
 	  "flight before taking another",
 	  { { NULL, "inflight_waits", NULL, NULL } } },
+	{ "daqiri_rx_replay_waits_total", true, AT_QUEUE,
+	  "Replay: times a stream had no free buffer and the worker waited "
+	  "for its consumers", { { NULL, "replay_waits", NULL, NULL } } },
 	{ "daqiri_flow_matched_packets_total", true, AT_QUEUE,
 	  "Frames that matched a flow", { { NULL, "matched", NULL, NULL } } },
 	{ "daqiri_queue_streams_packets_in_total", true, AT_QUEUE,

@@ -70,6 +70,9 @@ daqiri_json_int_in(const cJSON *v, double lo, double hi)
  *      client reads a reply without "memory" as host, and an older
  *      client refuses a device channel's reply ("fd 1 is ipc, not
  *      tx_pool") and closes it, so no host channel changes.
+ *      Later, still 2: the replay request (start, status) of a daqirid
+ *      started with --replay; any other answers not_supported, an older
+ *      one unknown_type, so no client has to be refused.
  */
 #define DAQIRI_PROTO_VERSION	2
 
@@ -114,6 +117,7 @@ enum daqiri_msg_type {
 	DAQIRI_MSG_TX_CLOSE,	/* close one */
 	DAQIRI_MSG_TAP,		/* copies of a queue's frames as received */
 	DAQIRI_MSG_TRIGGER,	/* mark a moment of a stream for its recorders */
+	DAQIRI_MSG_REPLAY,	/* start a held replay, or ask how it goes */
 	DAQIRI_MSG_REPLY,	/* daemon: the answer to one request */
 	DAQIRI_MSG_SUB_FD,	/* daemon: one fd of a subscription, numbered */
 	DAQIRI_MSG_EVENT,	/* daemon: unsolicited (subscription ended) */
@@ -232,6 +236,17 @@ struct daqiri_tx_info {
 #define DAQIRI_TAP_READ_MAX	1024u	/* frames in one read reply */
 #define DAQIRI_TAP_READ_BYTES	(2u << 20)	/* and their bytes, at most */
 enum daqiri_tap_action { DAQIRI_TAP_START, DAQIRI_TAP_READ, DAQIRI_TAP_STOP };
+/* replay: "start" (admin) lets a --replay-hold replay begin; "status"
+ * tells how it goes. */
+enum daqiri_replay_action {
+	DAQIRI_REPLAY_START,
+	DAQIRI_REPLAY_STATUS,
+	DAQIRI_REPLAY_MAX
+};
+struct daqiri_replay_req {
+	enum daqiri_replay_action action;
+};
+
 struct daqiri_tap_req {
 	char queue[DAQIRI_STREAM_NAME_MAX];	/* "<interface>/<rx queue>" */
 	enum daqiri_tap_action action;
@@ -330,6 +345,7 @@ struct daqiri_msg {
 		} unsub;
 		struct daqiri_flow_req flow;
 		struct daqiri_tap_req tap;
+		struct daqiri_replay_req replay;
 		struct {
 			char stream[DAQIRI_STREAM_NAME_MAX];
 		} trigger;

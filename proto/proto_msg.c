@@ -195,6 +195,7 @@ static const char *const keys_flow_del[] = { COMMON_KEYS, "interface",
 static const char *const keys_tx_open[] = { COMMON_KEYS, "queue", "nbufs",
 	NULL };
 static const char *const keys_tx_close[] = { COMMON_KEYS, "tx", NULL };
+static const char *const keys_replay[] = { COMMON_KEYS, "action", NULL };
 static const char *const keys_tap[] = { COMMON_KEYS, "queue", "action",
 	"count", "snap", NULL };
 static const char *const keys_trigger[] = { COMMON_KEYS, "stream", NULL };
@@ -529,6 +530,18 @@ decode_tap(const cJSON *o, struct daqiri_tap_req *t, struct daqiri_err *err)
 }
 
 static int
+replay_action_parse(const char *name)
+{
+	static const char *const names[] = { [DAQIRI_REPLAY_START] = "start",
+		[DAQIRI_REPLAY_STATUS] = "status" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int
 decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 {
 	static const char *const *const keys[DAQIRI_MSG_REPLY] = {
@@ -548,6 +561,7 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 		[DAQIRI_MSG_TX_CLOSE] = keys_tx_close,
 		[DAQIRI_MSG_TAP] = keys_tap,
 		[DAQIRI_MSG_TRIGGER] = keys_trigger,
+		[DAQIRI_MSG_REPLAY] = keys_replay,
 	};
 
 	/* Requests are strict; daemon messages may grow payload fields. */
@@ -578,6 +592,15 @@ decode_fields(const cJSON *o, struct daqiri_msg *m, struct daqiri_err *err)
 	case DAQIRI_MSG_TRIGGER:
 		return get_str(o, "stream", true, sizeof(m->u.trigger.stream),
 		    STR_PATH_NAME, m->u.trigger.stream, err) < 0 ? -1 : 0;
+	case DAQIRI_MSG_REPLAY: {
+		int action = -1;
+
+		if (get_enum(o, "action", true, replay_action_parse, &action,
+		    err) < 0)
+			return -1;
+		m->u.replay.action = (enum daqiri_replay_action)action;
+		return 0;
+	}
 	case DAQIRI_MSG_REPLY:
 		return decode_reply(o, m, err);
 	case DAQIRI_MSG_SUB_FD:

@@ -29,6 +29,7 @@ static const char *const msg_type_names[] = {
 	[DAQIRI_MSG_TX_CLOSE] = "tx_close",
 	[DAQIRI_MSG_TAP] = "tap",
 	[DAQIRI_MSG_TRIGGER] = "trigger",
+	[DAQIRI_MSG_REPLAY] = "replay",
 	[DAQIRI_MSG_REPLY] = "reply",
 	[DAQIRI_MSG_SUB_FD] = "sub_fd",
 	[DAQIRI_MSG_EVENT] = "event",

@@ -50,7 +50,7 @@ expect_err "flow list, too many" 2 "^daqirictl: flow list takes at most 1 argume
 	"$BUILD/daqirictl" -s "$N" flow list a b
 expect_err "top, not a count" 2 "^daqirictl: top: COUNT must be a number of refreshes \(0: until q or Ctrl-C\); got 'x'$" \
 	"$BUILD/daqirictl" -s "$N" top x
-expect_err "unknown command" 2 '^daqirictl: unknown command "frob"; valid: status, streams, consumers, stats, flow, top, metrics, reload, doctor, learn, capture, trigger, config, send$' \
+expect_err "unknown command" 2 '^daqirictl: unknown command "frob"; valid: status, streams, consumers, stats, flow, top, metrics, reload, doctor, learn, capture, trigger, replay, config, send$' \
 	"$BUILD/daqirictl" -s "$N" frob
 
 note "--help and --version"

@@ -20,9 +20,10 @@ B=$(cd "$BUILD" && pwd):$PATH
 
 expect_eq "daqirictl st (no daqirictl to run)" "$(complete_words "$PATH" "$T/no-daqirictl" st)" "status streams stats"
 expect_eq "daqirictl st (daqirictl --help)" "$(complete_words "$B" daqirictl st)" "stats status streams"
-expect_eq "every command" "$(complete_words "$B" daqirictl '')" "capture config consumers doctor flow learn metrics reload send stats status streams top trigger"
+expect_eq "every command" "$(complete_words "$B" daqirictl '')" "capture config consumers doctor flow learn metrics reload replay send stats status streams top trigger"
 expect_eq "options" "$(complete_words "$B" daqirictl --)" "--socket --json --table --help --version"
 expect_eq "flow" "$(complete_words "$B" daqirictl flow '')" "list add del"
+expect_eq "replay" "$(complete_words "$B" daqirictl replay '')" "start status"
 expect_eq "f a (shortened)" "$(complete_words "$B" daqirictl f a)" "add"
 expect_eq "flow add keys" "$(complete_words "$B" daqirictl flow add eth0 7 1 udp_)" "udp_src= udp_dst="
 expect_eq "flow del has no keys" "$(complete_words "$B" daqirictl flow del eth0 7 '')" ""

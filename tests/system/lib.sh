@@ -51,7 +51,8 @@ make_config() {
 # start_daemon: run daqirid with a notify socket of ours; wait for READY=1.
 # $T/daqirid.yaml is the config (make_config's unless the test wrote one);
 # DAEMON_PREFIX, when set, is words run before daqirid (e.g. "ip netns
-# exec NS", which execs it: the pid stays the daemon's).
+# exec NS", which execs it: the pid stays the daemon's); DAEMON_ARGS,
+# words after its own options (e.g. --replay ...).
 start_daemon() {
 	[ -f "$T/daqirid.yaml" ] || make_config
 	bg "$BUILD/tests/sdnotify-recv" "$T/notify" 30 > "$T/notify.log"
@@ -62,7 +63,8 @@ start_daemon() {
 		sleep 0.05
 	done
 	# shellcheck disable=SC2086 # DAEMON_PREFIX is words on purpose
-	NOTIFY_SOCKET=$T/notify bg $DAEMON_PREFIX "$BUILD/daqirid" -c "$T/daqirid.yaml" -s "$SOCK" -l info 2> "$T/daemon.log"
+	# shellcheck disable=SC2086 # DAEMON_ARGS too
+	NOTIFY_SOCKET=$T/notify bg $DAEMON_PREFIX "$BUILD/daqirid" -c "$T/daqirid.yaml" -s "$SOCK" -l info ${DAEMON_ARGS:-} 2> "$T/daemon.log"
 	DAEMON_PID=$LAST_PID
 	wait_ready
 }

@@ -3,8 +3,13 @@
  * mkpcap: write a pcap capture of sensor frames in the default config's
  * layout (Ethernet/IPv4/UDP, 32-bit big-endian sequence at UDP payload
  * bytes 0..3, int4 samples in daqiri-sim's pattern from byte 8), with
- * seeded shuffling, loss and duplication, for DPDK's net_pcap in the
- * system tests. Self-contained: the pcap format is written by hand.
+ * seeded shuffling, loss and duplication, for DPDK's net_pcap and
+ * daqirid --replay in the system tests. Frames are stamped 1 us apart, or
+ * in bursts of --burst frames sharing a stamp, with --gap-us more after
+ * every --gap-every frames (so reorder deadlines fall inside the
+ * capture); --cut leaves out the last sequence numbers (a sender that
+ * stopped mid-batch). Self-contained: the pcap format is written by
+ * hand.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,8 +42,14 @@ struct opts {
 	double loss, dup;
 	uint32_t junk;		/* frames to another UDP port */
 	uint32_t shorts;	/* sensor frames with half the samples */
+	uint32_t burst;		/* frames sharing one timestamp */
+	uint32_t gap_every;	/* frames between two gaps (0 = none) */
+	uint64_t gap_us;	/* each gap's length */
+	uint32_t cut;		/* last sequence numbers not sent */
 	int quiet;
 };
+
+static struct opts gopt;	/* for record() */
 
 static uint64_t rng_state;
 
@@ -64,7 +75,8 @@ usage(int code)
 	fprintf(code ? stderr : stdout, "usage: mkpcap -o FILE [--batches N] "
 	    "[--ppb N] [--payload-bytes N] [--port P]\n"
 	    "              [--seed S] [--shuffle W] [--loss P] [--dup P] "
-	    "[--junk N] [--short N] [--quiet]\n");
+	    "[--junk N] [--short N] [--quiet]\n"
+	    "              [--burst K] [--gap-every N --gap-us U] [--cut N]\n");
 	exit(code);
 }
 
@@ -177,8 +189,12 @@ record(FILE *fp, const uint8_t *frame, uint32_t len, uint64_t i)
 {
 	uint32_t rh[4];
 
-	rh[0] = (uint32_t)(i / 1000000);	/* 1 us apart */
-	rh[1] = (uint32_t)(i % 1000000);
+	/* 1 us apart, or a burst's frames together; plus the gaps */
+	uint64_t us = i / gopt.burst + (gopt.gap_every > 0 ?
+	    i / gopt.gap_every * gopt.gap_us : 0);
+
+	rh[0] = (uint32_t)(us / 1000000);
+	rh[1] = (uint32_t)(us % 1000000);
 	rh[2] = len;
 	rh[3] = len;
 	write_all(fp, rh, sizeof(rh));
@@ -189,7 +205,8 @@ static void
 parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_BATCHES = 256, O_PPB, O_PBYTES, O_PORT, O_SEED, O_SHUFFLE,
-		O_LOSS, O_DUP, O_JUNK, O_SHORT, O_QUIET };
+		O_LOSS, O_DUP, O_JUNK, O_SHORT, O_QUIET, O_BURST, O_GAP_EVERY,
+		O_GAP_US, O_CUT };
 	static const struct option lo[] = {
 		{ "batches", required_argument, NULL, O_BATCHES },
 		{ "ppb", required_argument, NULL, O_PPB },
@@ -202,6 +219,10 @@ parse(int argc, char **argv, struct opts *o)
 		{ "junk", required_argument, NULL, O_JUNK },
 		{ "short", required_argument, NULL, O_SHORT },
 		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "burst", required_argument, NULL, O_BURST },
+		{ "gap-every", required_argument, NULL, O_GAP_EVERY },
+		{ "gap-us", required_argument, NULL, O_GAP_US },
+		{ "cut", required_argument, NULL, O_CUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -213,6 +234,7 @@ parse(int argc, char **argv, struct opts *o)
 	o->payload_bytes = 8000;
 	o->port = 5005;
 	o->seed = 1;
+	o->burst = 1;
 	while ((ch = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
@@ -253,6 +275,19 @@ parse(int argc, char **argv, struct opts *o)
 		case O_QUIET:
 			o->quiet = 1;
 			break;
+		case O_BURST:
+			o->burst = (uint32_t)num("--burst", optarg, 1u << 20);
+			break;
+		case O_GAP_EVERY:
+			o->gap_every = (uint32_t)num("--gap-every", optarg,
+			    1u << 30);
+			break;
+		case O_GAP_US:
+			o->gap_us = num("--gap-us", optarg, 1ull << 40);
+			break;
+		case O_CUT:
+			o->cut = (uint32_t)num("--cut", optarg, 1u << 30);
+			break;
 		case 'h':
 			usage(0);
 		default:
@@ -261,8 +296,10 @@ parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->out == NULL || optind != argc)
 		usage(2);
-	if (o->ppb == 0 || o->batches == 0)
-		die("--ppb and --batches must be positive");
+	if (o->ppb == 0 || o->batches == 0 || o->burst == 0)
+		die("--ppb, --batches and --burst must be positive");
+	if ((uint64_t)o->cut >= (uint64_t)o->batches * o->ppb)
+		die("--cut leaves nothing to send");
 	if ((uint64_t)o->batches * o->ppb > UINT32_MAX)
 		die("more than 2^32 sequence numbers");
 }
@@ -271,6 +308,7 @@ int
 main(int argc, char **argv)
 {
 	struct opts o;
+	uint64_t cut_from;
 	uint32_t hdr[6] = { MKPCAP_MAGIC, 2u | 4u << 16, 0, 0, MKPCAP_SNAPLEN,
 		MKPCAP_LINKTYPE_EN10MB };
 	uint8_t *img[MKPCAP_PERIOD], *frame;
@@ -280,6 +318,8 @@ main(int argc, char **argv)
 	FILE *fp;
 
 	parse(argc, argv, &o);
+	gopt = o;
+	cut_from = (uint64_t)o.batches * o.ppb - o.cut;
 	rng_state = o.seed * 0x9E3779B97F4A7C15ull + 1;
 	dlen = MKPCAP_FIELDS_LEN + o.payload_bytes;
 	flen = MKPCAP_HDR_LEN + dlen;
@@ -302,6 +342,11 @@ main(int argc, char **argv)
 		for (uint32_t s = 0; s < o.ppb; s++) {
 			uint32_t g = b * o.ppb + s;
 
+			if (g >= cut_from) {
+				dropped++;
+				hit = 1;
+				continue;
+			}
 			if (o.loss > 0 && rng_unit() < o.loss) {
 				dropped++;
 				hit = 1;

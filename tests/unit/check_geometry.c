@@ -334,6 +334,39 @@ static const char window_capped[] =
 "              sequence_number: {bit_offset: 128, bit_width: 10}\n"
 "              batch_number: {bit_offset: 138, bit_width: 1}\n";
 
+/* The rx queues of every interface naming a region split it, in config
+ * order; a queue that names none still gets a share of 1. */
+START_TEST(test_region_share)
+{
+	static struct cfg c;
+	uint32_t users, me;
+
+	memset(&c, 0, sizeof(c));
+	c.ninterfaces = 2;
+	c.interfaces[0].rx.nqueues = 2;
+	c.interfaces[1].rx.nqueues = 1;
+	c.interfaces[0].rx.queues[0].nregions = 1;
+	c.interfaces[0].rx.queues[0].region_idx[0] = 3;
+	c.interfaces[0].rx.queues[1].nregions = 2;
+	c.interfaces[0].rx.queues[1].region_idx[0] = 1;
+	c.interfaces[0].rx.queues[1].region_idx[1] = 3;
+	c.interfaces[1].rx.queues[0].nregions = 1;
+	c.interfaces[1].rx.queues[0].region_idx[0] = 3;
+	geom_region_share(&c, &c.interfaces[0], 0, 3, &users, &me);
+	ck_assert_uint_eq(users, 3);
+	ck_assert_uint_eq(me, 0);
+	geom_region_share(&c, &c.interfaces[0], 1, 3, &users, &me);
+	ck_assert_uint_eq(me, 1);
+	geom_region_share(&c, &c.interfaces[1], 0, 3, &users, &me);
+	ck_assert_uint_eq(me, 2);
+	geom_region_share(&c, &c.interfaces[0], 1, 1, &users, &me);
+	ck_assert_uint_eq(users, 1);
+	ck_assert_uint_eq(me, 0);
+	geom_region_share(&c, &c.interfaces[1], 0, 5, &users, &me);
+	ck_assert_uint_eq(users, 1);
+}
+END_TEST
+
 static struct cfg parsed;
 static struct cfg_diags diags;
 
@@ -379,6 +412,7 @@ geometry_suite(void)
 	tcase_add_test(tc, test_reorder_refused);
 	tcase_add_test(tc, test_raw);
 	tcase_add_test(tc, test_config_agrees);
+	tcase_add_test(tc, test_region_share);
 	suite_add_tcase(s, tc);
 	return s;
 }

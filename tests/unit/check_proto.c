@@ -218,7 +218,12 @@ START_TEST(test_decode_requests)
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
 	    "\"start\",\"count\":4097}", DAQIRI_ST_OUT_OF_RANGE);
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
-	    "\"start\",\"snap\":513}", DAQIRI_ST_OUT_OF_RANGE);
+	    "\"start\",\"snap\":9729}", DAQIRI_ST_OUT_OF_RANGE);
+	/* count 0: until stopped (daqirictl capture), a jumbo frame whole */
+	ACCEPT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"start\",\"count\":0,\"snap\":9728}");
+	ck_assert_uint_eq(M.u.tap.count, 0);
+	ck_assert_uint_eq(M.u.tap.snap, DAQIRI_TAP_SNAP_MAX);
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
 	    "\"read\",\"count\":5}", DAQIRI_ST_BAD_FIELD);
 	daqiri_msg_free(&M);
