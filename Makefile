@@ -272,6 +272,9 @@ $(addprefix $(BUILD)/,$(CLIENT_TOOLS)): $(BUILD)/%: $(BUILD)/obj/client/%.o $(LI
 $(BUILD)/daqirictl: $(BUILD)/obj/client/daqirictl_send.o \
 	$(BUILD)/obj/client/daqirictl_learn.o $(BUILD)/obj/client/learn.o
 $(BUILD)/tests/check_learn: $(BUILD)/obj/client/learn.o
+# The tools' shared consumer loop (client/tool.c) is theirs, not the
+# library's.
+$(BUILD)/daqiri-consume: $(BUILD)/obj/client/tool.o
 
 # The simulator reads the same YAML as the daemon.
 $(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)
