@@ -543,6 +543,8 @@ install: all
 	install -m 0644 systemd/daqiri.sysusers "$(DESTDIR)"$(SYSUSERSDIR)/daqiri.conf
 	install -m 0644 systemd/daqiri.tmpfiles "$(DESTDIR)"$(TMPFILESDIR)/daqiri.conf
 	install -m 0644 scripts/daqiri-sim.1 client/daqiri-consume.1 "$(DESTDIR)"$(MANDIR)/man1/
+	$(if $(filter 1,$(HAVE_RECORD)),install -m 0755 $(BUILD)/daqiri-record "$(DESTDIR)"$(BINDIR)/ && \
+	  install -m 0644 client/daqiri-record.1 "$(DESTDIR)"$(MANDIR)/man1/)
 	install -m 0644 client/libdaqiri-client.3 client/python/daqiri-python.3 "$(DESTDIR)"$(MANDIR)/man3/
 	install -m 0644 daemon/daqirid.yaml.5 "$(DESTDIR)"$(MANDIR)/man5/
 	install -m 0644 daemon/daqirid.8 client/daqirictl.8 "$(DESTDIR)"$(MANDIR)/man8/
@@ -554,6 +556,7 @@ install: all
 uninstall:
 	rm -f "$(DESTDIR)"$(SBINDIR)/daqirid "$(DESTDIR)"$(BINDIR)/daqirictl \
 	  "$(DESTDIR)"$(BINDIR)/daqiri-consume "$(DESTDIR)"$(BINDIR)/daqiri-sim \
+	  "$(DESTDIR)"$(BINDIR)/daqiri-record "$(DESTDIR)"$(MANDIR)/man1/daqiri-record.1 \
 	  "$(DESTDIR)"$(LIBDIR)/libdaqiri-client.* "$(DESTDIR)"$(INCLUDEDIR)/daqiri_client.h "$(DESTDIR)"$(INCLUDEDIR)/daqiri_types.h \
 	  "$(DESTDIR)"$(PKGCONFIGDIR)/daqiri-client.pc \
 	  "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqirid.service "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqirid.socket \

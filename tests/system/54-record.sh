@@ -82,6 +82,9 @@ echo "   ok  h5dump -H: data ($B, $PPB, 16000), present and the descriptors"
 $PY -c 'import h5py, sys; print(h5py.File(sys.argv[1], "r").attrs["config"])' "$T/a.h5" |
 	grep -q 'output_type: fp16' || fail "no config excerpt in the attributes"
 $CHECK verify "$T/a.h5" "$T/sim.out" $B || fail "the HDF5 file is not what was sent"
+$PY client/python/examples/h5_look.py -i 1 -o "$T/look.png" "$T/a.h5" > "$T/look.out" ||
+	fail "h5_look.py: $(cat "$T/look.out")"
+[ -s "$T/look.png" ] || fail "h5_look.py wrote no PNG"
 read_stream
 expect_eq "present slots = daemon's placed" \
 	"$($PY -c 'import h5py, sys; print(int(h5py.File(sys.argv[1], "r")["present"][:].sum()))' "$T/a.h5")" \
