@@ -22,7 +22,8 @@ REC="$BUILD/daqiri-record"
 CHECK="$PY tests/system/record-check.py"
 PPB=128
 # raw bursts are published 1 ms after their first frame
-make_config -e 's/timeout_us: 0 .*/timeout_us: 1000/'
+make_config -e 's/timeout_us: 0 .*/timeout_us: 1000/' -e 's/socket_mode: 0660/socket_mode: 0666/'
+chmod 755 "$T"
 FULL=$T/full
 umount_full() {
 	umount "$FULL" 2>/dev/null || true
@@ -61,6 +62,14 @@ rc=0
 	fail "pre without post: $(cat "$T/err")"
 [ ! -e "$T/x.h5" ] && [ ! -e "$T/x.pcap" ] || fail "a refused run left a file"
 echo "   ok  extension, --force, stream kind, --pre-trigger alone"
+if setpriv --reuid=65534 --regid=65534 --clear-groups \
+	"$REC" -s "$SOCK" "$STREAM" /tmp/daqiri-record-nobody-$$.h5 2> "$T/err"; then
+	fail "uid 65534 recorded"
+fi
+grep -q "^daqiri-record: a recording must not miss a tensor, so it subscribes lossless: run it as root or as a member of the daemon's admin_group" "$T/err" ||
+	fail "refusal: $(cat "$T/err")"
+[ ! -e /tmp/daqiri-record-nobody-$$.h5 ] || fail "a refused recorder left a file"
+echo "   ok  $(tail -1 "$T/err")"
 
 note "a lossy, shuffled fp16 stream to HDF5"
 B=30
