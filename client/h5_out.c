@@ -38,6 +38,10 @@ static const char *const h5_meta_names[H5_META_MAX] = {
 	"packets_received",
 };
 
+/* Objects of at least ALIGN_MIN bytes (tensors) start on ALIGN. */
+#define H5_OUT_ALIGN_MIN		65536u
+#define H5_OUT_ALIGN			4096u
+
 /* Descriptor rows held for the next flush at most, and the presence
  * bytes they may take. */
 #define H5_PENDING_PRESENT_BYTES	(16u << 20)
@@ -232,7 +236,10 @@ h5_out_open(const char *path, const struct daqiri_stream_info *in,
 	fapl = H5Pcreate(H5P_FILE_ACCESS);
 	/* SWMR needs the latest file format */
 	if (fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST,
-	    H5F_LIBVER_LATEST) < 0) {
+	    H5F_LIBVER_LATEST) < 0 ||
+	    /* chunks on page boundaries: whole-page writes, no partial
+	     * page shared with metadata */
+	    H5Pset_alignment(fapl, H5_OUT_ALIGN_MIN, H5_OUT_ALIGN) < 0) {
 		r = fail(h, "file access properties");
 		goto fail;
 	}

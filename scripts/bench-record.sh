@@ -6,8 +6,11 @@
 # ($BENCH_RECORD_TMPFS, /dev/shm) and disk ($BENCH_RECORD_DISK, a
 # directory under /var/tmp; the page cache takes the writes there too,
 # for both: neither syncs). $BENCH_RECORD_BATCHES (200) batches sent at
-# $BENCH_RECORD_RATE (1Gbps of int4 input: 500 MB/s of fp16 tensors),
-# below what the recorder writes, so none is dropped at ingest. The
+# $BENCH_RECORD_RATE (250Mbps of int4 input: 125 MB/s of fp16 tensors),
+# below what the recorder writes, so none is dropped at ingest, and
+# light enough that the daemon and the simulator leave this 2-core
+# machine's CPUs to the recorder most of the time (at 1Gbps they share
+# them, and the ratio on tmpfs fell to about 0.5 here). The
 # recorder's figure is its bytes over the time it spent in its writers
 # (its summary's "writing"), so waiting for the stream does not count;
 # e2e_mb_s is bytes over its whole run. It flushes after every tensor
@@ -18,11 +21,12 @@
 # kernel's write path (copy into the page cache, page allocation), one
 # pwrite per tensor; the recorder copies nothing itself. dd's source is a
 # cache-hot buffer, the recorder's the daemon's tensor, written past the
-# cache: part of the gap is that read from memory.
+# cache: on disk (ext4) 68% of the recorder's time is that copy from the
+# daemon's memory into the page cache, hence its lower ratio there.
 set -eu
 BUILD=${BUILD:-build}
 N=${BENCH_RECORD_BATCHES:-200}
-RATE=${BENCH_RECORD_RATE:-1Gbps}
+RATE=${BENCH_RECORD_RATE:-250Mbps}
 TMPFS=${BENCH_RECORD_TMPFS:-/dev/shm}
 DISK=${BENCH_RECORD_DISK:-/var/tmp}
 STREAM=sensor0/sensor_tensor
