@@ -18,17 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef DAQIRI_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
-#include <cjson/cJSON.h>
-
 #include "convert.h"
 #include "daqiri_client.h"
 #include "desc.h"
 #include "proto.h"
+#include "tool.h"
 
+#define PROG			"daqiri-consume"
 /* How often a waiting consumer looks at its signal flag. */
 #define CONSUME_WAIT_MS		250
 #define CONSUME_ERRORS_SHOWN	10	/* verification errors printed */
@@ -98,43 +94,11 @@ usage(FILE *fp, int code)
 	exit(code);
 }
 
-static void
-flags_str(uint32_t f, char *buf, size_t cap)
-{
-	static const struct {
-		uint32_t bit;
-		const char *name;
-	} names[] = {
-		{ DAQIRI_TENSOR_COMPLETE, "COMPLETE" },
-		{ DAQIRI_TENSOR_TIMEOUT, "TIMEOUT" },
-		{ DAQIRI_TENSOR_EVICTED, "EVICTED" },
-		{ DAQIRI_TENSOR_HAS_GAPS, "HAS_GAPS" },
-		{ DAQIRI_TENSOR_RESYNC, "RESYNC" },
-		{ DAQIRI_TENSOR_FLUSH, "FLUSH" },
-		{ DAQIRI_TENSOR_RESTART, "RESTART" },
-	};
-	size_t i, n = 0;
-
-	buf[0] = '\0';
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (f & names[i].bit)
-			n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0,
-			    "%s%s", n ? "|" : "", names[i].name);
-	if (n == 0)
-		snprintf(buf, cap, "-");
-}
-
 /* The simulator's pattern (REFERENCE.md), exact in every output type. */
 static int32_t
 pattern(uint64_t slot, uint64_t e)
 {
 	return (int32_t)((3 * slot + e) % 15) - 7;
-}
-
-static bool
-slot_present(const struct daqiri_tensor *t, uint64_t s)
-{
-	return (t->bitmap[s / 64] >> (s % 64)) & 1;
 }
 
 /*
@@ -199,7 +163,7 @@ verify(const struct daqiri_tensor *t, const struct daqiri_stream_info *in,
 
 	for (s = 0; s < t->shape[0]; s++) {
 		slot = data + s * t->slot_bytes;
-		if (!slot_present(t, s)) {
+		if (!tool_slot_present(t, s)) {
 			if (in->fill == DAQIRI_FILL_KEEP ||
 			    memcmp(slot, x->fill, t->slot_bytes) == 0)
 				continue;
@@ -324,28 +288,6 @@ save_npy(const char *dir, const struct daqiri_tensor *t, const char *stream,
 	return r;
 }
 
-/* Host bytes of a tensor: the mapping itself, or a copy of device
- * memory after its event. */
-static const uint8_t *
-host_view(const struct daqiri_tensor *t, uint8_t *copy)
-{
-	if (t->device < 0)
-		return t->data;
-#ifdef DAQIRI_HAVE_CUDA
-	if ((t->event != NULL &&
-	    cudaEventSynchronize((cudaEvent_t)t->event) != cudaSuccess) ||
-	    cudaMemcpy(copy, t->data, t->bytes, cudaMemcpyDeviceToHost) !=
-	    cudaSuccess) {
-		cudaGetLastError();
-		return NULL;
-	}
-	return copy;
-#else
-	(void)copy;
-	return NULL;
-#endif
-}
-
 /* A tensor held across a daemon restart: its memory must still read
  * what it read before (the mapping outlived the daemon). */
 static void
@@ -359,7 +301,7 @@ recheck_held(const struct daqiri_tensor *t,
 	sm->held_rechecked++;
 	if (!o->verify)
 		return;
-	data = host_view(t, copy);
+	data = tool_host_view(t, copy);
 	if (data == NULL) {
 		sm->errors++;
 		return;
@@ -399,103 +341,6 @@ print_summary(const struct summary *sm, const struct opts *o)
 		fprintf(stderr, ", latency avg %.1f us max %.1f us",
 		    sm->lat_sum_us / (double)sm->tensors, sm->lat_max_us);
 	fputc('\n', stderr);
-}
-
-/* The daemon's reorder counters of a stream that explain a run without
- * tensors; all -1 when they cannot be had (no daemon answer, raw stream). */
-struct stream_counts {
-	long long packets_in, placed, late, malformed;
-	/* the daemon's verdict on the stream (daqirictl doctor), "" = none */
-	char state[32];
-	char why[512];
-};
-
-static void
-stream_counts(struct daqiri *d, const char *stream, struct stream_counts *c)
-{
-	static const char *const keys[] = {
-		"packets_in", "placed", "late", "malformed",
-	};
-	long long *v[] = { &c->packets_in, &c->placed, &c->late,
-	    &c->malformed };
-	cJSON *o, *ss, *st, *ro = NULL, *n;
-	char *reply = NULL;
-
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		*v[i] = -1;
-	c->state[0] = c->why[0] = '\0';
-	if (daqiri_request(d, "{\"type\":\"stats\"}", &reply) < 0 ||
-	    (o = cJSON_Parse(reply)) == NULL) {
-		free(reply);
-		return;
-	}
-	ss = cJSON_GetObjectItemCaseSensitive(o, "streams");
-	cJSON_ArrayForEach(st, ss) {
-		n = cJSON_GetObjectItemCaseSensitive(st, "name");
-		if (cJSON_IsString(n) && strcmp(n->valuestring, stream) == 0) {
-			const cJSON *vd = cJSON_GetObjectItemCaseSensitive(st,
-			    "verdict");
-			const cJSON *vs = cJSON_GetObjectItemCaseSensitive(vd,
-			    "state");
-			const cJSON *vw = cJSON_GetObjectItemCaseSensitive(vd,
-			    "why");
-
-			ro = cJSON_GetObjectItemCaseSensitive(st, "reorder");
-			if (cJSON_IsString(vs) && cJSON_IsString(vw)) {
-				snprintf(c->state, sizeof(c->state), "%s",
-				    vs->valuestring);
-				snprintf(c->why, sizeof(c->why), "%s",
-				    vw->valuestring);
-			}
-			break;
-		}
-	}
-	for (size_t i = 0; ro != NULL && i < sizeof(keys) / sizeof(keys[0]);
-	    i++) {
-		n = cJSON_GetObjectItemCaseSensitive(ro, keys[i]);
-		/* a count as the daemon sent it, if it is one */
-		if (daqiri_json_int_in(n, 0, 9007199254740992.0))
-			*v[i] = (long long)n->valuedouble;
-	}
-	cJSON_Delete(o);
-	free(reply);
-}
-
-static void
-say_malformed(long long n)
-{
-	fprintf(stderr, "daqiri-consume: %lld packets were dropped as malformed "
-	    "by the daemon: their length does not match payload_bytes of the "
-	    "stream's config (or is too short for its sequence or batch "
-	    "field); check the sender's layout\n", n);
-}
-
-/* Packets of the stream arrived between a and b but none was placed:
- * say so, naming the likely cause. Returns true when it printed. */
-static bool
-explain_unplaced(const char *stream, const struct stream_counts *a,
-		 const struct stream_counts *b, const char *when)
-{
-	long long in = b->packets_in - a->packets_in;
-	long long late = b->late - a->late;
-	long long bad = b->malformed - a->malformed;
-
-	if (a->packets_in < 0 || b->packets_in < 0 || in <= 0 ||
-	    b->placed != a->placed)
-		return false;
-	fprintf(stderr, "daqiri-consume: %s: %lld packets arrived %s but "
-	    "none was placed\n", stream, in, when);
-	if (late > 0)
-		fprintf(stderr, "daqiri-consume: %lld packets were dropped as "
-		    "late, for batches the daemon had published: did the sender "
-		    "restart its counter close behind where it was? The daemon "
-		    "starts a new epoch after a batch's worth of late packets "
-		    "in a row, or for a batch published longer ago than the "
-		    "stream's resync_after_us (daqirid.yaml(5); daqirid(8) "
-		    "RESYNC)\n", late);
-	if (bad > 0)
-		say_malformed(bad);
-	return true;
 }
 
 static void
@@ -608,10 +453,10 @@ main(int argc, char **argv)
 	uint8_t *copy = NULL;
 	const uint8_t *data;
 	uint64_t idle_since, lat, s;
-	char fl[80];
+	char fl[TOOL_FLAGS_LEN];
 	int r, rc = 0;
 	bool have_seq = false, stall_said = false, said_ever = false;
-	struct stream_counts c0, cs, cn;
+	struct tool_counts c0, cs, cn;
 	uint64_t stall_check;
 
 	memset(&sm, 0, sizeof(sm));
@@ -633,10 +478,7 @@ main(int argc, char **argv)
 
 	r = daqiri_connect(o.sock, &d);
 	if (r < 0) {
-		char hint[512];
-
-		fprintf(stderr, "daqiri-consume: %s\n", daqiri_connect_hint(r,
-		    o.sock, hint, sizeof(hint)));
+		tool_say_connect(PROG, r, o.sock);
 		return 1;
 	}
 	so.flags = (o.busy ? DAQIRI_SUB_BUSY_POLL : 0) |
@@ -657,7 +499,7 @@ main(int argc, char **argv)
 	daqiri_sub_info(sub, &in);
 	/* To explain a run that got nothing: see whether the daemon dropped
 	 * the stream's packets meanwhile (at the end, and at every stall). */
-	stream_counts(d, in.name, &c0);
+	tool_counts(d, in.name, &c0);
 	cs = c0;
 	if (!o.quiet)
 		fprintf(stderr, "daqiri-consume: %s: %u x %llu %s (%llu bytes "
@@ -687,9 +529,9 @@ main(int argc, char **argv)
 		if (r == 0 || r == -EINTR) {
 			/* no tensor for a while: do packets arrive unplaced? */
 			if (cs.packets_in >= 0 && daqiri_mono_ns() >= stall_check) {
-				stream_counts(d, in.name, &cn);
-				if (!stall_said && explain_unplaced(in.name, &cs,
-				    &cn, "in the last seconds"))
+				tool_counts(d, in.name, &cn);
+				if (!stall_said && tool_explain_unplaced(PROG,
+				    in.name, &cs, &cn, "in the last seconds"))
 					stall_said = said_ever = true;
 				cs = cn;
 				stall_check = daqiri_mono_ns() + CONSUME_STALL_NS;
@@ -711,7 +553,7 @@ main(int argc, char **argv)
 					    (unsigned long long)sm.tensors);
 				}
 				/* why, as the daemon sees it (doctor) */
-				stream_counts(d, in.name, &cn);
+				tool_counts(d, in.name, &cn);
 				if (cn.state[0] != '\0' &&
 				    strcmp(cn.state, "ok") != 0)
 					fprintf(stderr, "daqiri-consume: the "
@@ -781,10 +623,10 @@ main(int argc, char **argv)
 		else
 			sm.partial++;
 		for (s = 0; s < t.shape[0]; s++)
-			if (!slot_present(&t, s))
+			if (!tool_slot_present(&t, s))
 				sm.missing_slots++;
 		if (!o.quiet) {
-			flags_str(t.flags, fl, sizeof(fl));
+			tool_flags_str(t.flags, fl, sizeof(fl));
 			printf("seq %llu batch %llu flags %s received %u/%u "
 			    "latency %.1f us\n", (unsigned long long)t.seq,
 			    (unsigned long long)t.batch_id, fl,
@@ -792,7 +634,7 @@ main(int argc, char **argv)
 			    (double)lat / 1e3);
 		}
 		if (o.verify || o.save_dir != NULL) {
-			data = host_view(&t, copy);
+			data = tool_host_view(&t, copy);
 			if (data == NULL) {
 				fprintf(stderr, "daqiri-consume: seq %llu: "
 				    "cannot read device memory\n",
@@ -841,12 +683,13 @@ main(int argc, char **argv)
 	if (sm.tensors == 0) {
 		if (c0.packets_in >= 0) {
 			/* said at a stall already: not twice */
-			stream_counts(d, in.name, &cn);
-			if (said_ever || explain_unplaced(in.name, &c0, &cn,
-			    "while it waited")) {
+			tool_counts(d, in.name, &cn);
+			if (said_ever || tool_explain_unplaced(PROG,
+			    in.name, &c0, &cn, "while it waited")) {
 				rc = 1;
 			} else if (cn.malformed > c0.malformed) {
-				say_malformed(cn.malformed - c0.malformed);
+				tool_say_malformed(PROG,
+				    cn.malformed - c0.malformed);
 				rc = 1;
 			}
 		}

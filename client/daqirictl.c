@@ -824,32 +824,6 @@ cmd_flow_del(struct ctl *c, int argc, char **argv)
 	return request(c, o, "flow del", NULL);
 }
 
-/* The daemon's count of STREAM's triggers and its clock at this one. */
-static int
-cmd_trigger(struct ctl *c, int argc, char **argv)
-{
-	cJSON *o = new_req("trigger");
-	const cJSON *n, *ns;
-	int r;
-
-	(void)argc;
-	if (o == NULL)
-		return 1;
-	cJSON_AddStringToObject(o, "stream", argv[0]);
-	c->echo_json = c->json;
-	r = request(c, o, "trigger", &o);
-	c->echo_json = false;
-	if (r != 0)
-		return r;
-	n = cJSON_GetObjectItemCaseSensitive(o, "count");
-	ns = cJSON_GetObjectItemCaseSensitive(o, "ns");
-	if (!c->json && cJSON_IsNumber(n) && cJSON_IsNumber(ns))
-		printf("%s: trigger %.0f at %.0f ns (CLOCK_MONOTONIC)\n",
-		    argv[0], n->valuedouble, ns->valuedouble);
-	cJSON_Delete(o);
-	return 0;
-}
-
 /* ---- reload and config */
 
 static const char *
@@ -1036,6 +1010,12 @@ static int
 cmd_capture(struct ctl *c, int argc, char **argv)
 {
 	return daqirictl_capture(c->sock, &c->d, argc, argv);
+}
+
+static int
+cmd_trigger(struct ctl *c, int argc, char **argv)
+{
+	return daqirictl_trigger(c->sock, c->json, &c->d, argv[0]);
 }
 
 /* ---- metrics: the Prometheus text, rendered as the daemon's /metrics

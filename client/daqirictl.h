@@ -2,13 +2,15 @@
 /*
  * Between daqirictl.c (the command table and the commands) and the
  * commands kept in files of their own: daqirictl_send.c,
- * daqirictl_learn.c, daqirictl_capture.c.
+ * daqirictl_learn.c, daqirictl_capture.c (capture and trigger).
  */
 #ifndef DAQIRI_DAQIRICTL_H
 #define DAQIRI_DAQIRICTL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include <cjson/cJSON.h>
 
 #include "daqiri_client.h"
 
@@ -25,6 +27,12 @@ int daqirictl_send(const char *sock, bool json, struct daqiri **d, int argc,
  * with the offending column in *len. */
 int daqirictl_hex_decode(char *p, size_t *len);
 
+/* One request to d (req is consumed, NULL: out of memory): 0 with the
+ * reply (status ok) in *out, else -1 and "daqirictl: CMD: WHAT: the
+ * daemon's message" on stderr (daqirictl_learn.c). */
+int daqirictl_call(struct daqiri *d, cJSON *req, const char *cmd,
+		   const char *what, cJSON **out);
+
 /* "daqirictl learn"'s arguments. */
 #define DAQIRICTL_LEARN_USAGE	"[--count N] [--seconds S] IFACE/QUEUE"
 
@@ -39,5 +47,9 @@ int daqirictl_learn(const char *sock, bool json, struct daqiri **d, int argc,
 /* daqirictl capture ARGS (argv after "capture"), as daqirictl_send(). */
 int daqirictl_capture(const char *sock, struct daqiri **d, int argc,
 		      char **argv);
+
+/* daqirictl trigger STREAM (daqirictl_capture.c), as daqirictl_send(). */
+int daqirictl_trigger(const char *sock, bool json, struct daqiri **d,
+		      const char *stream);
 
 #endif

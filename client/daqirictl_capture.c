@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * daqirictl capture: what an rx queue really receives, to a pcap file.
+ * daqirictl capture: what an rx queue really receives, to a pcap file;
+ * and daqirictl trigger, the moment a recorder keeps the seconds around.
  * A tap session until stopped (the daemon's "tap" request), drained back
  * to back and written with each frame's arrival time in nanoseconds; the
  * frames the worker could not copy because the tap's ring was full are
@@ -9,6 +10,7 @@
  * (daqirid --replay).
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,40 +54,18 @@ static int
 tap_call(struct daqiri *d, const struct capture *c, const char *action,
 	 uint32_t count, cJSON **out)
 {
-	cJSON *req = cJSON_CreateObject(), *o;
-	const cJSON *e, *m;
-	char *text = NULL, *reply = NULL;
-	int r = -ENOMEM;
+	cJSON *req = cJSON_CreateObject();
 
-	*out = NULL;
-	if (req != NULL && cJSON_AddStringToObject(req, "type", "tap") &&
-	    cJSON_AddStringToObject(req, "queue", c->queue) &&
-	    cJSON_AddStringToObject(req, "action", action) &&
-	    (strcmp(action, "start") != 0 ||
-	    (cJSON_AddNumberToObject(req, "count", count) &&
-	    cJSON_AddNumberToObject(req, "snap", c->snap))))
-		text = cJSON_PrintUnformatted(req);
-	cJSON_Delete(req);
-	if (text != NULL)
-		r = daqiri_request(d, text, &reply);
-	free(text);
-	if (reply == NULL) {
-		fprintf(stderr, "daqirictl: capture: %s\n", r == -ENOTCONN ?
-		    "the daemon closed the connection" : strerror(-r));
-		return -1;
+	if (req != NULL && (!cJSON_AddStringToObject(req, "type", "tap") ||
+	    !cJSON_AddStringToObject(req, "queue", c->queue) ||
+	    !cJSON_AddStringToObject(req, "action", action) ||
+	    (strcmp(action, "start") == 0 &&
+	    (!cJSON_AddNumberToObject(req, "count", count) ||
+	    !cJSON_AddNumberToObject(req, "snap", c->snap))))) {
+		cJSON_Delete(req);
+		req = NULL;
 	}
-	o = cJSON_Parse(reply);
-	free(reply);
-	e = cJSON_GetObjectItemCaseSensitive(o, "error");
-	if (o == NULL || e != NULL) {
-		m = cJSON_GetObjectItemCaseSensitive(e, "message");
-		fprintf(stderr, "daqirictl: capture: %s: %s\n", c->queue,
-		    cJSON_IsString(m) ? m->valuestring : "bad reply");
-		cJSON_Delete(o);
-		return -1;
-	}
-	*out = o;
-	return 0;
+	return daqirictl_call(d, req, "capture", c->queue, out);
 }
 
 /* Write the frames of one read reply; how many, or -1 (said). */
@@ -113,9 +93,12 @@ write_frames(struct capture *c, struct pcap_out *w, const cJSON *reply)
 			    "daemon's reply is not valid\n");
 			return -1;
 		}
-		if (pcap_out_write(w, h->valuestring, (uint32_t)caplen,
-		    (uint32_t)len->valuedouble, (uint64_t)ns->valuedouble) < 0)
+		if (pcap_out_write_cut(w, h->valuestring, (uint32_t)caplen,
+		    (uint32_t)len->valuedouble, (uint64_t)ns->valuedouble) < 0) {
+			fprintf(stderr, "daqirictl: capture: %s\n",
+			    pcap_out_error(w));
 			return -1;
+		}
 		c->frames++;
 		c->bytes += caplen;
 		if (caplen < (size_t)len->valuedouble)
@@ -240,8 +223,10 @@ int
 daqirictl_capture(const char *sock, struct daqiri **d, int argc, char **argv)
 {
 	struct capture c = { .snap = CAPTURE_SNAP_DEFAULT };
+	struct pcap_out_opts po = { .snaplen = 0 };
 	struct pcap_out *w = NULL;
 	struct sigaction sa;
+	char err[PATH_MAX + 160];
 	cJSON *o;
 	uint64_t t0;
 	double dt;
@@ -263,7 +248,10 @@ daqirictl_capture(const char *sock, struct daqiri **d, int argc, char **argv)
 	    &o) < 0)
 		return 1;
 	cJSON_Delete(o);
-	if (pcap_out_open(&w, c.file, c.snap, c.force) < 0) {
+	po.snaplen = c.snap;
+	po.force = c.force;
+	if (pcap_out_open(c.file, &po, &w, err, sizeof(err)) < 0) {
+		fprintf(stderr, "daqirictl: capture: %s\n", err);
 		if (tap_call(*d, &c, "stop", 0, &o) == 0)
 			cJSON_Delete(o);
 		return 1;
@@ -274,8 +262,10 @@ daqirictl_capture(const char *sock, struct daqiri **d, int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	t0 = daqiri_mono_ns();
 	rc = run(*d, &c, w);
-	if (pcap_out_close(w) < 0)
+	if (pcap_out_close(w, err, sizeof(err)) < 0 && rc == 0) {
+		fprintf(stderr, "daqirictl: capture: %s\n", err);
 		rc = -1;
+	}
 	dt = (double)(daqiri_mono_ns() - t0) / 1e9;
 	fprintf(stderr, "daqirictl: capture: %s: %llu frames, %llu bytes in "
 	    "%.1f s to %s\n", c.queue, (unsigned long long)c.frames,
@@ -295,4 +285,44 @@ daqirictl_capture(const char *sock, struct daqiri **d, int argc, char **argv)
 		    "and port? (daqirictl doctor tells what arrives where)\n",
 		    c.queue);
 	return rc < 0 ? 1 : 0;
+}
+
+/* The daemon's count of STREAM's triggers and its clock at this one. */
+int
+daqirictl_trigger(const char *sock, bool json, struct daqiri **d,
+		  const char *stream)
+{
+	cJSON *req = cJSON_CreateObject(), *o;
+	const cJSON *n, *ns;
+	char *text;
+	int r;
+
+	if (*d == NULL && (r = daqiri_connect(sock, d)) < 0) {
+		char hint[512];
+
+		cJSON_Delete(req);
+		fprintf(stderr, "daqirictl: %s\n", daqiri_connect_hint(r, sock,
+		    hint, sizeof(hint)));
+		return 1;
+	}
+	if (req != NULL && (!cJSON_AddStringToObject(req, "type", "trigger") ||
+	    !cJSON_AddStringToObject(req, "stream", stream))) {
+		cJSON_Delete(req);
+		req = NULL;
+	}
+	if (daqirictl_call(*d, req, "trigger", stream, &o) < 0)
+		return 1;
+	n = cJSON_GetObjectItemCaseSensitive(o, "count");
+	ns = cJSON_GetObjectItemCaseSensitive(o, "ns");
+	if (json) {
+		text = cJSON_PrintUnformatted(o);
+		if (text != NULL)
+			printf("%s\n", text);
+		free(text);
+	} else if (cJSON_IsNumber(n) && cJSON_IsNumber(ns)) {
+		printf("%s: trigger %.0f at %.0f ns (CLOCK_MONOTONIC)\n",
+		    stream, n->valuedouble, ns->valuedouble);
+	}
+	cJSON_Delete(o);
+	return fflush(stdout) != 0 ? 1 : 0;
 }

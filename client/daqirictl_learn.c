@@ -32,10 +32,9 @@ struct frames {
 	uint8_t *bytes;			/* LEARN_SNAP per frame */
 };
 
-/* One request (req is consumed); the reply (status ok) in *out, else a
- * message naming what on stderr and -1. */
-static int
-call(struct daqiri *d, cJSON *req, const char *what, cJSON **out)
+int
+daqirictl_call(struct daqiri *d, cJSON *req, const char *cmd, const char *what,
+	       cJSON **out)
 {
 	char *text = req != NULL ? cJSON_PrintUnformatted(req) : NULL;
 	char *reply = NULL;
@@ -49,7 +48,7 @@ call(struct daqiri *d, cJSON *req, const char *what, cJSON **out)
 		r = daqiri_request(d, text, &reply);
 	free(text);
 	if (reply == NULL) {
-		fprintf(stderr, "daqirictl: learn: %s\n", r == -ENOTCONN ?
+		fprintf(stderr, "daqirictl: %s: %s\n", cmd, r == -ENOTCONN ?
 		    "the daemon closed the connection" : strerror(-r));
 		return -1;
 	}
@@ -58,7 +57,7 @@ call(struct daqiri *d, cJSON *req, const char *what, cJSON **out)
 	e = cJSON_GetObjectItemCaseSensitive(o, "error");
 	if (o == NULL || e != NULL) {
 		m = cJSON_GetObjectItemCaseSensitive(e, "message");
-		fprintf(stderr, "daqirictl: learn: %s: %s\n", what,
+		fprintf(stderr, "daqirictl: %s: %s: %s\n", cmd, what,
 		    cJSON_IsString(m) ? m->valuestring : "bad reply");
 		cJSON_Delete(o);
 		return -1;
@@ -80,7 +79,7 @@ tap_request(struct daqiri *d, const char *queue, const char *action,
 		cJSON_Delete(req);
 		req = NULL;
 	}
-	return call(d, req, queue, out);
+	return daqirictl_call(d, req, "learn", queue, out);
 }
 
 /* Whether range text "LO-HI" (flow_list's form) holds port p; absent
@@ -128,7 +127,7 @@ matching_flow(struct daqiri *d, const char *queue, const struct learn_result *r)
 		cJSON_Delete(req);
 		req = NULL;
 	}
-	if (call(d, req, "flow list", &o) < 0)
+	if (daqirictl_call(d, req, "learn", "flow list", &o) < 0)
 		return -1;
 	ifs = cJSON_GetObjectItemCaseSensitive(o, "interfaces");
 	fl = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ifs, 0),

@@ -13,7 +13,8 @@
 # the Python module against the C consumer (scripts/bench-python.sh; says
 # so when the module or torch is missing), the DPDK engine against
 # dpdk-testpmd on virtual devices (scripts/bench-dpdk.sh; root only, says
-# so otherwise), and build/bench_reorder_gpu
+# so otherwise), daqiri-record writing HDF5 against dd
+# (scripts/bench-record.sh), and build/bench_reorder_gpu
 # (says so when there is no GPU).
 #
 # Hand-off latency: daqirid runs on a config whose tensors are one small
@@ -205,6 +206,13 @@ fi
 
 part "Python consumer vs the C consumer, 1 MiB tensors (scripts/bench-python.sh)"
 sh scripts/bench-python.sh 2>&1 | tee -a "$OUT"
+
+part "recording to HDF5 vs dd, tmpfs and disk (scripts/bench-record.sh)"
+if [ -x "$BUILD/daqiri-record" ]; then
+	sh scripts/bench-record.sh 2>&1 | tee -a "$OUT" || true
+else
+	echo "bench-record: daqiri-record not built (no libhdf5/libpcap); skipped" | tee -a "$OUT"
+fi
 
 part "GPU reorder placement (build/bench_reorder_gpu)"
 if [ -x "$BUILD/bench_reorder_gpu" ]; then

@@ -11,8 +11,11 @@
 #    installs packages; make check is the whole suite.
 #  - the tools run from $BUILD, find our daemon by $DAQIRI_SOCKET, and
 #    daqiri-sim reads the test's config (the default one on our port);
-#  - a line ending in `&` runs in the background and the walk waits until
-#    it has subscribed; `wait` waits for it and wants exit 0;
+#  - a line ending in `&` runs in the background (in the C example's
+#    directory, where the lines after it find its files) and the walk
+#    waits until it has subscribed;
+#  - the Python examples run from the checkout (`client/python/...`);
+#    "Record and look" records lossless: as root only, a note otherwise; `wait` waits for it and wants exit 0;
 #  - a tool of the build tree (`build/daqiri-sim`) is the same tool as
 #    the lines without the prefix run;
 #  - the Python example (`.../consume.py`, a line of its own terminal in
@@ -37,7 +40,7 @@ cat > "$T/bin/daqiri-sim" <<SIM
 exec "$PWD/$BUILD/daqiri-sim" -c "$T/daqirid.yaml" "\$@"
 SIM
 chmod +x "$T/bin/daqiri-sim"
-for p in daqirictl daqiri-consume daqirid; do
+for p in daqirictl daqiri-consume daqiri-record daqirid; do
 	ln -s "$PWD/$BUILD/$p" "$T/bin/$p"
 done
 # The build tree's .pc names the install prefix: the same file, pointed
@@ -82,6 +85,24 @@ while IFS= read -r line; do
 		fi ;;
 	./consumer)
 		CPROG=1 ;;
+	*daqiri-record*|h5dump*|*h5_look.py*)
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "     (needs root: daqiri-record subscribes lossless)"
+			continue
+		fi
+		case "$cmd" in
+		*"&")
+			(cd "$T/src" && exec sh -c "${cmd%&}") > "$T/bg.out" 2> "$T/bg.err" &
+			BG="$BG $!"
+			PIDS="$PIDS $!"
+			wait_consumers '[.consumers[] | select(.policy == "lossless")] | length == 1' ;;
+		*)
+			rc=0
+			abs=$(echo "$cmd" | sed "s| client/python/| $PWD/client/python/|")
+			(cd "$T/src" && sh -c "$abs") > "$T/cmd.out" 2>&1 < /dev/null || rc=$?
+			sed 's/^/     | /' "$T/cmd.out" | head -20
+			expect_eq "exit of '$cmd'" "$rc" 0 ;;
+		esac ;;
 	*client/python/examples/consume.py*)
 		sh -c "exec env $cmd" > "$T/py.out" 2> "$T/py.err" &
 		PYC=$!

@@ -34,7 +34,7 @@ grep -q "no such rx queue 'sensor0/q9'; did you mean 'sensor0/q0'?" "$T/e" ||
 echo keep > "$T/keep.pcap"
 rc=0; ctl capture --seconds 1 sensor0/q0 "$T/keep.pcap" 2> "$T/e" || rc=$?
 expect_eq "existing file: exit" $rc 1
-grep -q "keep.pcap exists; add --force to overwrite it" "$T/e" || fail "existing: $(cat "$T/e")"
+grep -q "keep.pcap exists: add --force to replace it" "$T/e" || fail "existing: $(cat "$T/e")"
 expect_eq "existing file kept" "$(cat "$T/keep.pcap")" keep
 if command -v setpriv > /dev/null 2>&1; then
 	chmod 0755 "$T"
