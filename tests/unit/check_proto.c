@@ -218,7 +218,7 @@ START_TEST(test_decode_requests)
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
 	    "\"start\",\"count\":4097}", DAQIRI_ST_OUT_OF_RANGE);
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
-	    "\"start\",\"snap\":513}", DAQIRI_ST_OUT_OF_RANGE);
+	    "\"start\",\"snap\":9729}", DAQIRI_ST_OUT_OF_RANGE);
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
 	    "\"read\",\"count\":5}", DAQIRI_ST_BAD_FIELD);
 	daqiri_msg_free(&M);
