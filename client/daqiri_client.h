@@ -398,7 +398,7 @@ struct daqiri_tap_frame {
 	const void *data;		/* caplen bytes, in the shared ring */
 	uint32_t caplen;		/* bytes in data (at most the snap) */
 	uint32_t len;			/* the frame's bytes on the wire */
-	uint64_t rx_ns;			/* arrival, CLOCK_REALTIME ns */
+	uint64_t rx_ns;			/* arrival, CLOCK_MONOTONIC ns */
 };
 
 /*

@@ -51,7 +51,7 @@ _Static_assert(sizeof(struct daqiri_tapring_hdr) <= DAQIRI_TAPRING_HDR_BYTES,
 /* Record i % records starts at hdr + DAQIRI_TAPRING_HDR_BYTES +
  * (i % records) * rec_bytes. */
 struct daqiri_tapring_rec {
-	uint64_t ns;			/* arrival, CLOCK_REALTIME ns */
+	uint64_t ns;			/* arrival, CLOCK_MONOTONIC ns */
 	uint32_t len;			/* the frame's bytes */
 	uint32_t caplen;		/* of them in data */
 	uint32_t gen;			/* the session that wrote it */
