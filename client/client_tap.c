@@ -160,7 +160,8 @@ daqiri_tap_next(struct daqiri_tap *t, struct daqiri_tap_frame *f)
 	uint32_t caplen;
 	int r;
 
-	if (t == NULL || f == NULL)
+	/* a caller built against a later, longer struct gets these fields */
+	if (t == NULL || f == NULL || f->size < sizeof(*f))
 		return -EINVAL;
 	if (t->broken)
 		return -EPROTO;

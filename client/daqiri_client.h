@@ -395,6 +395,7 @@ struct daqiri_tap;		/* a mapped tap session on a connection */
 /* A frame of a tap: valid until the next daqiri_tap_next() or
  * daqiri_tap_release() on the same tap. */
 struct daqiri_tap_frame {
+	size_t size;			/* caller sets sizeof(struct daqiri_tap_frame) */
 	const void *data;		/* caplen bytes, in the shared ring */
 	uint32_t caplen;		/* bytes in data (at most the snap) */
 	uint32_t len;			/* the frame's bytes on the wire */
@@ -413,7 +414,8 @@ struct daqiri_tap_frame {
 int daqiri_tap_open(struct daqiri *d, const char *queue, uint32_t count,
 		    uint32_t snap, struct daqiri_tap **out);
 /* The next frame (the previous one released): 1 with *f, 0 when the
- * ring is empty, -EPROTO when the ring is not one (sticky). Never
+ * ring is empty, -EPROTO when the ring is not one (sticky), -EINVAL
+ * when f->size is not set. Never
  * blocks, makes no system call. Frames the worker found no room for are
  * not in the ring: they are counted as full. */
 int daqiri_tap_next(struct daqiri_tap *tap, struct daqiri_tap_frame *f);

@@ -56,7 +56,7 @@ want_more(const struct capture *c)
 static int
 drain(struct capture *c, struct daqiri_tap *tap, struct pcap_out *w)
 {
-	struct daqiri_tap_frame f;
+	struct daqiri_tap_frame f = { .size = sizeof(f) };
 	int n = 0, r;
 
 	while (want_more(c) && (r = daqiri_tap_next(tap, &f)) != 0) {
