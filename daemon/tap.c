@@ -53,6 +53,10 @@ tap_frames(struct tap *t, const struct rx_frame *f, unsigned n)
 		struct daqiri_tapring_rec *r;
 		uint32_t h, p;
 
+		/* full as last seen: the reader may have moved on since */
+		if (head - tail >= TAP_RING)
+			tail = atomic_load_explicit(&t->ring.hdr->tail,
+			    memory_order_acquire);
 		/* unsigned: a tail past head (a reader's garbage) is full */
 		if (head - tail >= TAP_RING) {
 			t->w_full++;
