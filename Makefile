@@ -163,7 +163,7 @@ DAEMON_SRC := $(filter-out $(DAEMON_MAIN) $(if $(filter 1,$(HAVE_DPDK)),,daemon/
 	$(wildcard daemon/*.c))
 DAEMON_CU := $(if $(filter 1,$(HAVE_CUDA)),$(wildcard daemon/*.cu))
 CLIENT_LIB_SRC := client/client_conn.c client/client_sub.c \
-	client/client_reconnect.c client/client_tx.c
+	client/client_reconnect.c client/client_tx.c client/client_tap.c
 CLIENT_TOOLS := daqirictl daqiri-consume $(if $(filter 1,$(HAVE_RECORD)),daqiri-record)
 # check_standin tests the CUDA stand-in, which needs CUDA's headers.
 UNIT_SRC := $(filter-out $(if $(filter 1,$(HAVE_CUDA)),,tests/unit/check_standin.c) \

@@ -388,6 +388,49 @@ int daqiri_tx_arm(struct daqiri_tx *tx);
  * itself is no error. daqiri_disconnect() frees open channels too. */
 int daqiri_tx_close(struct daqiri_tx *tx);
 
+/* ---- Tapping an rx queue (root and admin_group only) ---- */
+
+struct daqiri_tap;		/* a mapped tap session on a connection */
+
+/* A frame of a tap: valid until the next daqiri_tap_next() or
+ * daqiri_tap_release() on the same tap. */
+struct daqiri_tap_frame {
+	size_t size;			/* caller sets sizeof(struct daqiri_tap_frame) */
+	const void *data;		/* caplen bytes, in the shared ring */
+	uint32_t caplen;		/* bytes in data (at most the snap) */
+	uint32_t len;			/* the frame's bytes on the wire */
+	uint64_t rx_ns;			/* arrival, CLOCK_MONOTONIC ns */
+};
+
+/*
+ * Start a tap session on rx queue ("<interface>/<rx queue>") of count
+ * frames (1..4096; 0: until closed) of snap bytes each (1..9728) and map
+ * its ring, which this process then drains itself: no message per frame.
+ * One tap per queue at a time (-ENOMEM, status no_resources, while
+ * another connection's runs). 0 with *out, or a negative errno (-EACCES:
+ * not root nor admin_group; -ENOENT: no such queue; -EPROTO: a ring of
+ * another layout; the daemon's message in daqiri_last_error()). Close
+ * every tap before daqiri_disconnect(). */
+int daqiri_tap_open(struct daqiri *d, const char *queue, uint32_t count,
+		    uint32_t snap, struct daqiri_tap **out);
+/* The next frame (the previous one released): 1 with *f, 0 when the
+ * ring is empty, -EPROTO when the ring is not one (sticky), -EINVAL
+ * when f->size is not set. Never
+ * blocks, makes no system call. Frames the worker found no room for are
+ * not in the ring: they are counted as full. */
+int daqiri_tap_next(struct daqiri_tap *tap, struct daqiri_tap_frame *f);
+/* Give the frame daqiri_tap_next() returned back to the ring now. */
+void daqiri_tap_release(struct daqiri_tap *tap);
+/* The session's counts so far: frames the worker copied into the ring
+ * (*taken) and frames it did not because the ring was full (*full: the
+ * tap's loss, not the streams'). Either pointer may be NULL. 0 or
+ * -EINVAL. */
+int daqiri_tap_counts(const struct daqiri_tap *tap, uint64_t *taken,
+		      uint64_t *full);
+/* Stop the session (when the connection still stands), unmap the ring
+ * and free tap. NULL-safe. 0, or the daemon's negative errno. */
+int daqiri_tap_close(struct daqiri_tap *tap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,9 +2,10 @@
 /*
  * daqirictl capture: what an rx queue really receives, to a pcap file;
  * and daqirictl trigger, the moment a recorder keeps the seconds around.
- * A tap session until stopped (the daemon's "tap" request), drained back
- * to back and written with each frame's arrival time in nanoseconds; the
- * frames the worker could not copy because the tap's ring was full are
+ * A tap session until stopped, its ring mapped (daqiri_tap_open()):
+ * each frame goes from the worker's copy in shared memory straight into
+ * the file with its arrival time in nanoseconds, no message per frame;
+ * the frames the worker could not copy because the ring was full are
  * counted (tap_full) and said at the end. How an operator sees what an
  * instrument sends when a stream looks wrong, and the input of a replay
  * (daqirid --replay).
@@ -17,16 +18,14 @@
 #include <string.h>
 #include <time.h>
 
-#include <cjson/cJSON.h>
-
 #include "daqirictl.h"
 #include "desc.h"
 #include "pcap_out.h"
 #include "proto.h"
 
-/* Between reads of a tap that had nothing (a read that had frames is
- * followed by the next at once). */
-#define CAPTURE_IDLE_NS		10000000L
+/* Between looks at a ring that was empty (one that had frames is drained
+ * at once): at 100k frames/s the 4096 records hold 40 ms of them. */
+#define CAPTURE_IDLE_NS		1000000L
 #define CAPTURE_SNAP_DEFAULT	DAQIRI_TAP_SNAP_MAX
 
 static volatile sig_atomic_t stop;
@@ -48,105 +47,55 @@ struct capture {
 	uint64_t frames, bytes, full, cut;
 };
 
-/* One tap request (queue, action[, count, snap]); the reply (status ok)
- * in *out, else a message on stderr and -1. */
-static int
-tap_call(struct daqiri *d, const struct capture *c, const char *action,
-	 uint32_t count, cJSON **out)
-{
-	cJSON *req = cJSON_CreateObject();
-
-	if (req != NULL && (!cJSON_AddStringToObject(req, "type", "tap") ||
-	    !cJSON_AddStringToObject(req, "queue", c->queue) ||
-	    !cJSON_AddStringToObject(req, "action", action) ||
-	    (strcmp(action, "start") == 0 &&
-	    (!cJSON_AddNumberToObject(req, "count", count) ||
-	    !cJSON_AddNumberToObject(req, "snap", c->snap))))) {
-		cJSON_Delete(req);
-		req = NULL;
-	}
-	return daqirictl_call(d, req, "capture", c->queue, out);
-}
-
-/* Write the frames of one read reply; how many, or -1 (said). */
-static int
-write_frames(struct capture *c, struct pcap_out *w, const cJSON *reply)
-{
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(reply, "frames"), *e;
-	int n = 0;
-
-	cJSON_ArrayForEach(e, a) {
-		const cJSON *ns = cJSON_GetObjectItemCaseSensitive(e, "ns");
-		const cJSON *len = cJSON_GetObjectItemCaseSensitive(e, "len");
-		const cJSON *h = cJSON_GetObjectItemCaseSensitive(e, "data");
-		size_t caplen;
-
-		if (c->count != 0 && c->frames >= c->count)
-			break;
-		/* decoded in place: the reply is ours */
-		if (!cJSON_IsNumber(ns) || !cJSON_IsNumber(len) ||
-		    !cJSON_IsString(h) || (caplen = strlen(h->valuestring),
-		    daqirictl_hex_decode(h->valuestring, &caplen) < 0) ||
-		    caplen > c->snap || len->valuedouble < (double)caplen ||
-		    len->valuedouble > (double)UINT32_MAX) {
-			fprintf(stderr, "daqirictl: capture: a frame of the "
-			    "daemon's reply is not valid\n");
-			return -1;
-		}
-		if (pcap_out_write_cut(w, h->valuestring, (uint32_t)caplen,
-		    (uint32_t)len->valuedouble, (uint64_t)ns->valuedouble) < 0) {
-			fprintf(stderr, "daqirictl: capture: %s\n",
-			    pcap_out_error(w));
-			return -1;
-		}
-		c->frames++;
-		c->bytes += caplen;
-		if (caplen < (size_t)len->valuedouble)
-			c->cut++;
-		n++;
-	}
-	return n;
-}
-
-/* One read of the tap into the file: the frames written, or -1 (said);
- * *done when the daemon says a bounded session has given all. */
-static int
-read_once(struct daqiri *d, struct capture *c, struct pcap_out *w, bool *done)
-{
-	const cJSON *v;
-	cJSON *o;
-	int n;
-
-	if (tap_call(d, c, "read", 0, &o) < 0)
-		return -1;
-	n = write_frames(c, w, o);
-	v = cJSON_GetObjectItemCaseSensitive(o, "full");
-	if (cJSON_IsNumber(v))
-		c->full = (uint64_t)v->valuedouble;
-	*done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "done"));
-	cJSON_Delete(o);
-	return n;
-}
-
 static bool
 want_more(const struct capture *c)
 {
 	return c->count == 0 || c->frames < c->count;
 }
 
+/* Write what the ring holds (up to --count) into the file: the frames
+ * written, or -1 (said). */
 static int
-run(struct daqiri *d, struct capture *c, struct pcap_out *w)
+drain(struct capture *c, struct daqiri_tap *tap, struct pcap_out *w)
+{
+	struct daqiri_tap_frame f = { .size = sizeof(f) };
+	int n = 0, r;
+
+	while (want_more(c) && (r = daqiri_tap_next(tap, &f)) != 0) {
+		if (r < 0) {
+			fprintf(stderr, "daqirictl: capture: the tap's ring is "
+			    "not valid: %s\n", strerror(-r));
+			return -1;
+		}
+		if (f.caplen > c->snap)
+			f.caplen = c->snap;
+		if (pcap_out_write_cut(w, f.data, f.caplen, f.len,
+		    f.rx_ns) < 0) {
+			fprintf(stderr, "daqirictl: capture: %s\n",
+			    pcap_out_error(w));
+			return -1;
+		}
+		c->frames++;
+		c->bytes += f.caplen;
+		if (f.caplen < f.len)
+			c->cut++;
+		n++;
+	}
+	daqiri_tap_release(tap);
+	return n;
+}
+
+static int
+run(struct capture *c, struct daqiri_tap *tap, struct pcap_out *w)
 {
 	uint64_t end = c->seconds > 0 ? daqiri_mono_ns() +
 	    (uint64_t)(c->seconds * 1e9) : UINT64_MAX;
-	bool done = false;
-	cJSON *o;
 	int n = 0;
 
 	fprintf(stderr, "daqirictl: capture: %s to %s, %u bytes of each "
 	    "frame; Ctrl-C to stop\n", c->queue, c->file, c->snap);
-	while (!stop && !done && want_more(c) && daqiri_mono_ns() < end) {
-		if ((n = read_once(d, c, w, &done)) < 0)
+	while (!stop && want_more(c) && daqiri_mono_ns() < end) {
+		if ((n = drain(c, tap, w)) < 0)
 			break;
 		if (n == 0) {
 			struct timespec ts = { 0, CAPTURE_IDLE_NS };
@@ -155,13 +104,10 @@ run(struct daqiri *d, struct capture *c, struct pcap_out *w)
 		}
 	}
 	/* Stopped: what the ring holds arrived before the stop, so it goes
-	 * into the file too, until a read finds it empty. */
+	 * into the file too. */
 	if (n >= 0)
-		do
-			n = read_once(d, c, w, &done);
-		while (n > 0 && want_more(c));
-	if (tap_call(d, c, "stop", 0, &o) == 0)
-		cJSON_Delete(o);
+		n = drain(c, tap, w);
+	(void)daqiri_tap_counts(tap, NULL, &c->full);
 	return n < 0 ? -1 : 0;
 }
 
@@ -225,9 +171,9 @@ daqirictl_capture(const char *sock, struct daqiri **d, int argc, char **argv)
 	struct capture c = { .snap = CAPTURE_SNAP_DEFAULT };
 	struct pcap_out_opts po = { .snaplen = 0 };
 	struct pcap_out *w = NULL;
-	struct sigaction sa;
+	struct daqiri_tap *tap = NULL;
 	char err[PATH_MAX + 160];
-	cJSON *o;
+	struct sigaction sa;
 	uint64_t t0;
 	double dt;
 	int rc;
@@ -243,17 +189,25 @@ daqirictl_capture(const char *sock, struct daqiri **d, int argc, char **argv)
 	}
 	/* A bounded session when it fits one: no frame taken past count.
 	 * The file is made once the daemon agreed: a refusal leaves none. */
-	if (tap_call(*d, &c, "start", c.count != 0 &&
+	rc = daqiri_tap_open(*d, c.queue, c.count != 0 &&
 	    c.count <= (uint64_t)DAQIRI_TAP_COUNT_MAX ? (uint32_t)c.count : 0,
-	    &o) < 0)
+	    c.snap, &tap);
+	if (rc < 0) {
+		const char *e = daqiri_last_error(*d);
+
+		if (rc == -ENOTCONN)
+			fprintf(stderr, "daqirictl: capture: the daemon closed "
+			    "the connection\n");
+		else
+			fprintf(stderr, "daqirictl: capture: %s: %s\n", c.queue,
+			    e != NULL && e[0] != '\0' ? e : strerror(-rc));
 		return 1;
-	cJSON_Delete(o);
+	}
 	po.snaplen = c.snap;
 	po.force = c.force;
 	if (pcap_out_open(c.file, &po, &w, err, sizeof(err)) < 0) {
 		fprintf(stderr, "daqirictl: capture: %s\n", err);
-		if (tap_call(*d, &c, "stop", 0, &o) == 0)
-			cJSON_Delete(o);
+		(void)daqiri_tap_close(tap);
 		return 1;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -261,7 +215,8 @@ daqirictl_capture(const char *sock, struct daqiri **d, int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	t0 = daqiri_mono_ns();
-	rc = run(*d, &c, w);
+	rc = run(&c, tap, w);
+	(void)daqiri_tap_close(tap);
 	if (pcap_out_close(w, err, sizeof(err)) < 0 && rc == 0) {
 		fprintf(stderr, "daqirictl: capture: %s\n", err);
 		rc = -1;

@@ -657,10 +657,6 @@ do_simple(struct control *c, struct conn *k, const struct daqiri_msg *m)
 			r = o->tx_close(c->ctx, &k->peer,
 			    m->u.tx_close.tx_id, &err);
 		break;
-	case DAQIRI_MSG_TAP:
-		if (o->tap != NULL)
-			r = o->tap(c->ctx, &m->u.tap, &k->peer, reply, &err);
-		break;
 	case DAQIRI_MSG_TRIGGER:
 		if (o->trigger != NULL)
 			r = o->trigger(c->ctx, m->u.trigger.stream, &k->peer,
@@ -884,6 +880,48 @@ do_tx_open(struct control *c, struct conn *k, const struct daqiri_msg *m)
 	    &fds);
 }
 
+/* A tap request: a simple one, except that a start with map is followed
+ * by the ring's fd, as a subscription's are. */
+static void
+do_tap(struct control *c, struct conn *k, const struct daqiri_msg *m)
+{
+	static const enum daqiri_fd_kind kinds[] = { DAQIRI_FD_TAP_RING };
+	struct daqiri_err err = { .status = DAQIRI_ST_OK };
+	struct control_sub_fds fds;
+	uint64_t conn_id = k->peer.conn_id;
+	uint32_t gen = 0;
+	cJSON *reply;
+	int r;
+
+	fds_init(&fds);
+	if (c->ops->tap == NULL) {
+		send_error(c, k, m->type, m, DAQIRI_ST_NOT_SUPPORTED, NULL);
+		return;
+	}
+	reply = daqiri_reply_new(m->type, m->has_id ? (int64_t)m->id : -1,
+	    DAQIRI_ST_OK, NULL);
+	if (reply == NULL) {
+		conn_send(c, k, NULL, -1);
+		return;
+	}
+	r = c->ops->tap(c->ctx, &m->u.tap, &k->peer, reply, &fds, &gen, &err);
+	if (fds_taken(c, k, m, r, &fds, &err) < 0) {
+		cJSON_Delete(reply);
+		return;
+	}
+	if (!fds_complete(&fds, m->u.tap.map &&
+	    m->u.tap.action == DAQIRI_TAP_START ? 1 : 0)) {
+		log_warnx("control: tap on \"%s\": no ring fd", m->u.tap.queue);
+		close_fds(&fds);
+		cJSON_Delete(reply);
+		send_error(c, k, m->type, m, DAQIRI_ST_INTERNAL,
+		    "inconsistent tap reply");
+		return;
+	}
+	send_reply_fds(c, k, reply, conn_id, gen, (uint32_t)fds.n, kinds,
+	    &fds);
+}
+
 static void
 handle_msg(struct control *c, struct conn *k, ssize_t n)
 {
@@ -925,6 +963,9 @@ handle_msg(struct control *c, struct conn *k, ssize_t n)
 		break;
 	case DAQIRI_MSG_TX_OPEN:
 		do_tx_open(c, k, &m);
+		break;
+	case DAQIRI_MSG_TAP:
+		do_tap(c, k, &m);
 		break;
 	default:
 		do_simple(c, k, &m);

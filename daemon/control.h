@@ -111,9 +111,12 @@ struct control_ops {
 	int (*tx_close)(void *ctx, const struct control_peer *peer,
 			uint32_t tx_id, struct daqiri_err *err);
 	/* Start, read or stop peer's tap on an rx queue (admin peers only;
-	 * PROTOCOL.md "tap"). */
+	 * PROTOCOL.md "tap"). A start with map puts the ring's fd into
+	 * *fds (one) and the session's generation into *fd_id; control owns
+	 * the fd whatever the result and sends it after the reply. */
 	int (*tap)(void *ctx, const struct daqiri_tap_req *req,
 		   const struct control_peer *peer, cJSON *reply,
+		   struct control_sub_fds *fds, uint32_t *fd_id,
 		   struct daqiri_err *err);
 	/* Trigger stream (admin peers only; PROTOCOL.md "trigger"). */
 	int (*trigger)(void *ctx, const char *stream,

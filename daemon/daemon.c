@@ -86,8 +86,9 @@
  *                    streams, service them, publish counters); main
  *                    creates, starts, stops it and posts flow changes
  *   tap.c            a queue's tap: the worker copies frames as received
- *                    into a bounded ring, main starts, drains and stops
- *                    it for a control connection (daqirictl learn)
+ *                    into a bounded ring (a memfd, proto/tapring.h), main
+ *                    starts, drains (daqirictl learn) or hands out
+ *                    (capture) and stops it for a control connection
  *   tx.c             the TX worker of one tx queue (channels' rings,
  *                    checks, pacing, the engine's tx_burst, completions);
  *                    main opens and closes channels (host or device

@@ -761,10 +761,12 @@ find_rxq(struct daemon *d, const char *name, struct daqiri_err *err)
 
 static int
 op_tap(void *ctx, const struct daqiri_tap_req *req,
-       const struct control_peer *peer, cJSON *reply, struct daqiri_err *err)
+       const struct control_peer *peer, cJSON *reply,
+       struct control_sub_fds *fds, uint32_t *fd_id, struct daqiri_err *err)
 {
 	struct daemon *d = ctx;
 	struct worker *w = find_rxq(d, req->queue, err);
+	struct daqiri_tap_info info;
 	struct tap *t;
 	int rc = 0;
 
@@ -779,11 +781,28 @@ op_tap(void *ctx, const struct daqiri_tap_req *req,
 			    "rx queue '%s' is tapped by another connection "
 			    "(one at a time); try again when it is done",
 			    req->queue), DAQIRI_ST_NO_RESOURCES;
+		if (rc == 0 && req->map) {
+			/* the ring itself, for a reader that drains it in
+			 * its own process */
+			info = (struct daqiri_tap_info){ .gen = t->gen,
+			    .records = t->ring.records,
+			    .record_bytes = t->ring.rec_bytes,
+			    .data_max = t->ring.data_max,
+			    .ring_bytes = t->ring.bytes };
+			if ((rc = tap_ring_fd(t, peer->conn_id)) >= 0) {
+				fds->fd[0] = rc;
+				fds->n = 1;
+				*fd_id = t->gen;
+				rc = daqiri_tap_info_encode(&info, reply);
+			}
+			if (rc < 0)
+				(void)tap_stop(t, peer->conn_id);
+		}
 		if (rc == 0)
 			log_info("pid %d (uid %u) taps rx queue '%s': %u "
-			    "frames, %u bytes of each", (int)peer->pid,
+			    "frames, %u bytes of each%s", (int)peer->pid,
 			    (unsigned)peer->uid, req->queue, req->count,
-			    req->snap);
+			    req->snap, req->map ? ", shared ring" : "");
 		break;
 	case DAQIRI_TAP_READ:
 		rc = tap_read(t, peer->conn_id, DAQIRI_TAP_READ_MAX, reply);

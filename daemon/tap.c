@@ -4,39 +4,29 @@
  * fixed-size records. The session is one atomic word, so the worker reads
  * count and snap with the generation that owns them; records keep their
  * generation, and a reader skips those a worker still wrote for a session
- * that had ended.
+ * that had ended. The ring is shared memory a reader process may write
+ * (PROTOCOL.md "Tap ring layout"): the worker keeps its own head and
+ * trusts the shared tail only as far as it leaves a record free, and the
+ * JSON read clamps what it takes from a record.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "proto.h"
 #include "tap.h"
 
-struct tap_rec {
-	uint64_t ns;
-	uint32_t len;			/* the frame's bytes */
-	uint32_t caplen;		/* of them in data */
-	uint32_t gen;
-	uint32_t pad;
-	uint8_t data[DAQIRI_TAP_SNAP_MAX];
-};
-
 #define CTL_GEN(c)	((uint32_t)((c) & 0xFFFFu))
 #define CTL_COUNT(c)	((uint32_t)(((c) >> 16) & 0xFFFFFu))
 #define CTL_SNAP(c)	((uint32_t)(((c) >> 36) & 0xFFFFu))
-#define ACCT(gen, n)	((uint64_t)(gen) << 40 | (n))
+#define ACCT(gen, n)	DAQIRI_TAPRING_ACCT(gen, n)
 
 _Static_assert(DAQIRI_TAP_COUNT_MAX <= TAP_RING, "a session fits the ring");
 _Static_assert(DAQIRI_TAP_COUNT_MAX < (1u << 20) &&
     DAQIRI_TAP_SNAP_MAX < (1u << 16), "ctl fields");
-
-static struct tap_rec *
-rec_at(struct tap *t, uint64_t i)
-{
-	return (struct tap_rec *)(void *)t->buf + (i % TAP_RING);
-}
 
 void
 tap_frames(struct tap *t, const struct rx_frame *f, unsigned n)
@@ -55,20 +45,25 @@ tap_frames(struct tap *t, const struct rx_frame *f, unsigned n)
 	snap = CTL_SNAP(ctl);
 	if (count != 0 && t->w_taken >= count)
 		return;
-	head = atomic_load_explicit(&t->head, memory_order_relaxed);
-	tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+	head = t->w_head;
+	tail = atomic_load_explicit(&t->ring.hdr->tail, memory_order_acquire);
 	for (unsigned i = 0; i < n && (count == 0 || t->w_taken < count);
 	    i++) {
 		const struct rx_frame *x = &f[i];
-		struct tap_rec *r;
+		struct daqiri_tapring_rec *r;
 		uint32_t h, p;
 
+		/* full as last seen: the reader may have moved on since */
+		if (head - tail >= TAP_RING)
+			tail = atomic_load_explicit(&t->ring.hdr->tail,
+			    memory_order_acquire);
+		/* unsigned: a tail past head (a reader's garbage) is full */
 		if (head - tail >= TAP_RING) {
 			t->w_full++;
 			t->w_full_total++;
 			continue;
 		}
-		r = rec_at(t, head);
+		r = daqiri_tapring_rec(&t->ring, head);
 		r->ns = x->rx_ns;
 		r->len = x->hdr_len + x->payload_len;
 		r->gen = CTL_GEN(ctl);
@@ -84,11 +79,17 @@ tap_frames(struct tap *t, const struct rx_frame *f, unsigned n)
 		t->w_taken++;
 		t->w_taken_total++;
 	}
+	t->w_head = head;
 	atomic_store_explicit(&t->head, head, memory_order_release);
+	atomic_store_explicit(&t->ring.hdr->head, head, memory_order_release);
 	atomic_store_explicit(&t->taken, ACCT(CTL_GEN(ctl), t->w_taken),
 	    memory_order_release);
 	atomic_store_explicit(&t->full, ACCT(CTL_GEN(ctl), t->w_full),
 	    memory_order_relaxed);
+	atomic_store_explicit(&t->ring.hdr->full, ACCT(CTL_GEN(ctl),
+	    t->w_full), memory_order_relaxed);
+	atomic_store_explicit(&t->ring.hdr->taken, ACCT(CTL_GEN(ctl),
+	    t->w_taken), memory_order_release);
 	atomic_store_explicit(&t->taken_total, t->w_taken_total,
 	    memory_order_relaxed);
 	atomic_store_explicit(&t->full_total, t->w_full_total,
@@ -100,15 +101,20 @@ tap_start(struct tap *t, uint64_t owner, uint32_t count, uint32_t snap)
 {
 	if (t->owner != 0 && t->owner != owner)
 		return -EBUSY;
-	if (t->buf == NULL &&
-	    (t->buf = calloc(TAP_RING, sizeof(struct tap_rec))) == NULL)
-		return -ENOMEM;
+	/* untouched pages of the memfd cost nothing: the ring is as big as
+	 * what a session really holds */
+	if (t->ring.hdr == NULL) {
+		int rc = daqiri_tapring_create(&t->ring, &t->fd);
+
+		if (rc < 0)
+			return rc;
+	}
 	if (++t->gen == 0)
 		t->gen = 1;
 	/* what a worker writes for an older session from here on is
 	 * skipped by its generation */
-	atomic_store_explicit(&t->tail, atomic_load_explicit(&t->head,
-	    memory_order_acquire), memory_order_release);
+	atomic_store_explicit(&t->ring.hdr->tail, atomic_load_explicit(
+	    &t->head, memory_order_acquire), memory_order_release);
 	t->owner = owner;
 	t->count = count;
 	atomic_store_explicit(&t->ctl, (uint64_t)t->gen |
@@ -119,11 +125,21 @@ tap_start(struct tap *t, uint64_t owner, uint32_t count, uint32_t snap)
 
 /* The worker's count n of this session (0 before it saw the session). */
 static uint64_t
-acct(const _Atomic uint64_t *a, uint16_t gen)
+session_count(const _Atomic uint64_t *a, uint16_t gen)
 {
-	uint64_t v = atomic_load_explicit(a, memory_order_acquire);
+	return daqiri_tapring_acct(atomic_load_explicit(a,
+	    memory_order_acquire), gen);
+}
 
-	return v >> 40 == gen ? v & ((1ull << 40) - 1) : 0;
+int
+tap_ring_fd(struct tap *t, uint64_t owner)
+{
+	int f;
+
+	if (owner == 0 || t->owner != owner || t->ring.hdr == NULL)
+		return -ENOENT;
+	f = fcntl(t->fd, F_DUPFD_CLOEXEC, 0);
+	return f < 0 ? -errno : f;
 }
 
 int
@@ -140,26 +156,35 @@ tap_read(struct tap *t, uint64_t owner, uint32_t max, cJSON *reply)
 	if (owner == 0 || t->owner != owner)
 		return -ENOENT;
 	/* taken before head: every frame counted is then in the ring */
-	taken = acct(&t->taken, t->gen);
+	taken = session_count(&t->taken, t->gen);
 	head = atomic_load_explicit(&t->head, memory_order_acquire);
-	tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
+	tail = atomic_load_explicit(&t->ring.hdr->tail, memory_order_relaxed);
+	/* a tail a mapping reader left where no record of ours is: start
+	 * over at head (its capture loses, nothing else) */
+	if (head - tail > TAP_RING)
+		tail = head;
 	if ((a = cJSON_AddArrayToObject(reply, "frames")) == NULL ||
 	    (data = malloc(2 * DAQIRI_TAP_SNAP_MAX + 1)) == NULL)
 		return -ENOMEM;
 	for (; tail != head && n < max; tail++) {
-		const struct tap_rec *r = rec_at(t, tail);
+		const struct daqiri_tapring_rec *r =
+		    daqiri_tapring_rec(&t->ring, tail);
+		uint32_t caplen = r->caplen;
 
 		if (r->gen != t->gen)
 			continue;
+		/* once, and no more than a record holds */
+		if (caplen > DAQIRI_TAP_SNAP_MAX)
+			caplen = DAQIRI_TAP_SNAP_MAX;
 		/* a reply of bounded size: the rest waits for the next read */
-		if (n > 0 && bytes + r->caplen > DAQIRI_TAP_READ_BYTES)
+		if (n > 0 && bytes + caplen > DAQIRI_TAP_READ_BYTES)
 			break;
-		bytes += r->caplen;
-		for (uint32_t i = 0; i < r->caplen; i++) {
+		bytes += caplen;
+		for (uint32_t i = 0; i < caplen; i++) {
 			data[2 * i] = hex[r->data[i] >> 4];
 			data[2 * i + 1] = hex[r->data[i] & 15];
 		}
-		data[2 * r->caplen] = '\0';
+		data[2 * caplen] = '\0';
 		if ((o = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(a, o) ||
 		    cJSON_AddNumberToObject(o, "ns", (double)r->ns) == NULL ||
@@ -168,11 +193,11 @@ tap_read(struct tap *t, uint64_t owner, uint32_t max, cJSON *reply)
 			goto out;
 		n++;
 	}
-	atomic_store_explicit(&t->tail, tail, memory_order_release);
+	atomic_store_explicit(&t->ring.hdr->tail, tail, memory_order_release);
 	/* a session until stopped is never done */
 	if (cJSON_AddNumberToObject(reply, "taken", (double)taken) != NULL &&
 	    cJSON_AddNumberToObject(reply, "full",
-	    (double)acct(&t->full, t->gen)) != NULL &&
+	    (double)session_count(&t->full, t->gen)) != NULL &&
 	    cJSON_AddBoolToObject(reply, "done", t->count != 0 &&
 	    taken >= t->count && tail == head) != NULL)
 		rc = 0;
@@ -194,6 +219,7 @@ tap_stop(struct tap *t, uint64_t owner)
 void
 tap_free(struct tap *t)
 {
-	free(t->buf);
-	t->buf = NULL;
+	if (t->ring.hdr != NULL)
+		close(t->fd);
+	daqiri_tapring_unmap(&t->ring);
 }

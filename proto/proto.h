@@ -159,6 +159,8 @@ enum daqiri_fd_kind {
 	DAQIRI_FD_WAKE,		/* "wake": socket the daemon wakes a sleeper on */
 	DAQIRI_FD_TX_RING,	/* "tx_ring": a TX channel's ring pair memfd */
 	DAQIRI_FD_TX_POOL,	/* "tx_pool": its payload pool (read-write) */
+	DAQIRI_FD_TAP_RING,	/* "tap_ring": a tap's record ring (read-write;
+				 * proto/tapring.h) */
 	DAQIRI_FD_MAX
 };
 
@@ -253,6 +255,18 @@ struct daqiri_tap_req {
 	uint32_t count;			/* start: 0..DAQIRI_TAP_COUNT_MAX,
 					 * 0 = until stopped */
 	uint32_t snap;			/* start: 1..DAQIRI_TAP_SNAP_MAX */
+	bool map;			/* start: the ring's fd follows the reply */
+};
+
+/* The reply of a tap start with "map": the session and the ring's
+ * geometry (proto/tapring.h), then one DAQIRI_FD_TAP_RING fd in a sub_fd
+ * message whose id is gen. */
+struct daqiri_tap_info {
+	uint32_t gen;			/* 1..65535 */
+	uint32_t records;
+	uint32_t record_bytes;
+	uint32_t data_max;		/* bytes of a record's data */
+	uint64_t ring_bytes;		/* of the memfd */
 };
 
 /* flow_list (iface may be ""), flow_add, flow_del. Addresses, ports and
@@ -471,6 +485,13 @@ int daqiri_tx_req_encode(const struct daqiri_tx_req *req, cJSON *obj);
  * tx_ring, tx_pool, wake): 0 or -1 with *err. */
 int daqiri_tx_info_check(const struct daqiri_tx_info *t,
 			 struct daqiri_err *err);
+/* Add a mapped tap's session and geometry to a tap start reply: 0 or
+ * -ENOMEM. */
+int daqiri_tap_info_encode(const struct daqiri_tap_info *t, cJSON *reply);
+/* Read and check them (fields present, in range, consistent with
+ * proto/tapring.h): 0 or -1 with *err. */
+int daqiri_tap_info_decode(const cJSON *reply, struct daqiri_tap_info *t,
+			   struct daqiri_err *err);
 /* Add the metadata to a tx_open reply: 0, -ENOMEM, -EINVAL. */
 int daqiri_tx_info_encode(const struct daqiri_tx_info *t, cJSON *reply);
 /* Read and check a tx_open reply's metadata: 0 or -1 with *err. */

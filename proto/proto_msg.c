@@ -15,6 +15,7 @@
 #include "proto.h"
 #include "proto_internal.h"
 #include "ring.h"
+#include "tapring.h"
 #include "txring.h"
 
 /* Integers travel as JSON numbers (doubles): exact up to 2^53. */
@@ -197,7 +198,7 @@ static const char *const keys_tx_open[] = { COMMON_KEYS, "queue", "nbufs",
 static const char *const keys_tx_close[] = { COMMON_KEYS, "tx", NULL };
 static const char *const keys_replay[] = { COMMON_KEYS, "action", NULL };
 static const char *const keys_tap[] = { COMMON_KEYS, "queue", "action",
-	"count", "snap", NULL };
+	"count", "snap", "map", NULL };
 static const char *const keys_trigger[] = { COMMON_KEYS, "stream", NULL };
 static const char *const keys_match[] = { "udp_src", "udp_dst", "ipv4_src",
 	"ipv4_dst", "ipv4_len", NULL };
@@ -507,6 +508,7 @@ tap_action_parse(const char *name)
 static int
 decode_tap(const cJSON *o, struct daqiri_tap_req *t, struct daqiri_err *err)
 {
+	const cJSON *map;
 	int action = -1;
 
 	if (get_str(o, "queue", true, sizeof(t->queue), STR_PATH_NAME,
@@ -516,11 +518,18 @@ decode_tap(const cJSON *o, struct daqiri_tap_req *t, struct daqiri_err *err)
 	t->action = (enum daqiri_tap_action)action;
 	t->count = DAQIRI_TAP_COUNT_DEFAULT;
 	t->snap = DAQIRI_TAP_SNAP_DEFAULT;
+	map = cJSON_GetObjectItemCaseSensitive(o, "map");
 	if (t->action != DAQIRI_TAP_START &&
 	    (cJSON_GetObjectItemCaseSensitive(o, "count") != NULL ||
-	    cJSON_GetObjectItemCaseSensitive(o, "snap") != NULL))
+	    cJSON_GetObjectItemCaseSensitive(o, "snap") != NULL ||
+	    map != NULL))
 		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
-		    "\"count\" and \"snap\" are for action \"start\"");
+		    "\"count\", \"snap\" and \"map\" are for action "
+		    "\"start\"");
+	if (map != NULL && !cJSON_IsBool(map))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"map\" must be true or false");
+	t->map = cJSON_IsTrue(map);
 	if (get_u32(o, "count", false, 0, DAQIRI_TAP_COUNT_MAX, &t->count,
 	    err) < 0 ||
 	    get_u32(o, "snap", false, 1, DAQIRI_TAP_SNAP_MAX, &t->snap,
@@ -1328,6 +1337,50 @@ daqiri_tx_info_encode(const struct daqiri_tx_info *t, cJSON *o)
 		return -ENOMEM;
 #undef NUM
 	return fds_encode(o, t->fds, t->nfds);
+}
+
+int
+daqiri_tap_info_encode(const struct daqiri_tap_info *t, cJSON *o)
+{
+	static const enum daqiri_fd_kind kinds[] = { DAQIRI_FD_TAP_RING };
+
+#define NUM(k, v) (cJSON_AddNumberToObject(o, (k), (double)(v)) == NULL)
+	if (NUM("gen", t->gen) || NUM("records", t->records) ||
+	    NUM("record_bytes", t->record_bytes) ||
+	    NUM("data_max", t->data_max) || NUM("ring_bytes", t->ring_bytes))
+		return -ENOMEM;
+#undef NUM
+	return fds_encode(o, kinds, 1);
+}
+
+int
+daqiri_tap_info_decode(const cJSON *o, struct daqiri_tap_info *t,
+		       struct daqiri_err *err)
+{
+	enum daqiri_fd_kind kinds[DAQIRI_SUB_MAX_FDS];
+	uint32_t n = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!cJSON_IsObject(o))
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD, "not an object");
+	if (get_u32(o, "gen", true, 1, UINT16_MAX, &t->gen, err) < 0 ||
+	    get_u32(o, "records", true, DAQIRI_TAPRING_RECORDS,
+	    DAQIRI_TAPRING_RECORDS, &t->records, err) < 0 ||
+	    get_u32(o, "record_bytes", true, DAQIRI_TAPRING_REC_BYTES,
+	    DAQIRI_TAPRING_REC_BYTES, &t->record_bytes, err) < 0 ||
+	    get_u32(o, "data_max", true, DAQIRI_TAP_SNAP_MAX,
+	    DAQIRI_TAP_SNAP_MAX, &t->data_max, err) < 0 ||
+	    get_u64(o, "ring_bytes", &t->ring_bytes, err) < 0 ||
+	    fds_decode(o, kinds, &n, err) < 0)
+		return -1;
+	if (t->ring_bytes != DAQIRI_TAPRING_BYTES)
+		return daqiri_err_set(err, DAQIRI_ST_OUT_OF_RANGE,
+		    "field \"ring_bytes\": %llu, not %zu",
+		    (unsigned long long)t->ring_bytes, DAQIRI_TAPRING_BYTES);
+	if (n != 1 || kinds[0] != DAQIRI_FD_TAP_RING)
+		return daqiri_err_set(err, DAQIRI_ST_BAD_FIELD,
+		    "field \"fds\": a tap's is [\"tap_ring\"]");
+	return 0;
 }
 
 int

@@ -70,6 +70,7 @@ static const char *const fd_kind_names[] = {
 	[DAQIRI_FD_WAKE] = "wake",
 	[DAQIRI_FD_TX_RING] = "tx_ring",
 	[DAQIRI_FD_TX_POOL] = "tx_pool",
+	[DAQIRI_FD_TAP_RING] = "tap_ring",
 };
 _Static_assert(sizeof(fd_kind_names) / sizeof(fd_kind_names[0]) ==
     DAQIRI_FD_MAX, "fd kind name table");

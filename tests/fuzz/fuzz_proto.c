@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target for what the daemon and the client read from the
- * other side: the message decoder and validator, the subscribe-reply
- * and tx_open-reply metadata, replies in parts (split and joined again;
+ * other side: the message decoder and validator, the subscribe-reply,
+ * tx_open-reply and mapped tap-reply metadata, replies in parts (split and joined again;
  * a hostile part merged), and the subscription and TX ring operations on
  * hostile ring images. Built from the proto sources alone (libc and
  * cJSON).
@@ -218,6 +218,7 @@ txring_ops(const uint8_t *data, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct daqiri_tap_info pinfo, pinfo2;
 	struct daqiri_tx_info tinfo;
 	struct daqiri_sub_info info;
 	struct daqiri_msg m;
@@ -241,6 +242,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (daqiri_tx_info_check(&tinfo, &err) != 0)
 				abort();
 			if (o != NULL && daqiri_tx_info_encode(&tinfo, o) == -EINVAL)
+				abort();
+			cJSON_Delete(o);
+		}
+		if (m.type == DAQIRI_MSG_REPLY &&
+		    daqiri_tap_info_decode(m.json, &pinfo, &err) == 0) {
+			cJSON *o = cJSON_CreateObject();
+
+			/* what decodes encodes, and decodes the same */
+			if (o != NULL && (daqiri_tap_info_encode(&pinfo, o) != 0 ||
+			    daqiri_tap_info_decode(o, &pinfo2, &err) != 0 ||
+			    memcmp(&pinfo, &pinfo2, sizeof(pinfo)) != 0))
 				abort();
 			cJSON_Delete(o);
 		}

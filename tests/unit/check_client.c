@@ -3,7 +3,8 @@
  * Tests of libdaqiri-client against a fake daemon: a forked process that
  * runs the real control server (daemon/control.c) with callbacks that
  * make a real memfd tensor region, bitmap sidecar, ring and wake socket and
- * publish tensors in the simulator's pattern. `check_client --serve PATH
+ * publish tensors in the simulator's pattern, and a real queue tap
+ * (daemon/tap.c) fed one frame per tick for daqiri_tap_*. `check_client --serve PATH
  * [idle|corrupt|die]` runs that fake daemon alone (for trying daqirictl
  * and daqiri-consume by hand).
  */
@@ -33,6 +34,7 @@
 #include "daqiri_client.h"
 #include "proto.h"
 #include "ring.h"
+#include "tap.h"
 
 #define FAKE_STREAM	"sim/r0"
 #define FAKE_GPU_STREAM	"sim/gpu"	/* device memory: IPC handles (zeros) */
@@ -83,6 +85,8 @@ struct fake {
 	uint32_t next_id;
 	uint64_t seq;
 	struct fake_sub subs[FAKE_SUBS];
+	struct tap tap;			/* on "eth0/q0" */
+	uint64_t tap_ns;
 };
 
 /* The simulator's pattern: value(slot, e) = ((3 slot + e) mod 15) - 7. */
@@ -293,6 +297,53 @@ fake_closed(void *ctx, const struct control_peer *peer)
 	for (i = 0; i < FAKE_SUBS; i++)
 		if (f->subs[i].used && f->subs[i].conn == peer->conn_id)
 			sub_release(&f->subs[i]);
+	(void)tap_stop(&f->tap, peer->conn_id);
+}
+
+/* The tap request as daemon_ops.c answers it, on one queue. */
+static int
+fake_tap(void *ctx, const struct daqiri_tap_req *req,
+	 const struct control_peer *peer, cJSON *reply,
+	 struct control_sub_fds *fds, uint32_t *fd_id, struct daqiri_err *err)
+{
+	struct fake *f = ctx;
+	struct daqiri_tap_info info;
+	int rc = 0;
+
+	if (strcmp(req->queue, "eth0/q0") != 0)
+		return daqiri_err_set(err, DAQIRI_ST_NO_SUCH_STREAM, "no such "
+		    "rx queue '%s'", req->queue), DAQIRI_ST_NO_SUCH_STREAM;
+	switch (req->action) {
+	case DAQIRI_TAP_START:
+		rc = tap_start(&f->tap, peer->conn_id, req->count, req->snap);
+		if (rc == -EBUSY)
+			return daqiri_err_set(err, DAQIRI_ST_NO_RESOURCES,
+			    "tapped by another connection"),
+			    DAQIRI_ST_NO_RESOURCES;
+		if (rc == 0 && req->map) {
+			info = (struct daqiri_tap_info){ .gen = f->tap.gen,
+			    .records = f->tap.ring.records,
+			    .record_bytes = f->tap.ring.rec_bytes,
+			    .data_max = f->tap.ring.data_max,
+			    .ring_bytes = f->tap.ring.bytes };
+			if ((rc = tap_ring_fd(&f->tap, peer->conn_id)) >= 0) {
+				fds->fd[0] = rc;
+				fds->n = 1;
+				*fd_id = f->tap.gen;
+				rc = daqiri_tap_info_encode(&info, reply);
+			}
+		}
+		break;
+	case DAQIRI_TAP_READ:
+		rc = tap_read(&f->tap, peer->conn_id, DAQIRI_TAP_READ_MAX,
+		    reply);
+		break;
+	case DAQIRI_TAP_STOP:
+		rc = tap_stop(&f->tap, peer->conn_id);
+		break;
+	}
+	return rc < 0 ? daqiri_err_set(err, daqiri_status_from_errno(rc),
+	    "tap: %s", strerror(-rc)), (int)daqiri_status_from_errno(rc) : 0;
 }
 
 /* FAKE_BIG_LIST records of about 200 bytes: a reply of some 20 parts. */
@@ -331,6 +382,7 @@ static const struct control_ops fake_ops = {
 	.subscribe = fake_subscribe,
 	.unsubscribe = fake_unsubscribe,
 	.conn_closed = fake_closed,
+	.tap = fake_tap,
 };
 
 /* Fill buffer b as batch seq: odd batches miss slot seq % ppb (zeros). */
@@ -376,6 +428,17 @@ fake_tick(struct fake *f)
 	struct daqiri_desc d;
 	uint32_t b, idx;
 	int i, r;
+
+	if (atomic_load(&f->tap.ctl) != 0) {
+		static uint8_t pk[100];
+		struct rx_frame x = { .hdr = pk, .hdr_len = 42,
+		    .payload = pk + 42, .payload_len = 58 };
+
+		/* one frame per tick, every byte its time's low byte */
+		x.rx_ns = ++f->tap_ns;
+		memset(pk, (int)(x.rx_ns & 0xff), sizeof(pk));
+		tap_frames(&f->tap, &x, 1);
+	}
 
 	for (i = 0; i < FAKE_SUBS; i++) {
 		struct fake_sub *u = &f->subs[i];
@@ -1565,6 +1628,77 @@ START_TEST(test_unsealed_memfd_refused)
 }
 END_TEST
 
+/* A mapped tap: the frames the fake's worker copies, in order, count of
+ * them and no more; one tap per queue; the refusals. */
+START_TEST(test_tap)
+{
+	struct daqiri_tap_frame f = { .size = sizeof(f) };
+	struct daqiri_tap *tap, *tap2;
+	struct daqiri *d, *d2;
+	uint64_t taken, full, last = 0, t0;
+	const uint8_t *b;
+	int n = 0, r;
+
+	start_server(FAKE_IDLE);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d), 0);
+	ck_assert_int_eq(daqiri_connect(sock_path, &d2), 0);
+	if (geteuid() != 0) {
+		/* a tap shows every flow's traffic: admin only */
+		ck_assert_int_eq(daqiri_tap_open(d, "eth0/q0", 20, 64, &tap),
+		    -EACCES);
+		goto out;
+	}
+	ck_assert_int_eq(daqiri_tap_open(d, "eth0/q9", 20, 64, &tap), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(daqiri_last_error(d), "eth0/q9"));
+	ck_assert_int_eq(daqiri_tap_open(d, "eth0/q0", 20, 64, &tap), 0);
+	ck_assert_int_eq(daqiri_tap_open(d2, "eth0/q0", 0, 64, &tap2),
+	    -ENOMEM);
+	t0 = ms_now();
+	while (n < 20 && ms_now() - t0 < 10000) {
+		r = daqiri_tap_next(tap, &f);
+		ck_assert_int_ge(r, 0);
+		if (r == 0) {
+			usleep(1000);
+			continue;
+		}
+		ck_assert_uint_eq(f.caplen, 64);
+		ck_assert_uint_eq(f.len, 100);
+		ck_assert_uint_gt(f.rx_ns, last);
+		last = f.rx_ns;
+		b = f.data;
+		ck_assert_uint_eq(b[0], last & 0xff);
+		ck_assert_uint_eq(b[63], last & 0xff);
+		n++;
+	}
+	ck_assert_int_eq(n, 20);
+	daqiri_tap_release(tap);
+	/* count reached: the worker takes no more */
+	usleep(20000);
+	ck_assert_int_eq(daqiri_tap_next(tap, &f), 0);
+	ck_assert_int_eq(daqiri_tap_counts(tap, &taken, &full), 0);
+	ck_assert_uint_eq(taken, 20);
+	ck_assert_uint_eq(full, 0);
+	f.size = 0;
+	ck_assert_int_eq(daqiri_tap_next(tap, &f), -EINVAL);
+	f.size = sizeof(f);
+	ck_assert_int_eq(daqiri_tap_close(tap), 0);
+	/* the queue is free again: a session until closed */
+	ck_assert_int_eq(daqiri_tap_open(d2, "eth0/q0", 0, 9728, &tap2), 0);
+	t0 = ms_now();
+	while ((r = daqiri_tap_next(tap2, &f)) == 0 && ms_now() - t0 < 10000)
+		usleep(1000);
+	ck_assert_int_eq(r, 1);
+	ck_assert_uint_eq(f.caplen, 100);
+	ck_assert_uint_gt(f.rx_ns, last);
+	ck_assert_int_eq(daqiri_tap_close(tap2), 0);
+	ck_assert_int_eq(daqiri_tap_close(NULL), 0);
+out:
+	daqiri_disconnect(d);
+	daqiri_disconnect(d2);
+	stop_server();
+}
+END_TEST
+
 static Suite *
 client_suite(void)
 {
@@ -1597,6 +1731,7 @@ client_suite(void)
 	tcase_add_test(tc, test_consumer_death);
 	tcase_add_test(tc, test_device_stream_unavailable);
 	tcase_add_test(tc, test_unsealed_memfd_refused);
+	tcase_add_test(tc, test_tap);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -26,6 +26,7 @@
 #include "control.h"
 #include "proto.h"
 #include "ring.h"
+#include "tapring.h"
 #include "txring.h"
 
 static struct daqiri_msg M;
@@ -207,6 +208,18 @@ START_TEST(test_decode_requests)
 	ck_assert_int_eq(M.u.tap.action, DAQIRI_TAP_STOP);
 	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\"}",
 	    DAQIRI_ST_BAD_FIELD);
+	ck_assert(!M.u.tap.map);
+	ACCEPT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"start\",\"count\":0,\"map\":true}");
+	ck_assert(M.u.tap.map);
+	ck_assert_uint_eq(M.u.tap.count, 0);
+	ACCEPT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"start\",\"map\":false}");
+	ck_assert(!M.u.tap.map);
+	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"start\",\"map\":1}", DAQIRI_ST_BAD_FIELD);
+	REJECT("{\"type\":\"tap\",\"queue\":\"eth0/q0\",\"action\":"
+	    "\"read\",\"map\":true}", DAQIRI_ST_BAD_FIELD);
 	ACCEPT("{\"type\":\"trigger\",\"stream\":\"eth0/beam\"}");
 	ck_assert_int_eq(M.type, DAQIRI_MSG_TRIGGER);
 	ck_assert_str_eq(M.u.trigger.stream, "eth0/beam");
@@ -671,6 +684,48 @@ good_tx(void)
 	t.fds[2] = DAQIRI_FD_WAKE;
 	return t;
 }
+
+/* A mapped tap's start reply: round trip, and every field checked
+ * against the layout this side was built for. */
+START_TEST(test_tap_info_codec)
+{
+	struct daqiri_tap_info t = { .gen = 7,
+	    .records = DAQIRI_TAPRING_RECORDS,
+	    .record_bytes = DAQIRI_TAPRING_REC_BYTES,
+	    .data_max = DAQIRI_TAP_SNAP_MAX,
+	    .ring_bytes = DAQIRI_TAPRING_BYTES }, u;
+	struct daqiri_err e;
+	cJSON *o = daqiri_reply_new(DAQIRI_MSG_TAP, -1, DAQIRI_ST_OK, NULL);
+
+	ck_assert_int_eq(daqiri_tap_info_encode(&t, o), 0);
+	ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "fds"),
+	    0)->valuestring, "tap_ring");
+	ck_assert_int_eq(daqiri_tap_info_decode(o, &u, &e), 0);
+	ck_assert_mem_eq(&t, &u, sizeof(t));
+#define BAD(key, v) do { \
+	cJSON *c = cJSON_Duplicate(o, 1); \
+	cJSON_ReplaceItemInObject(c, (key), (v)); \
+	ck_assert_int_eq(daqiri_tap_info_decode(c, &u, &e), -1); \
+	cJSON_Delete(c); \
+} while (0)
+	BAD("gen", cJSON_CreateNumber(0));
+	BAD("gen", cJSON_CreateNumber(65536));
+	BAD("records", cJSON_CreateNumber(DAQIRI_TAPRING_RECORDS * 2));
+	BAD("record_bytes", cJSON_CreateNumber(64));
+	BAD("data_max", cJSON_CreateNumber(DAQIRI_TAP_SNAP_MAX + 1));
+	BAD("ring_bytes", cJSON_CreateNumber(4096));
+	BAD("fds", cJSON_CreateStringArray((const char *const[]){ "ring" },
+	    1));
+	BAD("fds", cJSON_CreateStringArray((const char *const[]){ "tap_ring",
+	    "tap_ring" }, 2));
+#undef BAD
+	cJSON_DeleteItemFromObject(o, "gen");
+	ck_assert_int_eq(daqiri_tap_info_decode(o, &u, &e), -1);
+	ck_assert_int_eq(daqiri_tap_info_decode(NULL, &u, &e), -1);
+	cJSON_Delete(o);
+	ck_assert_str_eq(daqiri_fd_kind_name(DAQIRI_FD_TAP_RING), "tap_ring");
+}
+END_TEST
 
 START_TEST(test_tx_codec)
 {
@@ -2200,6 +2255,7 @@ proto_suite(void)
 	tcase_add_test(tc, test_decode_malformed);
 	tcase_add_test(tc, test_encode_roundtrip);
 	tcase_add_test(tc, test_sub_info_check);
+	tcase_add_test(tc, test_tap_info_codec);
 	tcase_add_test(tc, test_tx_codec);
 	tcase_add_test(tc, test_fd_passing);
 	tcase_add_test(tc, test_reply_parts);
