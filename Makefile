@@ -295,6 +295,9 @@ $(BUILD)/daqiri-record: CLIENT_LIBS += $(HDF5_LIBS) $(PCAP_LIBS)
 $(BUILD)/obj/client/h5_out.o $(BUILD)/obj/client/daqiri-record.o: ALL_CFLAGS += $(HDF5_CFLAGS)
 $(BUILD)/obj/client/pcap_out.o: ALL_CFLAGS += $(PCAP_CFLAGS)
 $(BUILD)/tests/check_pcap_out: $(BUILD)/obj/client/pcap_out.o
+# the tests' capture maker writes through the same writer
+$(BUILD)/tests/mkpcap: $(BUILD)/obj/client/pcap_out.o
+$(BUILD)/tests/mkpcap: CLIENT_LIBS += $(PCAP_LIBS)
 $(BUILD)/tests/check_pcap_out: CHECK_LIBS += $(PCAP_LIBS)
 $(BUILD)/obj/tests/unit/check_pcap_out.o: ALL_CFLAGS += $(PCAP_CFLAGS)
 

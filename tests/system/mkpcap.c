@@ -8,8 +8,8 @@
  * in bursts of --burst frames sharing a stamp, with --gap-us more after
  * every --gap-every frames (so reorder deadlines fall inside the
  * capture); --cut leaves out the last sequence numbers (a sender that
- * stopped mid-batch). Self-contained: the pcap format is written by
- * hand.
+ * stopped mid-batch). Written with the tools' pcap writer
+ * (client/pcap_out.h, over libpcap), the one home of the format.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MKPCAP_MAGIC		0xa1b2c3d4u
-#define MKPCAP_LINKTYPE_EN10MB	1u
+#include "pcap_out.h"
+
 #define MKPCAP_SNAPLEN		65535u
 #define MKPCAP_HDR_LEN		42u	/* Ethernet + IPv4 + UDP */
 #define MKPCAP_FIELDS_LEN	8u	/* sequence + 4 zero bytes */
@@ -178,27 +178,15 @@ samples(uint32_t slot, uint8_t *out, uint32_t n)
 }
 
 static void
-write_all(FILE *fp, const void *p, size_t n)
+record(struct pcap_out *p, const uint8_t *frame, uint32_t len, uint64_t i)
 {
-	if (fwrite(p, 1, n, fp) != n)
-		die("write: %s", strerror(errno));
-}
-
-static void
-record(FILE *fp, const uint8_t *frame, uint32_t len, uint64_t i)
-{
-	uint32_t rh[4];
-
-	/* 1 us apart, or a burst's frames together; plus the gaps */
+	/* 1 us apart, or a burst's frames together; plus the gaps (on the
+	 * writer's monotonic scale: it adds one offset to them all) */
 	uint64_t us = i / gopt.burst + (gopt.gap_every > 0 ?
 	    i / gopt.gap_every * gopt.gap_us : 0);
 
-	rh[0] = (uint32_t)(us / 1000000);
-	rh[1] = (uint32_t)(us % 1000000);
-	rh[2] = len;
-	rh[3] = len;
-	write_all(fp, rh, sizeof(rh));
-	write_all(fp, frame, len);
+	if (pcap_out_write(p, frame, len, us * 1000) < 0)
+		die("%s", pcap_out_error(p));
 }
 
 static void
@@ -309,13 +297,13 @@ main(int argc, char **argv)
 {
 	struct opts o;
 	uint64_t cut_from;
-	uint32_t hdr[6] = { MKPCAP_MAGIC, 2u | 4u << 16, 0, 0, MKPCAP_SNAPLEN,
-		MKPCAP_LINKTYPE_EN10MB };
+	struct pcap_out_opts po = { .snaplen = MKPCAP_SNAPLEN, .force = true };
+	struct pcap_out *fp;
+	char err[512];
 	uint8_t *img[MKPCAP_PERIOD], *frame;
 	uint32_t *order, n = 0, flen, dlen;
 	uint64_t total, written = 0, dups = 0, dropped = 0, lossy = 0;
 	uint64_t rec = 0;
-	FILE *fp;
 
 	parse(argc, argv, &o);
 	gopt = o;
@@ -373,9 +361,8 @@ main(int argc, char **argv)
 			}
 		}
 
-	if ((fp = fopen(o.out, "wbe")) == NULL)
-		die("%s: %s", o.out, strerror(errno));
-	write_all(fp, hdr, sizeof(hdr));
+	if (pcap_out_open(o.out, &po, &fp, err, sizeof(err)) < 0)
+		die("%s", err);
 	headers(frame, o.port, dlen);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t g = order[i], copies = 1;
@@ -405,8 +392,8 @@ main(int argc, char **argv)
 			record(fp, frame, MKPCAP_HDR_LEN + half, rec++);
 		}
 	}
-	if (fclose(fp) != 0)
-		die("%s: %s", o.out, strerror(errno));
+	if (pcap_out_close(fp, err, sizeof(err)) < 0)
+		die("%s", err);
 	printf("mkpcap frames=%llu sensor=%llu unique=%u dropped=%llu "
 	    "duplicates=%llu lossy_batches=%llu junk=%u short=%u "
 	    "frame_bytes=%u\n", (unsigned long long)rec,
