@@ -22,6 +22,13 @@ PROTO_HIDDEN int proto_sub_mode_parse(const char *name);
 PROTO_HIDDEN int proto_sub_policy_parse(const char *name);
 PROTO_HIDDEN int proto_stream_kind_parse(const char *name);
 
+/* A memfd of n bytes, sealed against shrink, grow and further seals (so
+ * a mapping of the other side's can never SIGBUS), mapped shared with
+ * prot: 0 with *fd and *mem, or a negative errno and nothing left open
+ * (ring.c; the rings and the tap's ring are made with it). */
+PROTO_HIDDEN int proto_sealed_map(const char *name, size_t n, int prot,
+				  int *fd, void **mem);
+
 /* The wire name of an event kind, NULL when out of range. */
 PROTO_HIDDEN const char *proto_event_kind_name(enum daqiri_event_kind k);
 

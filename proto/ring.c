@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proto_internal.h"
 #include "ring.h"
 
 #define RING_COMP_OFF	((uint32_t)sizeof(struct daqiri_ring_shm))
@@ -115,6 +116,32 @@ daqiri_ring_attach(struct daqiri_ring *r, void *mem, size_t len)
 }
 
 int
+proto_sealed_map(const char *name, size_t n, int prot, int *fd, void **mem)
+{
+	void *p;
+	int f, e;
+
+	f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (f < 0)
+		return -errno;
+	if (ftruncate(f, (off_t)n) < 0 ||
+	    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		e = -errno;
+		close(f);
+		return e;
+	}
+	p = mmap(NULL, n, prot, MAP_SHARED, f, 0);
+	if (p == MAP_FAILED) {
+		e = -errno;
+		close(f);
+		return e;
+	}
+	*fd = f;
+	*mem = p;
+	return 0;
+}
+
+int
 daqiri_ring_create(struct daqiri_ring *r, uint32_t depth, uint32_t nbufs,
 		   int *fd, void **mem, size_t *len)
 {
@@ -125,21 +152,9 @@ daqiri_ring_create(struct daqiri_ring *r, uint32_t depth, uint32_t nbufs,
 	if (r == NULL || n == 0 || nbufs == 0 || nbufs > DAQIRI_NBUFS_MAX ||
 	    fd == NULL || mem == NULL || len == NULL)
 		return -EINVAL;
-	f = memfd_create("daqiri-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (f < 0)
-		return -errno;
-	if (ftruncate(f, (off_t)n) < 0 ||
-	    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		e = -errno;
-		close(f);
+	e = proto_sealed_map("daqiri-ring", n, PROT_READ | PROT_WRITE, &f, &p);
+	if (e < 0)
 		return e;
-	}
-	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-	if (p == MAP_FAILED) {
-		e = -errno;
-		close(f);
-		return e;
-	}
 	e = daqiri_ring_init(r, p, n, depth, nbufs);
 	if (e < 0) {
 		munmap(p, n);

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "proto_internal.h"
 #include "tapring.h"
 
 static void
@@ -31,22 +32,10 @@ daqiri_tapring_create(struct daqiri_tapring *r, int *fd)
 	int f, e;
 
 	memset(r, 0, sizeof(*r));
-	f = memfd_create("daqiri-tap", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (f < 0)
-		return -errno;
 	/* sealed size: a reader's mapping never SIGBUSes, nor ours */
-	if (ftruncate(f, (off_t)n) < 0 ||
-	    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		e = -errno;
-		close(f);
+	e = proto_sealed_map("daqiri-tap", n, PROT_READ | PROT_WRITE, &f, &p);
+	if (e < 0)
 		return e;
-	}
-	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-	if (p == MAP_FAILED) {
-		e = -errno;
-		close(f);
-		return e;
-	}
 	fill(r, p, n);
 	h = r->hdr;
 	h->magic = DAQIRI_TAPRING_MAGIC;

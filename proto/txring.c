@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proto_internal.h"
 #include "txring.h"
 
 #define TXRING_SUB_OFF	((uint32_t)sizeof(struct daqiri_txring_shm))
@@ -160,33 +161,6 @@ daqiri_txring_attach(struct daqiri_txring *r, void *mem, size_t len)
 	return 0;
 }
 
-/* A sealed memfd of n bytes mapped with prot. */
-static int
-sealed_map(const char *name, size_t n, int prot, int *fd, void **mem)
-{
-	void *p;
-	int f, e;
-
-	f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (f < 0)
-		return -errno;
-	if (ftruncate(f, (off_t)n) < 0 ||
-	    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		e = -errno;
-		close(f);
-		return e;
-	}
-	p = mmap(NULL, n, prot, MAP_SHARED, f, 0);
-	if (p == MAP_FAILED) {
-		e = -errno;
-		close(f);
-		return e;
-	}
-	*fd = f;
-	*mem = p;
-	return 0;
-}
-
 int
 daqiri_txring_create(struct daqiri_txring *r, uint32_t nbufs,
 		     uint32_t buf_size, int *ring_fd, void **ring_mem,
@@ -205,11 +179,11 @@ daqiri_txring_create(struct daqiri_txring *r, uint32_t nbufs,
 	    pool_mem == NULL || pool_len == NULL)) ||
 	    !daqiri_tx_pool_geometry(nbufs, buf_size, NULL, &pool))
 		return -EINVAL;
-	e = sealed_map("daqiri-txring", n, PROT_READ | PROT_WRITE, &rf, &rm);
+	e = proto_sealed_map("daqiri-txring", n, PROT_READ | PROT_WRITE, &rf, &rm);
 	if (e < 0)
 		return e;
 	if (!ring_only) {
-		e = sealed_map("daqiri-txpool", (size_t)pool, PROT_READ, &pf,
+		e = proto_sealed_map("daqiri-txpool", (size_t)pool, PROT_READ, &pf,
 		    &pm);
 		if (e < 0) {
 			munmap(rm, n);
