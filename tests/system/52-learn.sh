@@ -49,18 +49,10 @@ expect_eq "nothing arrives: exit" $rc 1
 grep -q "no frame reached sensor0/q0 in 0.3 s: is the instrument sending" "$T/e" ||
 	fail "nothing arrives: $(cat "$T/e")"
 
-# learn_bg ARGS: daqirictl learn in the background, once its tap is on
-# (the daemon logs it; taps counted before this one are skipped).
+# learn_bg ARGS: daqirictl learn in the background, once its tap is on.
 learn_bg() {
-	n0=$(grep -c "taps rx queue 'sensor0/q0'" "$T/daemon.log" || true)
-	bg "$BUILD/daqirictl" -s "$SOCK" "$@" > "$T/learn.out" 2> "$T/learn.err"
-	LEARN=$LAST_PID
-	i=0
-	until [ "$(grep -c "taps rx queue 'sensor0/q0'" "$T/daemon.log")" -gt "$n0" ]; do
-		kill -0 "$LEARN" 2>/dev/null || fail "learn exited: $(cat "$T/learn.err")"
-		i=$((i + 1)); [ $i -lt 400 ] || fail "no tap within 20 s"
-		sleep 0.05
-	done
+	tap_bg learn "$@"
+	LEARN=$TAPPER
 }
 
 note "the default layout, lossy, duplicated, shuffled"

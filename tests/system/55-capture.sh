@@ -55,17 +55,10 @@ else
 fi
 
 # capture_bg ARGS: daqirictl capture in the background, once its tap is
-# on (the daemon logs it; taps counted before this one are skipped).
+# on; its messages in $T/cap.err.
 capture_bg() {
-	n0=$(grep -c "taps rx queue 'sensor0/q0'" "$T/daemon.log" || true)
-	bg "$BUILD/daqirictl" -s "$SOCK" capture "$@" 2> "$T/cap.err"
-	CAP=$LAST_PID
-	i=0
-	until [ "$(grep -c "taps rx queue 'sensor0/q0'" "$T/daemon.log")" -gt "$n0" ]; do
-		kill -0 "$CAP" 2>/dev/null || fail "capture exited: $(cat "$T/cap.err")"
-		i=$((i + 1)); [ $i -lt 400 ] || fail "no tap within 20 s"
-		sleep 0.05
-	done
+	tap_bg cap capture "$@"
+	CAP=$TAPPER
 }
 
 note "a lossy, shuffled stream, captured until Ctrl-C"

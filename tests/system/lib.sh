@@ -201,6 +201,24 @@ run_sim() {
 	note "$(grep '^sim sent=' "$T/sim.out")"
 }
 
+# tap_bg NAME ARGS...: daqirictl ARGS (learn or capture of sensor0/q0)
+# in the background, stdout in $T/NAME.out and stderr in $T/NAME.err,
+# once its tap is on (the daemon logs it; taps before this one are
+# skipped); its pid in $TAPPER.
+tap_bg() {
+	tb_name=$1
+	shift
+	n0=$(grep -c "taps rx queue 'sensor0/q0'" "$T/daemon.log" || true)
+	bg "$BUILD/daqirictl" -s "$SOCK" "$@" > "$T/$tb_name.out" 2> "$T/$tb_name.err"
+	TAPPER=$LAST_PID
+	i=0
+	until [ "$(grep -c "taps rx queue 'sensor0/q0'" "$T/daemon.log")" -gt "$n0" ]; do
+		kill -0 "$TAPPER" 2>/dev/null || fail "daqirictl $* exited: $(cat "$T/$tb_name.err")"
+		i=$((i + 1)); [ $i -lt 400 ] || fail "no tap within 20 s"
+		sleep 0.05
+	done
+}
+
 # kv FILE NAME: NAME=value from the last line of FILE that has it.
 kv() {
 	sed -n 's/.*\b'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1
