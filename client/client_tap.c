@@ -170,8 +170,12 @@ daqiri_tap_next(struct daqiri_tap *t, struct daqiri_tap_frame *f)
 		t->broken = true;
 		return r;
 	}
+	/* Empty: is the daemon still there? Its frames stop coming without
+	 * a word when it dies; the hang-up shows on the connection (one
+	 * non-blocking read, only when there is nothing to read here). */
 	if (r == 0)
-		return 0;
+		return client_pump(t->d) == -ENOTCONN || t->d->dead ?
+		    -ENOTCONN : 0;
 	f->data = rec->data;
 	f->caplen = caplen;
 	f->len = rec->len < caplen ? caplen : rec->len;

@@ -414,9 +414,10 @@ struct daqiri_tap_frame {
 int daqiri_tap_open(struct daqiri *d, const char *queue, uint32_t count,
 		    uint32_t snap, struct daqiri_tap **out);
 /* The next frame (the previous one released): 1 with *f, 0 when the
- * ring is empty, -EPROTO when the ring is not one (sticky), -EINVAL
- * when f->size is not set. Never
- * blocks, makes no system call. Frames the worker found no room for are
+ * ring is empty, -ENOTCONN when it is empty and the daemon went away,
+ * -EPROTO when the ring is not one (sticky), -EINVAL when f->size is
+ * not set. Never blocks; a system call only when the ring is empty (to
+ * see the daemon's hang-up). Frames the worker found no room for are
  * not in the ring: they are counted as full. */
 int daqiri_tap_next(struct daqiri_tap *tap, struct daqiri_tap_frame *f);
 /* Give the frame daqiri_tap_next() returned back to the ring now. */

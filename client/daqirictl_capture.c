@@ -62,6 +62,12 @@ drain(struct capture *c, struct daqiri_tap *tap, struct pcap_out *w)
 	int n = 0, r;
 
 	while (want_more(c) && (r = daqiri_tap_next(tap, &f)) != 0) {
+		if (r == -ENOTCONN) {
+			fprintf(stderr, "daqirictl: capture: the daemon went "
+			    "away (control connection closed); the file holds "
+			    "every frame the tap took before\n");
+			return -1;
+		}
 		if (r < 0) {
 			fprintf(stderr, "daqirictl: capture: the tap's ring is "
 			    "not valid: %s\n", strerror(-r));

@@ -9,7 +9,9 @@
 #  - an existing file is not overwritten without --force, and a usage
 #    error, an unknown queue and a user who is not admin are each told;
 #  - daqirictl trigger counts a stream's triggers; an unknown stream and
-#    a user who is not admin are refused.
+#    a user who is not admin are refused;
+#  - the daemon killed mid-capture: the capture ends with exit 1 and says
+#    why, and its file holds every frame the tap took.
 . tests/system/lib.sh
 
 command -v jq > /dev/null || skip "no jq"
@@ -137,4 +139,17 @@ expect_eq "unknown stream: exit" $rc 1
 grep -q "no stream 'sensor0/nope'" "$T/e" || fail "unknown stream: $(cat "$T/e")"
 grep -q "triggers stream 'sensor0/sensor_tensor' (trigger 3)" "$T/daemon.log" || fail "not logged"
 echo "   ok  counted, logged, unknown streams refused"
-stop_daemon
+
+note "the daemon killed mid-capture: the capture ends, saying so, the file whole"
+capture_bg sensor0/q0 "$T/killed.pcap"
+run_sim --batches 2 --rate 20kpps --seed 6
+sent=$(sim_field sent)
+wait_for "[.interfaces[0].queues[] | select(.queue == \"sensor0/q0\") | .tap_taken][0] >= $sent" 20
+kill -9 "$DAEMON_PID"
+wait_gone "$DAEMON_PID"
+wait_gone "$CAP" 20
+expect_eq "capture exit, daemon gone" "$GONE_RC" 1
+grep -q "the daemon went away (control connection closed); the file holds every frame" "$T/cap.err" ||
+	fail "daemon gone: $(cat "$T/cap.err")"
+tsh "$T/killed.pcap" -T fields -e frame.len > "$T/fields"
+expect_eq "frames in the file" "$(wc -l < "$T/fields")" "$sent"
