@@ -5,7 +5,7 @@
 # consumer while `daqirictl capture` takes the queue; the capture,
 # replayed through daqirid --replay on the same config, gives the
 # tensors and presence bitmaps the live run published, bit for bit, and
-# the same reorder counters.
+# the same reorder counters; and so does a second replay of it.
 #
 # What makes it exact whatever the machine does: the whole run is under
 # the tap's ring (4096 frames), so the capture cannot miss a frame even
@@ -33,7 +33,7 @@ counters() {
 }
 
 note "live: a lossless consumer and a capture of the queue"
-mkdir -p "$T/live" "$T/replay"
+mkdir -p "$T/live"
 bg "$BUILD/daqiri-consume" -s "$SOCK" --lossless --save "$T/live" --count $B --quiet $STREAM
 C=$LAST_PID
 wait_consumers ".consumers | length == 1"
@@ -59,24 +59,33 @@ eval "$(jq -r '.[0].reorder | to_entries[] | "r_\(.key)=\(.value)"' "$T/live.sta
 echo "   ok  live: missing_slots $r_missing_slots, duplicate $r_duplicate, late $r_late"
 stop_daemon
 
-note "replay of the capture, same config"
-rm -f "$T/notify"
-DAEMON_ARGS="--replay sensor0/q0=$T/live.pcap --replay-hold" start_daemon
-bg "$BUILD/daqiri-consume" -s "$SOCK" --lossless --save "$T/replay" --count $B --quiet $STREAM
-C=$LAST_PID
-wait_consumers ".consumers | length == 1"
-ctl replay start > /dev/null || fail "daqirictl replay start failed"
-wait_gone "$C" 60
-expect_eq "replay consumer exit" "$GONE_RC" 0
-wait_for "[.streams[] | select(.name == \"$STREAM\") | .handoff.published][0] == $B" 20
-counters > "$T/replay.stats"
-for f in "$T/live"/*.npy; do
-	cmp "$f" "$T/replay/$(basename "$f")" || fail "$(basename "$f") differs from the live run's"
-done
-expect_eq "files compared" "$(find "$T/replay" -name '*.npy' | wc -l)" $((2 * B))
-cmp "$T/live.stats" "$T/replay.stats" || {
-	diff "$T/live.stats" "$T/replay.stats" >&2
-	fail "the replay's counters differ from the live run's"
+# replay NAME: the capture replayed (held until a lossless consumer that
+# saves into $T/NAME subscribed); its tensors, bitmaps and counters must
+# be the live run's, bit for bit.
+replay() {
+	mkdir -p "$T/$1"
+	rm -f "$T/notify"
+	DAEMON_ARGS="--replay sensor0/q0=$T/live.pcap --replay-hold" start_daemon
+	bg "$BUILD/daqiri-consume" -s "$SOCK" --lossless --save "$T/$1" --count $B --quiet $STREAM
+	C=$LAST_PID
+	wait_consumers ".consumers | length == 1"
+	ctl replay start > /dev/null || fail "$1: daqirictl replay start failed"
+	wait_gone "$C" 60
+	expect_eq "$1: consumer exit" "$GONE_RC" 0
+	wait_for "[.streams[] | select(.name == \"$STREAM\") | .handoff.published][0] == $B" 20
+	counters > "$T/$1.stats"
+	for f in "$T/live"/*.npy; do
+		cmp "$f" "$T/$1/$(basename "$f")" || fail "$1: $(basename "$f") differs from the live run's"
+	done
+	expect_eq "$1: files compared" "$(find "$T/$1" -name '*.npy' | wc -l)" $((2 * B))
+	cmp "$T/live.stats" "$T/$1.stats" || {
+		diff "$T/live.stats" "$T/$1.stats" >&2
+		fail "$1: the replay's counters differ from the live run's"
+	}
+	echo "   ok  $1: $B tensors, their bitmaps and the reorder counters as live"
+	stop_daemon
 }
-echo "   ok  $B tensors, their bitmaps and the reorder counters as live"
-stop_daemon
+
+note "replay of the capture, same config, twice"
+replay replay1
+replay replay2
