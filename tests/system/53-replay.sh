@@ -101,7 +101,7 @@ replay_run() {
 	wait_for ".streams[] | select(.name == \"$STREAM\") | .handoff.published == $B"
 	ctl -j stats | jq -S '{
 		interface: (.interfaces[0] | del(.queues) | with_entries(select(.value | type == "number"))),
-		queue: (.interfaces[0].queues[0] | del(.replay_waits, .inflight, .inflight_waits)),
+		queue: (.interfaces[0].queues[0] | del(.replay_waits, .bursts, .inflight, .inflight_waits)),
 		streams: [.streams[] | {name, reorder, raw, published: .handoff.published,
 			delivered: .handoff.delivered, unseen: .handoff.unseen}]}' > "$T/$name.stats" ||
 		fail "$name: stats"
