@@ -40,6 +40,7 @@ HAVE_CUDA := 0
 HAVE_DPDK := 0
 HAVE_PYTHON := 0
 HAVE_RECORD := 0
+HAVE_UCX := 0
 else
 $(error ARCH=$(ARCH): from $(HOST_ARCH) only ARCH=aarch64 cross-builds (or build on the machine itself))
 endif
@@ -61,6 +62,10 @@ HAVE_DPDK ?= 1
 # the aarch64 cross build: Debian's libhdf5-dev installs for one
 # architecture only (its arm64 package would remove the native one).
 HAVE_RECORD ?= 1
+# Remote consumers and daqiri-relay: UCX (libucx-dev) and OpenSSL's
+# libcrypto (the relay's shared-secret MAC). Not in the aarch64 cross
+# build (Debian's libucx-dev is not multi-arch).
+HAVE_UCX ?= 1
 HDF5_PC := $(or $(firstword $(foreach p,hdf5 hdf5-serial,$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),$(p)))),hdf5)
 BUILD ?= build
 VERSION := 0.1.0
@@ -74,7 +79,7 @@ endif
 # Dependencies, all through pkg-config (targets that only print or clean
 # need none).
 PKGS := $(if $(filter 1,$(HAVE_DPDK)),libdpdk) yaml-0.1 libsystemd libcjson libmicrohttpd check libpcap \
-	$(if $(filter 1,$(HAVE_RECORD)),$(HDF5_PC))
+	$(if $(filter 1,$(HAVE_RECORD)),$(HDF5_PC)) $(if $(filter 1,$(HAVE_UCX)),ucx libcrypto)
 NODEPS_GOALS := clean deps help check demo layout
 ifneq ($(filter-out $(NODEPS_GOALS),$(if $(MAKECMDGOALS),$(MAKECMDGOALS),all)),)
 MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
@@ -103,6 +108,10 @@ HDF5_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(HDF5_PC) 2>/dev/null)
 HDF5_LIBS := $(shell $(PKG_CONFIG) --libs $(HDF5_PC) 2>/dev/null)
 PCAP_CFLAGS := $(shell $(PKG_CONFIG) --cflags libpcap 2>/dev/null)
 PCAP_LIBS := $(shell $(PKG_CONFIG) --libs libpcap 2>/dev/null)
+ifeq ($(HAVE_UCX),1)
+UCX_CFLAGS := -DDAQIRI_HAVE_UCX=1 $(shell $(PKG_CONFIG) --cflags ucx libcrypto 2>/dev/null)
+UCX_LIBS := $(shell $(PKG_CONFIG) --libs ucx libcrypto 2>/dev/null)
+endif
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 PCAP_LIBS := $(shell $(PKG_CONFIG) --libs libpcap 2>/dev/null)
@@ -151,7 +160,7 @@ NVCC_SAN := -Xcompiler -fsanitize=address -Xcompiler -fsanitize=undefined \
 endif
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -MMD -MP -pthread -fPIC $(WARN) $(CFLAGS) \
 	-DDAQIRI_VERSION=\"$(VERSION)\" -Iproto -Idaemon -Iclient \
-	$(YAML_CFLAGS) $(SD_CFLAGS) $(CJSON_CFLAGS) $(CUDA_CFLAGS) \
+	$(YAML_CFLAGS) $(SD_CFLAGS) $(CJSON_CFLAGS) $(CUDA_CFLAGS) $(UCX_CFLAGS) \
 	$(if $(filter 1,$(HAVE_DPDK)),-DDAQIRI_HAVE_DPDK=1)
 NVCC_FLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -DDAQIRI_HAVE_CUDA=1 -MMD -MP \
 	-Iproto -Idaemon
@@ -163,8 +172,10 @@ DAEMON_SRC := $(filter-out $(DAEMON_MAIN) $(if $(filter 1,$(HAVE_DPDK)),,daemon/
 	$(wildcard daemon/*.c))
 DAEMON_CU := $(if $(filter 1,$(HAVE_CUDA)),$(wildcard daemon/*.cu))
 CLIENT_LIB_SRC := client/client_conn.c client/client_sub.c \
-	client/client_reconnect.c client/client_tx.c client/client_tap.c
-CLIENT_TOOLS := daqirictl daqiri-consume $(if $(filter 1,$(HAVE_RECORD)),daqiri-record)
+	client/client_reconnect.c client/client_tx.c client/client_tap.c \
+	$(if $(filter 1,$(HAVE_UCX)),client/client_remote.c client/relay_wire.c)
+CLIENT_TOOLS := daqirictl daqiri-consume $(if $(filter 1,$(HAVE_RECORD)),daqiri-record) \
+	$(if $(filter 1,$(HAVE_UCX)),daqiri-relay)
 # check_standin tests the CUDA stand-in, which needs CUDA's headers.
 UNIT_SRC := $(filter-out $(if $(filter 1,$(HAVE_CUDA)),,tests/unit/check_standin.c) \
 	$(if $(filter 1,$(HAVE_DPDK)),,tests/unit/check_engine_dpdk.c),\
@@ -177,7 +188,7 @@ DAEMON_OBJ := $(call obj,$(DAEMON_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(DA
 CLIENT_OBJ := $(call obj,$(CLIENT_LIB_SRC))
 
 DAEMON_LIBS := $(YAML_LIBS) $(SD_LIBS) $(CJSON_LIBS) $(MHD_LIBS) $(PCAP_LIBS) $(DPDK_LIBS) $(CUDA_LIBS) -lm -pthread
-CLIENT_LIBS := $(CJSON_LIBS) $(CUDA_LIBS) -lm -pthread
+CLIENT_LIBS := $(CJSON_LIBS) $(CUDA_LIBS) $(UCX_LIBS) -lm -pthread
 
 LIBCORE := $(BUILD)/libdaqirid-core.a
 LIBCLIENT_A := $(BUILD)/libdaqiri-client.a
@@ -270,7 +281,7 @@ python: $(if $(filter 1,$(HAVE_PYTHON)),$(PYMOD))
 	$(Q)$(if $(filter 1,$(HAVE_PYTHON)),:,echo "python: needs python3-dev and libdlpack-dev" >&2; exit 1)
 
 $(BUILD)/daqiri-client.pc: client/daqiri-client.pc.in
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' \
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' -e 's|@UCX_LIBS@|$(UCX_LIBS)|g' \
 	  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 $(BUILD)/daqirid: $(call obj,$(DAEMON_MAIN)) $(LIBCORE)
@@ -308,13 +319,13 @@ $(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)
 
 $(BUILD)/bench_%: $(BUILD)/obj/tests/bench/bench_%.o $(LIBCORE) $(LIBCLIENT_A)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(UCX_LIBS)
 
 # Unit tests link the daemon core and the client library like the programs do.
 $(BUILD)/tests/check_%: $(BUILD)/obj/tests/unit/check_%.o $(LIBCORE) $(LIBCLIENT_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(UCX_LIBS)
 $(BUILD)/obj/tests/unit/%.o: ALL_CFLAGS += $(CHECK_CFLAGS)
 
 unit: $(UNIT_BIN)

@@ -14,7 +14,7 @@ set -eu
 PKGS="dpdk-dev libdpdk-dev libyaml-dev libsystemd-dev libcjson-dev libmicrohttpd-dev check \
 libpcap-dev pkg-config make gcc clang libclang-rt-14-dev iproute2 jq procps curl \
 prometheus python3-dev python3-numpy python3-pytest python3-torch python3-matplotlib libdlpack-dev \
-tshark tcpdump libhdf5-dev hdf5-tools python3-h5py"
+tshark tcpdump libhdf5-dev hdf5-tools python3-h5py libucx-dev ucx-utils libssl-dev"
 what="build and test"
 foreign=""
 case "${1:-}" in
