@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "relay_wire.h"
 
 
 /* Why the last daqiri_connect() of this thread failed, when the daemon
@@ -485,6 +486,35 @@ client_hello_done(struct daqiri *d, const struct daqiri_msg *m)
 	}
 }
 
+/* daqiri_connect() of a ucx:// URL: a relay's consumer. */
+static int
+connect_remote(const char *url, struct daqiri **out)
+{
+#ifdef DAQIRI_HAVE_UCX
+	struct daqiri *d = calloc(1, sizeof(*d));
+	int r;
+
+	if (d == NULL)
+		return -ENOMEM;
+	d->next_id = 1;
+	snprintf(d->path, sizeof(d->path), "%s", url);
+	r = client_remote_connect(d, url);
+	if (r < 0) {
+		snprintf(connect_err, sizeof(connect_err), "%s", d->err);
+		client_remote_free(d);
+		free(d);
+		return r;
+	}
+	*out = d;
+	return 0;
+#else
+	(void)out;
+	snprintf(connect_err, sizeof(connect_err), "%s: this libdaqiri-client "
+	    "was built without UCX (HAVE_UCX=0), so it reaches no relay", url);
+	return -EPROTONOSUPPORT;
+#endif
+}
+
 int
 daqiri_connect(const char *path, struct daqiri **out)
 {
@@ -500,6 +530,8 @@ daqiri_connect(const char *path, struct daqiri **out)
 		path = getenv(DAQIRI_SOCKET_ENV);
 	if (path == NULL || path[0] == '\0')
 		path = DAQIRI_DEFAULT_SOCKET;
+	if (strncmp(path, RELAY_URL_PREFIX, strlen(RELAY_URL_PREFIX)) == 0)
+		return connect_remote(path, out);
 	if (strlen(path) >= sizeof(d->path))
 		return -ENAMETOOLONG;
 	d = calloc(1, sizeof(*d));
@@ -563,6 +595,28 @@ group_name(gid_t gid, char *buf, size_t len)
 	return buf;
 }
 
+/* daqiri_connect_hint() of a ucx:// URL. */
+static const char *
+remote_hint(int neg_errno, const char *url, const char *said, char *buf,
+	    size_t len)
+{
+	switch (-neg_errno) {
+	case ECONNREFUSED:
+	case ETIMEDOUT:
+	case EHOSTUNREACH:
+		snprintf(buf, len, "%s (is daqiri-relay running there? start "
+		    "it on that host: 'systemctl start daqiri-relay', and give "
+		    "it an address this host reaches: --listen ucx://ADDR:PORT)",
+		    said[0] != '\0' ? said : url);
+		break;
+	default:
+		snprintf(buf, len, "cannot connect to %s: %s", url,
+		    said[0] != '\0' ? said : strerror(-neg_errno));
+		break;
+	}
+	return buf;
+}
+
 const char *
 daqiri_connect_hint(int neg_errno, const char *path, char *buf, size_t len)
 {
@@ -579,6 +633,8 @@ daqiri_connect_hint(int neg_errno, const char *path, char *buf, size_t len)
 		path = getenv(DAQIRI_SOCKET_ENV);
 	if (path == NULL || path[0] == '\0')
 		path = DAQIRI_DEFAULT_SOCKET;
+	if (strncmp(path, RELAY_URL_PREFIX, strlen(RELAY_URL_PREFIX)) == 0)
+		return remote_hint(neg_errno, path, said, buf, len);
 	switch (-neg_errno) {
 	case ENOENT:
 	case ENOTDIR:
@@ -644,6 +700,8 @@ daqiri_connect_hint(int neg_errno, const char *path, char *buf, size_t len)
 int
 daqiri_fd(const struct daqiri *d)
 {
+	if (d != NULL && CLIENT_IS_REMOTE(d))
+		return client_remote_fd(d);
 	return d != NULL ? d->fd : -1;
 }
 
@@ -676,6 +734,8 @@ daqiri_request(struct daqiri *d, const char *json, char **reply)
 		}
 		cJSON_Delete(req);
 	}
+	if (CLIENT_IS_REMOTE(d))
+		return client_remote_request(d, json, reply);
 	if (d->dead)
 		return -ENOTCONN;
 	client_exchange_start(d);
@@ -726,6 +786,7 @@ daqiri_disconnect(struct daqiri *d)
 	/* Closing the socket ends the daemon's side of every channel. */
 	while (d->txs != NULL)
 		client_tx_free(d->txs);
+	client_remote_free(d);
 	if (d->fd >= 0)
 		close(d->fd);
 	free(d);

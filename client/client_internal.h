@@ -94,6 +94,8 @@ struct daqiri_sub {
 	 * subscribed it anew already */
 	struct daqiri_sub *opening;
 	bool resubbed;
+	/* a subscription of a remote connection (client_remote.c) */
+	struct remote_sub *rs;
 };
 
 /* Where one pool buffer of a TX channel is. */
@@ -153,6 +155,9 @@ struct daqiri {
 	bool in_resub;			/* CLIENT_RESUB: its own exchange */
 	struct daqiri_sub *subs;
 	struct daqiri_tx *txs;
+	/* A remote connection (ucx://, client_remote.c): fd is -1, state
+	 * and the reconnection fields are its own. */
+	struct client_remote *remote;
 	char err[DAQIRI_ERR_MSG_MAX + 64];	/* room for a prefix */
 	int rlen;			/* length of the last message in rbuf */
 	char rbuf[DAQIRI_MSG_SIZE_MAX + 1];
@@ -288,6 +293,46 @@ CLIENT_HIDDEN int client_sub_reopen_send(struct daqiri_sub *s);
 CLIENT_HIDDEN int client_sub_reopen_finish(struct daqiri_sub *s);
 /* Let go of a resubscribe sent and not finished (the connection went). */
 CLIENT_HIDDEN void client_sub_reopen_drop(struct daqiri_sub *s);
+
+/* What changed between two geometries of one stream that matters to a
+ * held view, into buf ("" when nothing did). */
+CLIENT_HIDDEN void client_geometry_diff(const struct daqiri_sub_info *a,
+					const struct daqiri_sub_info *b,
+					char *buf, size_t len);
+
+/* ---- client_remote.c: ucx:// connections to daqiri-relay. Each call
+ * takes the remote counterpart of the public function of that name. */
+#ifdef DAQIRI_HAVE_UCX
+#define CLIENT_IS_REMOTE(d)	((d)->remote != NULL)
+CLIENT_HIDDEN int client_remote_connect(struct daqiri *d, const char *url);
+CLIENT_HIDDEN void client_remote_free(struct daqiri *d);
+CLIENT_HIDDEN int client_remote_sub_open(struct daqiri_sub *s);
+CLIENT_HIDDEN void client_remote_sub_free(struct daqiri_sub *s);
+CLIENT_HIDDEN int client_remote_unsubscribe(struct daqiri_sub *s);
+CLIENT_HIDDEN int client_remote_next(struct daqiri_sub *s,
+				     struct daqiri_tensor *t, int timeout_ms);
+CLIENT_HIDDEN int client_remote_release(struct daqiri_sub *s,
+					const struct daqiri_tensor *t);
+CLIENT_HIDDEN int client_remote_fd(const struct daqiri *d);
+CLIENT_HIDDEN int client_remote_arm(struct daqiri_sub *s);
+CLIENT_HIDDEN int client_remote_trigger(const struct daqiri_sub *s,
+					uint64_t *count, uint64_t *last_ns);
+CLIENT_HIDDEN int client_remote_request(struct daqiri *d, const char *json,
+					char **reply);
+#else
+/* Built without UCX: no connection is ever remote. */
+#define CLIENT_IS_REMOTE(d)	(false && (d) != NULL)
+#define client_remote_free(d)	((void)(d))
+#define client_remote_sub_free(s)	((void)(s))
+#define client_remote_sub_open(s)	((void)(s), -EPROTONOSUPPORT)
+#define client_remote_unsubscribe(s)	((void)(s), -EPROTONOSUPPORT)
+#define client_remote_next(s, t, ms)	((void)(s), (void)(t), (void)(ms), -EPROTONOSUPPORT)
+#define client_remote_release(s, t)	((void)(s), (void)(t), -EPROTONOSUPPORT)
+#define client_remote_fd(d)	((void)(d), -1)
+#define client_remote_arm(s)	((void)(s), -EPROTONOSUPPORT)
+#define client_remote_trigger(s, c, n)	((void)(s), (void)(c), (void)(n), -EPROTONOSUPPORT)
+#define client_remote_request(d, j, r)	((void)(d), (void)(j), (void)(r), -EPROTONOSUPPORT)
+#endif
 
 /* ---- client_tx.c */
 

@@ -57,6 +57,8 @@ client_sub_free(struct daqiri_sub *s)
 				*pp = s->next;
 				break;
 			}
+	if (s->rs != NULL)
+		client_remote_sub_free(s);
 #ifdef DAQIRI_HAVE_CUDA
 	if (s->events != NULL) {
 		uint32_t i;
@@ -396,7 +398,7 @@ daqiri_subscribe(struct daqiri *d, const char *stream,
 	s->d = d;
 	s->next = d->subs;
 	d->subs = s;
-	r = client_sub_open(s);
+	r = CLIENT_IS_REMOTE(d) ? client_remote_sub_open(s) : client_sub_open(s);
 	if (r < 0) {
 		client_sub_free(s);
 		return r;
@@ -411,6 +413,8 @@ daqiri_sub_trigger(const struct daqiri_sub *sub, uint64_t *count,
 {
 	if (sub == NULL || count == NULL || last_ns == NULL)
 		return -EINVAL;
+	if (CLIENT_IS_REMOTE(sub->d))
+		return client_remote_trigger(sub, count, last_ns);
 	if (sub->closed || sub->ring_map == NULL)
 		return -ENOTCONN;
 	return daqiri_ring_trigger_get(&sub->ring, count, last_ns);
@@ -564,6 +568,8 @@ daqiri_next(struct daqiri_sub *s, struct daqiri_tensor *t, int timeout_ms)
 	if (s == NULL || t == NULL ||
 	    t->size < offsetof(struct daqiri_tensor, data) + sizeof(void *))
 		return -EINVAL;
+	if (CLIENT_IS_REMOTE(s->d))
+		return client_remote_next(s, t, timeout_ms);
 	if (timeout_ms > 0)
 		deadline = daqiri_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	else if (timeout_ms < 0)
@@ -656,6 +662,8 @@ daqiri_release(struct daqiri_sub *s, const struct daqiri_tensor *t)
 	if (s == NULL || t == NULL || t->size <
 	    offsetof(struct daqiri_tensor, buf_index) + sizeof(uint32_t))
 		return -EINVAL;
+	if (CLIENT_IS_REMOTE(s->d))
+		return client_remote_release(s, t);
 	i = t->buf_index;
 	base = s->info.mem_kind == DAQIRI_MEM_DEVICE ?
 	    (const uint8_t *)s->dev_base : s->tensor_map;
@@ -679,6 +687,8 @@ daqiri_release(struct daqiri_sub *s, const struct daqiri_tensor *t)
 int
 daqiri_sub_fd(const struct daqiri_sub *s)
 {
+	if (s != NULL && CLIENT_IS_REMOTE(s->d))
+		return client_remote_fd(s->d);
 	return s != NULL ? s->wake_fd : -EINVAL;
 }
 
@@ -687,6 +697,8 @@ daqiri_sub_arm(struct daqiri_sub *s)
 {
 	if (s == NULL)
 		return -EINVAL;
+	if (CLIENT_IS_REMOTE(s->d))
+		return client_remote_arm(s);
 	/* Reconnecting: there is no wake-up to wait for; daqiri_next()
 	 * drives the reconnection. */
 	if (s->wake_fd < 0 || s->ring_map == NULL)
@@ -701,6 +713,11 @@ daqiri_unsubscribe(struct daqiri_sub *s)
 
 	if (s == NULL)
 		return 0;
+	if (CLIENT_IS_REMOTE(s->d)) {
+		r = client_remote_unsubscribe(s);
+		client_sub_free(s);
+		return r;
+	}
 	r = s->d->dead || s->lost != 0 ? -ENOTCONN :
 	    unsubscribe_id(s->d, s->info.sub_id);
 	/* A subscription the daemon already ended is gone either way. */
@@ -712,9 +729,9 @@ daqiri_unsubscribe(struct daqiri_sub *s)
 
 /* What changed between two daemons' geometry of one stream, into buf
  * ("" when nothing that matters to a held view did). */
-static void
-geometry_diff(const struct daqiri_sub_info *a, const struct daqiri_sub_info *b,
-	      char *buf, size_t len)
+void
+client_geometry_diff(const struct daqiri_sub_info *a,
+		     const struct daqiri_sub_info *b, char *buf, size_t len)
 {
 	size_t n = 0;
 
@@ -804,7 +821,7 @@ client_sub_reopen_finish(struct daqiri_sub *s)
 		client_sub_free(n);
 		return r;
 	}
-	geometry_diff(&s->info, &n->info, what, sizeof(what));
+	client_geometry_diff(&s->info, &n->info, what, sizeof(what));
 	if (what[0] != '\0') {
 		snprintf(s->lost_msg, sizeof(s->lost_msg), "stream \"%.64s\" "
 		    "changed when the daemon restarted: %.140s", s->req.stream,

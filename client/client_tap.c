@@ -112,6 +112,10 @@ daqiri_tap_open(struct daqiri *d, const char *queue, uint32_t count,
 	*out = NULL;
 	if (d == NULL || queue == NULL)
 		return -EINVAL;
+	if (CLIENT_IS_REMOTE(d)) {
+		client_set_err(d, "taps are local-only: run daqirictl capture on the daemon's host");
+		return -EOPNOTSUPP;
+	}
 	if (queue[0] == '\0' || strlen(queue) >= DAQIRI_STREAM_NAME_MAX) {
 		snprintf(d->err, sizeof(d->err), "rx queue name '%s': empty or "
 		    "longer than %d bytes", queue, DAQIRI_STREAM_NAME_MAX - 1);

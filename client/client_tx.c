@@ -279,6 +279,10 @@ daqiri_tx_open(struct daqiri *d, const char *queue,
 	*out = NULL;
 	if (d == NULL || queue == NULL)
 		return -EINVAL;
+	if (CLIENT_IS_REMOTE(d)) {
+		client_set_err(d, "TX channels are local-only: run the sender on the daemon's host");
+		return -EOPNOTSUPP;
+	}
 	memset(&req, 0, sizeof(req));
 	if (opts != NULL) {
 		if (opts->size < offsetof(struct daqiri_tx_opts, nbufs) +
