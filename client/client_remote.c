@@ -729,7 +729,9 @@ slots_free(const struct remote_sub *rs)
 }
 
 /* Subscribe s->req at the relay: the reply's id and geometry into id and
- * *info. 0 or a negative errno with d->err. */
+ * *info, as this process sees it: in host memory (a device stream's
+ * tensors land in the receive buffers too). 0 or a negative errno with
+ * d->err. */
 static int
 sub_request(struct daqiri_sub *s, uint32_t *id, struct daqiri_sub_info *info)
 {
@@ -759,6 +761,8 @@ sub_request(struct daqiri_sub *s, uint32_t *id, struct daqiri_sub_info *info)
 			r = -EPROTO;
 		} else {
 			*id = (uint32_t)v->valuedouble;
+			info->mem_kind = DAQIRI_MEM_HOST;
+			info->device = -1;
 		}
 	}
 	relay_ctrl_free(&m);

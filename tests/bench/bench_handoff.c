@@ -8,6 +8,10 @@
  * As `drain` (the C baseline of scripts/bench-python.sh) it lets tensors
  * pile up for a while, then times daqiri_next(0) + daqiri_release() of
  * each one already waiting: the per-tensor cost with no wait in it.
+ * SOCKET may be a relay's ucx:// URL (scripts/bench-remote.sh): the same
+ * latency through daqiri-relay, on the same host's clock, and the
+ * consumer's throughput (gbps: the bytes of every tensor after the first
+ * over the time from the first to the last).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +68,7 @@ usage(int rc)
 	    "                     [--cpu C] [--max-held N]\n"
 	    "consume: prints 'ready' once subscribed, then after N samples "
 	    "(or MS without a\ntensor) one 'handoff mode=busy|sleep ...' "
-	    "line of publish -> seen latencies.\npipe: one byte back and "
+	    "line of publish -> seen latencies\nand the throughput (gbps).\npipe: one byte back and "
 	    "forth between two processes; one 'pipe ...' line with\nthe "
 	    "one-way time (round trip / 2); --peer-fifo runs the echo side "
 	    "SCHED_FIFO 1\n(as bench.sh runs the daemon on that core).\n"
@@ -150,6 +154,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 	const char *stream;
 	uint64_t *lat, want = HO_DEFAULT_SAMPLES, warm = HO_DEFAULT_WARMUP;
 	uint64_t seen = 0, n = 0, gaps_seq = 0, last_seq = 0;
+	uint64_t first_ns = 0, last_ns = 0, bytes = 0;
 	int idle_ms = HO_DEFAULT_IDLE_MS, cpu = -1, ch, rc = 0;
 	uint32_t max_held = 0;
 	bool busy = false;
@@ -224,6 +229,13 @@ cmd_consume(const char *sock, int argc, char **argv)
 		if (seen > 0 && t.seq != last_seq + 1)
 			gaps_seq++;
 		last_seq = t.seq;
+		/* throughput: the bytes of every tensor after the first, over
+		 * the time from the first to the last */
+		if (seen == 0)
+			first_ns = seen_ns;
+		else
+			bytes += t.bytes;
+		last_ns = seen_ns;
 		if (seen++ >= warm && seen_ns >= t.publish_ns)
 			lat[n++] = seen_ns - t.publish_ns;
 		if ((rc = daqiri_release(sub, &t)) < 0)
@@ -238,6 +250,8 @@ cmd_consume(const char *sock, int argc, char **argv)
 	print_us("p99_us", quantile(lat, n, 0.99));
 	print_us("p999_us", quantile(lat, n, 0.999));
 	print_us("max_us", n ? lat[n - 1] : 0);
+	printf(" gbps=%.3f", last_ns > first_ns ?
+	    (double)bytes * 8 / (double)(last_ns - first_ns) : 0.0);
 	printf(" end=%s\n", rc < 0 ? strerror(-rc) : rc == 0 && n < want ?
 	    "idle" : "done");
 	free(lat);
