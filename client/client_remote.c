@@ -136,7 +136,8 @@ remote_send_am(struct client_remote *r, unsigned id, const void *hdr,
 	    UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
 	p.cb.send = send_done;
 	p.user_data = m;
-	p.flags = UCP_AM_SEND_FLAG_EAGER;
+	/* the relay knows its peer by the reply endpoint */
+	p.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
 	q = ucp_am_send_nbx(r->ep, id, hdr != NULL ? &m->credit : NULL, hlen,
 	    m->text, len, &p);
 	if (q == NULL) {
