@@ -468,18 +468,27 @@ remote_status(struct daqiri *d, const struct relay_ctrl *m)
 
 /* ---- connecting */
 
+/* Close the endpoint: flushed and said to the relay when it stands
+ * (within RS_CLOSE_MS), else at once. */
+#define RS_CLOSE_MS	500
 static void
 ep_destroy(struct client_remote *r)
 {
+	uint64_t end = daqiri_mono_ns() + (uint64_t)RS_CLOSE_MS * 1000000ull;
 	ucp_request_param_t p = { 0 };
 	ucs_status_ptr_t q;
 
 	if (r->ep == NULL)
 		return;
 	p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-	p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+	p.flags = r->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
 	q = ucp_ep_close_nbx(r->ep, &p);
 	if (UCS_PTR_IS_PTR(q)) {
+		while (ucp_request_check_status(q) == UCS_INPROGRESS &&
+		    daqiri_mono_ns() < end)
+			ucp_worker_progress(r->worker);
+		if (ucp_request_check_status(q) == UCS_INPROGRESS)
+			ucp_request_cancel(r->worker, q);
 		while (ucp_request_check_status(q) == UCS_INPROGRESS)
 			ucp_worker_progress(r->worker);
 		ucp_request_free(q);
