@@ -312,6 +312,12 @@ $(BUILD)/tests/mkpcap: CLIENT_LIBS += $(PCAP_LIBS)
 $(BUILD)/tests/check_pcap_out: CHECK_LIBS += $(PCAP_LIBS)
 $(BUILD)/obj/tests/unit/check_pcap_out.o: ALL_CFLAGS += $(PCAP_CFLAGS)
 
+# daqiri-relay's files; only its HTTP endpoint sees libmicrohttpd.
+RELAY_OBJ := $(call obj,client/relay_peer.c client/relay_sub.c client/relay_stats.c)
+$(BUILD)/daqiri-relay: $(RELAY_OBJ)
+$(BUILD)/daqiri-relay: CLIENT_LIBS += $(MHD_LIBS)
+$(BUILD)/obj/client/relay_stats.o: ALL_CFLAGS += $(MHD_CFLAGS)
+
 # The simulator reads the same YAML as the daemon.
 $(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
