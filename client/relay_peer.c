@@ -384,7 +384,9 @@ ep_transports(ucp_ep_h ep, char *out, size_t len)
 		sp = strpbrk(rs, " \t");
 		if (sp != NULL)
 			*sp = '\0';
-		if (*rs == '\0' || strstr(out, rs) != NULL)
+		/* transports are "tl/device"; the connection manager's
+		 * lane is not one */
+		if (strchr(rs, '/') == NULL || strstr(out, rs) != NULL)
 			continue;
 		n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%s",
 		    n > 0 ? " " : "", rs);
@@ -806,6 +808,10 @@ relay_ucx_init(struct relay *r)
 	size_t i;
 	int e, efd;
 
+	/* A restarted relay binds its port again at once, whatever
+	 * connections of the last one linger in TIME_WAIT (the user's own
+	 * UCX_TCP_CM_REUSEADDR wins). */
+	(void)setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
 	st = ucp_config_read(NULL, NULL, &cfg);
 	if (st != UCS_OK) {
 		relay_log(RLOG_WARN, "UCX configuration: %s (check the UCX_* "
