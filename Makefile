@@ -178,7 +178,8 @@ CLIENT_TOOLS := daqirictl daqiri-consume $(if $(filter 1,$(HAVE_RECORD)),daqiri-
 	$(if $(filter 1,$(HAVE_UCX)),daqiri-relay)
 # check_standin tests the CUDA stand-in, which needs CUDA's headers.
 UNIT_SRC := $(filter-out $(if $(filter 1,$(HAVE_CUDA)),,tests/unit/check_standin.c) \
-	$(if $(filter 1,$(HAVE_DPDK)),,tests/unit/check_engine_dpdk.c),\
+	$(if $(filter 1,$(HAVE_DPDK)),,tests/unit/check_engine_dpdk.c) \
+	$(if $(filter 1,$(HAVE_UCX)),,tests/unit/check_relay_wire.c),\
 	$(wildcard tests/unit/check_*.c))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
@@ -311,6 +312,12 @@ $(BUILD)/tests/mkpcap: $(BUILD)/obj/client/pcap_out.o
 $(BUILD)/tests/mkpcap: CLIENT_LIBS += $(PCAP_LIBS)
 $(BUILD)/tests/check_pcap_out: CHECK_LIBS += $(PCAP_LIBS)
 $(BUILD)/obj/tests/unit/check_pcap_out.o: ALL_CFLAGS += $(PCAP_CFLAGS)
+
+# daqiri-relay's files; only its HTTP endpoint sees libmicrohttpd.
+RELAY_OBJ := $(call obj,client/relay_peer.c client/relay_sub.c client/relay_stats.c)
+$(BUILD)/daqiri-relay: $(RELAY_OBJ)
+$(BUILD)/daqiri-relay: CLIENT_LIBS += $(MHD_LIBS)
+$(BUILD)/obj/client/relay_stats.o: ALL_CFLAGS += $(MHD_CFLAGS)
 
 # The simulator reads the same YAML as the daemon.
 $(BUILD)/daqiri-sim: $(BUILD)/obj/scripts/daqiri-sim.o $(LIBCORE)
@@ -465,7 +472,8 @@ $(BUILD)/tsan/check_shared: $(TSAN_SRC) $(wildcard daemon/*.h proto/*.h)
 # daqiri-record (Debian's libhdf5-dev installs for one architecture only,
 # so the cross build leaves the recorder out).
 # Skipped, saying so, only where install-deps cannot install the packages.
-AARCH64_SKIP := check_engine_socket check_direct check_engine_dpdk check_standin
+AARCH64_SKIP := check_engine_socket check_direct check_engine_dpdk check_standin \
+	check_relay_wire
 AARCH64_UNIT := $(filter-out $(AARCH64_SKIP),$(patsubst tests/unit/%.c,%,$(wildcard tests/unit/check_*.c)))
 AARCH64_BUILD := $(BUILD)/aarch64
 # (No line below both runs $(MAKE) and does work: make -n runs such lines.)
