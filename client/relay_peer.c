@@ -653,6 +653,9 @@ peer_free(struct relay *r, struct relay_peer *p)
 	free(p);
 }
 
+/* How often a peer that has not authenticated yet is looked at. */
+#define RELAY_WIREUP_POLL_NS	(10ull * 1000000ull)
+
 int
 relay_peers_service(struct relay *r)
 {
@@ -685,6 +688,11 @@ relay_peers_service(struct relay *r)
 			} else if (p->deadline_ns < next) {
 				next = p->deadline_ns;
 			}
+			/* Its endpoint may still be wiring up, and UCX 1.13's
+			 * TCP connection manager does not always wake the
+			 * worker's fd for that: look again soon. */
+			if (now + RELAY_WIREUP_POLL_NS < next)
+				next = now + RELAY_WIREUP_POLL_NS;
 		}
 		if (p->failed && p->state != PEER_CLOSING)
 			peer_close_force(p);
