@@ -501,7 +501,8 @@ aarch64:
 	exit $$rc
 
 # libFuzzer targets (clang), seeded from the golden configs.
-FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_SRC := $(filter-out $(if $(filter 1,$(HAVE_UCX)),,tests/fuzz/fuzz_relay.c),\
+	$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 # Each target's time in make check: 30 s keeps the whole check under its
 # 30 minutes on a 2-core machine (FUZZ_SECONDS=600 make fuzz-run to dig).
@@ -511,6 +512,10 @@ FUZZ_SRC_fuzz_config := $(wildcard daemon/cfg_*.c) daemon/geometry.c $(PROTO_SRC
 FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
 FUZZ_SRC_fuzz_client := $(CLIENT_LIB_SRC) $(PROTO_SRC)
 FUZZ_SRC_fuzz_cfgdiff := $(FUZZ_SRC_fuzz_config)
+FUZZ_SRC_fuzz_relay := client/relay_wire.c $(PROTO_SRC)
+# ... and the libraries beyond cJSON it needs: FUZZ_LIBS_<target>.
+FUZZ_LIBS_fuzz_relay := -lcrypto
+FUZZ_LIBS_fuzz_client := $(UCX_LIBS)
 .SECONDARY:
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_SRC_$$*)
@@ -518,7 +523,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_SRC_$$*)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -Iproto -Idaemon -Iclient $(YAML_CFLAGS) $(CJSON_CFLAGS) \
-	  -o $@ $< $(FUZZ_SRC_$*) $(YAML_LIBS) $(CJSON_LIBS) -lm -pthread
+	  -o $@ $< $(FUZZ_SRC_$*) $(YAML_LIBS) $(CJSON_LIBS) $(FUZZ_LIBS_$*) -lm -pthread
 fuzz: $(FUZZ_BIN)
 fuzz-run: fuzz
 	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_BIN)
