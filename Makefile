@@ -585,6 +585,10 @@ install: all
 	install -m 0644 scripts/daqiri-sim.1 client/daqiri-consume.1 "$(DESTDIR)"$(MANDIR)/man1/
 	$(if $(filter 1,$(HAVE_RECORD)),install -m 0755 $(BUILD)/daqiri-record "$(DESTDIR)"$(BINDIR)/ && \
 	  install -m 0644 client/daqiri-record.1 "$(DESTDIR)"$(MANDIR)/man1/)
+	$(if $(filter 1,$(HAVE_UCX)),install -m 0755 $(BUILD)/daqiri-relay "$(DESTDIR)"$(BINDIR)/ && \
+	  install -m 0644 client/daqiri-relay.8 "$(DESTDIR)"$(MANDIR)/man8/ && \
+	  install -m 0644 systemd/daqiri-relay.service "$(DESTDIR)"$(SYSTEMDUNITDIR)/ && \
+	  install -m 0644 systemd/daqiri-relay.sysusers "$(DESTDIR)"$(SYSUSERSDIR)/daqiri-relay.conf)
 	install -m 0644 client/libdaqiri-client.3 client/python/daqiri-python.3 "$(DESTDIR)"$(MANDIR)/man3/
 	install -m 0644 daemon/daqirid.yaml.5 "$(DESTDIR)"$(MANDIR)/man5/
 	install -m 0644 daemon/daqirid.8 client/daqirictl.8 "$(DESTDIR)"$(MANDIR)/man8/
@@ -597,6 +601,8 @@ uninstall:
 	rm -f "$(DESTDIR)"$(SBINDIR)/daqirid "$(DESTDIR)"$(BINDIR)/daqirictl \
 	  "$(DESTDIR)"$(BINDIR)/daqiri-consume "$(DESTDIR)"$(BINDIR)/daqiri-sim \
 	  "$(DESTDIR)"$(BINDIR)/daqiri-record "$(DESTDIR)"$(MANDIR)/man1/daqiri-record.1 \
+	  "$(DESTDIR)"$(BINDIR)/daqiri-relay "$(DESTDIR)"$(MANDIR)/man8/daqiri-relay.8 \
+	  "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqiri-relay.service "$(DESTDIR)"$(SYSUSERSDIR)/daqiri-relay.conf \
 	  "$(DESTDIR)"$(LIBDIR)/libdaqiri-client.* "$(DESTDIR)"$(INCLUDEDIR)/daqiri_client.h "$(DESTDIR)"$(INCLUDEDIR)/daqiri_types.h \
 	  "$(DESTDIR)"$(PKGCONFIGDIR)/daqiri-client.pc \
 	  "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqirid.service "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqirid.socket \
