@@ -513,16 +513,18 @@ FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
 FUZZ_SRC_fuzz_client := $(CLIENT_LIB_SRC) $(PROTO_SRC)
 FUZZ_SRC_fuzz_cfgdiff := $(FUZZ_SRC_fuzz_config)
 FUZZ_SRC_fuzz_relay := client/relay_wire.c $(PROTO_SRC)
-# ... and the libraries beyond cJSON it needs: FUZZ_LIBS_<target>.
+# ... and the libraries beyond cJSON it needs, FUZZ_LIBS_<target>, with
+# their flags, FUZZ_CFLAGS_<target>.
 FUZZ_LIBS_fuzz_relay := -lcrypto
 FUZZ_LIBS_fuzz_client := $(UCX_LIBS)
+FUZZ_CFLAGS_fuzz_client := $(UCX_CFLAGS)
 .SECONDARY:
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_SRC_$$*)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -Iproto -Idaemon -Iclient $(YAML_CFLAGS) $(CJSON_CFLAGS) \
+	  -Iproto -Idaemon -Iclient $(YAML_CFLAGS) $(CJSON_CFLAGS) $(FUZZ_CFLAGS_$*) \
 	  -o $@ $< $(FUZZ_SRC_$*) $(YAML_LIBS) $(CJSON_LIBS) $(FUZZ_LIBS_$*) -lm -pthread
 fuzz: $(FUZZ_BIN)
 fuzz-run: fuzz
