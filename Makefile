@@ -501,7 +501,8 @@ aarch64:
 	exit $$rc
 
 # libFuzzer targets (clang), seeded from the golden configs.
-FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_SRC := $(filter-out $(if $(filter 1,$(HAVE_UCX)),,tests/fuzz/fuzz_relay.c),\
+	$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 # Each target's time in make check: 30 s keeps the whole check under its
 # 30 minutes on a 2-core machine (FUZZ_SECONDS=600 make fuzz-run to dig).
@@ -511,14 +512,20 @@ FUZZ_SRC_fuzz_config := $(wildcard daemon/cfg_*.c) daemon/geometry.c $(PROTO_SRC
 FUZZ_SRC_fuzz_proto := $(PROTO_SRC)
 FUZZ_SRC_fuzz_client := $(CLIENT_LIB_SRC) $(PROTO_SRC)
 FUZZ_SRC_fuzz_cfgdiff := $(FUZZ_SRC_fuzz_config)
+FUZZ_SRC_fuzz_relay := client/relay_wire.c $(PROTO_SRC)
+# ... and the libraries beyond cJSON it needs, FUZZ_LIBS_<target>, with
+# their flags, FUZZ_CFLAGS_<target>.
+FUZZ_LIBS_fuzz_relay := -lcrypto
+FUZZ_LIBS_fuzz_client := $(UCX_LIBS)
+FUZZ_CFLAGS_fuzz_client := $(UCX_CFLAGS)
 .SECONDARY:
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_SRC_$$*)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -Iproto -Idaemon -Iclient $(YAML_CFLAGS) $(CJSON_CFLAGS) \
-	  -o $@ $< $(FUZZ_SRC_$*) $(YAML_LIBS) $(CJSON_LIBS) -lm -pthread
+	  -Iproto -Idaemon -Iclient $(YAML_CFLAGS) $(CJSON_CFLAGS) $(FUZZ_CFLAGS_$*) \
+	  -o $@ $< $(FUZZ_SRC_$*) $(YAML_LIBS) $(CJSON_LIBS) $(FUZZ_LIBS_$*) -lm -pthread
 fuzz: $(FUZZ_BIN)
 fuzz-run: fuzz
 	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_BIN)
@@ -580,6 +587,10 @@ install: all
 	install -m 0644 scripts/daqiri-sim.1 client/daqiri-consume.1 "$(DESTDIR)"$(MANDIR)/man1/
 	$(if $(filter 1,$(HAVE_RECORD)),install -m 0755 $(BUILD)/daqiri-record "$(DESTDIR)"$(BINDIR)/ && \
 	  install -m 0644 client/daqiri-record.1 "$(DESTDIR)"$(MANDIR)/man1/)
+	$(if $(filter 1,$(HAVE_UCX)),install -m 0755 $(BUILD)/daqiri-relay "$(DESTDIR)"$(BINDIR)/ && \
+	  install -m 0644 client/daqiri-relay.8 "$(DESTDIR)"$(MANDIR)/man8/ && \
+	  install -m 0644 systemd/daqiri-relay.service "$(DESTDIR)"$(SYSTEMDUNITDIR)/ && \
+	  install -m 0644 systemd/daqiri-relay.sysusers "$(DESTDIR)"$(SYSUSERSDIR)/daqiri-relay.conf)
 	install -m 0644 client/libdaqiri-client.3 client/python/daqiri-python.3 "$(DESTDIR)"$(MANDIR)/man3/
 	install -m 0644 daemon/daqirid.yaml.5 "$(DESTDIR)"$(MANDIR)/man5/
 	install -m 0644 daemon/daqirid.8 client/daqirictl.8 "$(DESTDIR)"$(MANDIR)/man8/
@@ -592,6 +603,8 @@ uninstall:
 	rm -f "$(DESTDIR)"$(SBINDIR)/daqirid "$(DESTDIR)"$(BINDIR)/daqirictl \
 	  "$(DESTDIR)"$(BINDIR)/daqiri-consume "$(DESTDIR)"$(BINDIR)/daqiri-sim \
 	  "$(DESTDIR)"$(BINDIR)/daqiri-record "$(DESTDIR)"$(MANDIR)/man1/daqiri-record.1 \
+	  "$(DESTDIR)"$(BINDIR)/daqiri-relay "$(DESTDIR)"$(MANDIR)/man8/daqiri-relay.8 \
+	  "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqiri-relay.service "$(DESTDIR)"$(SYSUSERSDIR)/daqiri-relay.conf \
 	  "$(DESTDIR)"$(LIBDIR)/libdaqiri-client.* "$(DESTDIR)"$(INCLUDEDIR)/daqiri_client.h "$(DESTDIR)"$(INCLUDEDIR)/daqiri_types.h \
 	  "$(DESTDIR)"$(PKGCONFIGDIR)/daqiri-client.pc \
 	  "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqirid.service "$(DESTDIR)"$(SYSTEMDUNITDIR)/daqirid.socket \

@@ -210,8 +210,8 @@ signals_read(struct relay *r, int fd)
 			relay_stats_log(r);
 			continue;
 		}
-		relay_log(RLOG_INFO, "%s: stopping",
-		    si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+		relay_log(RLOG_INFO, "%s from pid %u: stopping",
+		    si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM", si.ssi_pid);
 		return 1;
 	}
 	return 0;

@@ -4,8 +4,8 @@
 # Run libFuzzer targets for $FUZZ_SECONDS seconds each (default 60) on a
 # seed corpus copied into a temporary directory: fuzz_config is seeded with
 # the golden configs and the shipped ones, fuzz_proto with
-# tests/fuzz/corpus_proto/ and fuzz_client with tests/fuzz/corpus_client/
-# when they exist, fuzz_cfgdiff with pairs of those configs; tests/fuzz/<target>.dict is
+# tests/fuzz/corpus_proto/, fuzz_client with tests/fuzz/corpus_client/
+# and fuzz_relay with tests/fuzz/corpus_relay/ when they exist, fuzz_cfgdiff with pairs of those configs; tests/fuzz/<target>.dict is
 # used when present. Any crash, leak or timeout fails the run; its input is
 # kept as $BUILD/fuzz/<target>-<kind>-... for a look. The generated corpus
 # is thrown away.
@@ -78,6 +78,11 @@ for target in "$@"; do
 	fuzz_client)
 		if [ -d "$top/tests/fuzz/corpus_client" ]; then
 			cp "$top"/tests/fuzz/corpus_client/* "$corpus/" 2>/dev/null
+		fi
+		;;
+	fuzz_relay)
+		if [ -d "$top/tests/fuzz/corpus_relay" ]; then
+			cp "$top"/tests/fuzz/corpus_relay/* "$corpus/" 2>/dev/null
 		fi
 		;;
 	esac
