@@ -355,7 +355,8 @@ layout:
 
 # Small helper programs of the system tests (tests/system/*.c).
 SYS_TOOLS := $(patsubst tests/system/%.c,$(BUILD)/tests/%,$(filter-out \
-	$(if $(filter 1,$(HAVE_DPDK)),,tests/system/dpdk-tx-tool.c),$(wildcard tests/system/*.c)))
+	$(if $(filter 1,$(HAVE_DPDK)),,tests/system/dpdk-tx-tool.c) \
+	$(if $(filter 1,$(HAVE_UCX)),,tests/system/relay-hostile.c),$(wildcard tests/system/*.c)))
 $(BUILD)/tests/%: $(BUILD)/obj/tests/system/%.o $(LIBCLIENT_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")

@@ -39,6 +39,8 @@
 /* A reconnection attempt may take this long even from a shorter
  * timeout (a handshake is a few round trips). */
 #define RS_ATTEMPT_MIN_MS	200
+/* Control messages waiting to be read, at most. */
+#define RS_INBOX_MAX	1024u
 
 enum slot_state {
 	SLOT_FREE,
@@ -97,6 +99,7 @@ struct client_remote {
 	bool authed;
 	uint64_t relay_instance;
 	struct remote_msg *inbox, **inbox_tail;
+	uint32_t ninbox;		/* messages in it */
 	bool rndv_pending;		/* a slot awaits its receive start */
 	uint8_t secret[RELAY_SECRET_MAX + 1];
 	size_t secret_len;
@@ -210,6 +213,13 @@ on_ctrl(void *arg, const void *header, size_t hlen, void *data, size_t len,
 		return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ?
 		    UCS_ERR_UNSUPPORTED : UCS_OK;
 	}
+	/* A relay that floods us is not let fill our memory: events past
+	 * the bound are dropped (and counted), replies are awaited one at
+	 * a time, so none is among them. */
+	if (r->ninbox >= RS_INBOX_MAX) {
+		r->garbage++;
+		return UCS_OK;
+	}
 	m = malloc(sizeof(*m) + len);
 	if (m == NULL)
 		return UCS_OK;
@@ -218,6 +228,7 @@ on_ctrl(void *arg, const void *header, size_t hlen, void *data, size_t len,
 	memcpy(m->text, data, len);
 	*r->inbox_tail = m;
 	r->inbox_tail = &m->next;
+	r->ninbox++;
 	return UCS_OK;
 }
 
@@ -361,6 +372,7 @@ remote_recv_ctrl(struct daqiri *d, struct relay_ctrl *m, uint64_t deadline)
 		remote_progress(d);
 		while ((x = r->inbox) != NULL) {
 			r->inbox = x->next;
+			r->ninbox--;
 			if (r->inbox == NULL)
 				r->inbox_tail = &r->inbox;
 			rc = relay_ctrl_decode(x->text, x->len, m, &err);
@@ -519,6 +531,7 @@ remote_open(struct daqiri *d, uint64_t deadline)
 		free(x);
 	}
 	r->inbox_tail = &r->inbox;
+	r->ninbox = 0;
 	snprintf(port, sizeof(port), "%u", r->port);
 	rc = getaddrinfo(r->host, port, &hints, &ai);
 	if (rc != 0) {

@@ -576,9 +576,14 @@ ctrl_one(struct relay_peer *p, const char *buf, size_t len)
 			relay_log(RLOG_WARN, "peer %s: refused: %s", p->addr,
 			    err.msg);
 			peer_close_flush(p);
-		} else if (c.proto.type < DAQIRI_MSG_MAX &&
-		    is_request(c.proto.type)) {
-			reply(p, c.proto.type, c.proto.has_id ?
+		} else {
+			/* Answered as the daemon answers: with the status,
+			 * and the request's type and id when they could be
+			 * read (the flood is bounded: 16 of these close
+			 * the peer). */
+			reply(p, c.proto.type < DAQIRI_MSG_MAX &&
+			    is_request(c.proto.type) ? c.proto.type :
+			    DAQIRI_MSG_MAX, c.proto.has_id ?
 			    (int64_t)c.proto.id : -1, err.status, err.msg);
 		}
 		relay_ctrl_free(&c);
