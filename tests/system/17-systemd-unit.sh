@@ -9,7 +9,9 @@
 # applies a good file and fails on a broken one (the daemon runs on), the
 # watchdog restarts a stopped daemon, systemctl stop is orderly,
 # daqirid.socket activates it, a reconnecting consumer rides out
-# `systemctl restart` through it, DPDK runs in the sandbox, and poweroff
+# `systemctl restart` through it, daqiri-relay.service runs as its own
+# user without capabilities and serves a remote consumer of no group,
+# DPDK runs in the sandbox, and poweroff
 # leaves nothing running. Nothing of the real
 # machine's /etc, /usr, /var or /tmp is written.
 . tests/system/lib.sh
@@ -255,6 +257,48 @@ wait_gone "$CONSUME" 30
 [ "$GONE_RC" = 0 ] || fail "the member's consumer failed ($GONE_RC): $(cat "$S/consume.out")"
 grep -q 'errors 0,' "$S/consume.out" || fail "consumer summary: $(cat "$S/consume.out")"
 echo "   ok  member of daqiri: $(tail -1 "$S/consume.out")"
+
+if [ -x "$STAGE/usr/bin/daqiri-relay" ]; then
+	note "daqiri-relay.service: as user daqiri-relay, sandboxed; a remote consumer of no group through it"
+	ns systemctl start daqiri-relay.service || {
+		ns journalctl -u daqiri-relay --no-pager | tail -20
+		fail "systemctl start daqiri-relay failed"
+	}
+	RMAIN=$(ns systemctl show -P MainPID daqiri-relay.service)
+	[ "$RMAIN" -gt 0 ] || fail "daqiri-relay has no main pid"
+	ns cat "/proc/$RMAIN/status" > "$S/rstatus" || fail "no /proc/$RMAIN/status"
+	RUID=$(ns id -u daqiri-relay) || fail "sysusers made no user daqiri-relay"
+	expect_eq "relay Uid (real, effective, saved, fs)" \
+		"$(awk '/^Uid:/ { print $2, $3, $4, $5 }' "$S/rstatus")" "$RUID $RUID $RUID $RUID"
+	expect_eq "relay CapEff" "$(awk '/^CapEff:/ { print $2 }' "$S/rstatus")" 0000000000000000
+	expect_eq "relay NoNewPrivs" "$(awk '/^NoNewPrivs:/ { print $2 }' "$S/rstatus")" 1
+	i=0
+	until ns journalctl -u daqiri-relay --no-pager 2> /dev/null | grep -q 'listening on'; do
+		i=$((i + 1)); [ $i -lt 400 ] || fail "the relay did not listen: $(ns journalctl -u daqiri-relay --no-pager | tail -5)"
+		sleep 0.05
+	done
+	ns setpriv --reuid=65534 --regid=65534 --clear-groups env UCX_TLS=tcp \
+		daqiri-consume -s ucx://127.0.0.1 --count 2 --timeout 30 --verify --quiet \
+		sensor0/sensor_tensor > "$S/remote.out" 2>&1 &
+	RC=$!
+	PIDS="$PIDS $RC"
+	i=0
+	until ns daqirictl -s "$SOCKP" -j consumers | jq -e '.consumers | length >= 1' > /dev/null 2>&1; do
+		kill -0 "$RC" 2> /dev/null || fail "the remote consumer exited: $(cat "$S/remote.out")"
+		i=$((i + 1)); [ $i -lt 400 ] || fail "the relay's subscription did not appear"
+		sleep 0.05
+	done
+	ns daqiri-sim --batches 4 --rate 20kpps --quiet > "$S/sim.out" 2>&1 ||
+		fail "daqiri-sim failed: $(cat "$S/sim.out")"
+	wait_gone "$RC" 40
+	[ "$GONE_RC" = 0 ] || fail "the remote consumer failed ($GONE_RC): $(cat "$S/remote.out")"
+	grep -q 'errors 0,' "$S/remote.out" || fail "remote consumer summary: $(cat "$S/remote.out")"
+	echo "   ok  remote consumer through the unit: $(tail -1 "$S/remote.out")"
+	ns systemctl stop daqiri-relay.service || fail "systemctl stop daqiri-relay failed"
+	expect_eq "relay Result" "$(ns systemctl show -P Result daqiri-relay.service)" success
+else
+	echo "   --  no daqiri-relay installed (HAVE_UCX=0): its unit not started"
+fi
 
 note "flow add: refused to a member of daqiri, done for daqiri-admin"
 if ns setpriv --reuid=65534 --regid=65534 --groups="$DGID" \
