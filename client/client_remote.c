@@ -7,7 +7,10 @@
  * only against a credit, one per free slot, and a released slot is a new
  * credit. A tensor lands in its slot by UCX (rendezvous straight into it
  * for large ones), so daqiri_next() hands out a pointer into the slot, as
- * the local path hands out one into the daemon's mapping.
+ * the local path hands out one into the daemon's mapping. A device
+ * stream's tensor is then copied to a device buffer of the slot on this
+ * process's current GPU, so it is a device tensor here too (a library
+ * built without CUDA hands it out in host memory).
  *
  * One UCP context and worker per connection, progressed only from the
  * calls (no thread). Active-message callbacks run inside
@@ -24,6 +27,10 @@
 #include <unistd.h>
 
 #include <ucp/api/ucp.h>
+
+#ifdef DAQIRI_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include "client_internal.h"
 #include "desc.h"
@@ -71,6 +78,9 @@ struct remote_sub {
 	uint32_t head, count;
 	uint64_t trig_count, trig_ns;
 	uint64_t dropped;		/* tensors whose receive failed */
+	uint8_t *dev;			/* device stream: nslots x tensor_bytes
+					 * on GPU dev_ordinal, else NULL */
+	int dev_ordinal;
 };
 
 /* A received control message, waiting to be read. */
@@ -738,7 +748,33 @@ slots_make(struct daqiri_sub *s)
 		rs->slots[i].base = rs->mem + (size_t)i * rs->stride;
 		rs->slots[i].rs = rs;
 	}
+#ifdef DAQIRI_HAVE_CUDA
+	if (s->info.mem_kind == DAQIRI_MEM_DEVICE) {
+		void *p = NULL;
+
+		rs->dev_ordinal = s->info.device;
+		if (cudaSetDevice(rs->dev_ordinal) != cudaSuccess ||
+		    cudaMalloc(&p, (size_t)(n * s->info.tensor_bytes)) !=
+		    cudaSuccess) {
+			cudaGetLastError();
+			snprintf(s->d->err, sizeof(s->d->err), "no room on GPU "
+			    "%d for %u tensors of %s", rs->dev_ordinal,
+			    rs->nslots, s->info.stream);
+			return -ENOMEM;
+		}
+		rs->dev = p;
+	}
+#endif
 	return 0;
+}
+
+/* The data of slot i as handed out: its device buffer, or the slot. */
+static uint8_t *
+slot_data(const struct remote_sub *rs, size_t i, uint64_t tensor_bytes)
+{
+	if (rs->dev != NULL)
+		return rs->dev + i * tensor_bytes;
+	return rs->slots[i].base + rs->meta_bytes;
 }
 
 static uint32_t
@@ -751,10 +787,39 @@ slots_free(const struct remote_sub *rs)
 	return n;
 }
 
+/* Where a stream's tensors are in this process: a device stream's on
+ * this thread's current GPU (built with CUDA), everything else in host
+ * memory. 0, or -ENODEV with d->err (no GPU here for a device stream). */
+static int
+local_memory(struct daqiri *d, struct daqiri_sub_info *info)
+{
+	if (info->mem_kind != DAQIRI_MEM_DEVICE) {
+		info->mem_kind = DAQIRI_MEM_HOST;
+		info->device = -1;
+		return 0;
+	}
+#ifdef DAQIRI_HAVE_CUDA
+	int dev = -1;
+	cudaError_t e = cudaGetDevice(&dev);
+
+	if (e != cudaSuccess || dev < 0) {
+		cudaGetLastError();
+		snprintf(d->err, sizeof(d->err), "%s is a device stream and "
+		    "this process has no GPU (%s)", info->stream,
+		    cudaGetErrorString(e));
+		return -ENODEV;
+	}
+	info->device = dev;
+#else
+	info->mem_kind = DAQIRI_MEM_HOST;
+	info->device = -1;
+#endif
+	return 0;
+}
+
 /* Subscribe s->req at the relay: the reply's id and geometry into id and
- * *info, as this process sees it: in host memory (a device stream's
- * tensors land in the receive buffers too). 0 or a negative errno with
- * d->err. */
+ * *info, as this process sees it (local_memory()). 0 or a negative errno
+ * with d->err. */
 static int
 sub_request(struct daqiri_sub *s, uint32_t *id, struct daqiri_sub_info *info)
 {
@@ -784,8 +849,7 @@ sub_request(struct daqiri_sub *s, uint32_t *id, struct daqiri_sub_info *info)
 			r = -EPROTO;
 		} else {
 			*id = (uint32_t)v->valuedouble;
-			info->mem_kind = DAQIRI_MEM_HOST;
-			info->device = -1;
+			r = local_memory(d, info);
 		}
 	}
 	relay_ctrl_free(&m);
@@ -850,6 +914,10 @@ client_remote_sub_free(struct daqiri_sub *s)
 	} while (busy && daqiri_mono_ns() < end);
 	if (rs->mem != NULL && !busy)
 		munmap(rs->mem, rs->mem_len);
+#ifdef DAQIRI_HAVE_CUDA
+	if (rs->dev != NULL)
+		cudaFree(rs->dev);
+#endif
 	free(rs->slots);
 	free(rs->fifo);
 	free(rs);
@@ -1008,6 +1076,7 @@ try_take(struct daqiri_sub *s, struct daqiri_tensor *t)
 	struct remote_slot *sl;
 	const struct relay_tensor_hdr *h;
 	struct daqiri_tensor x;
+	size_t i;
 
 	while (rs->count > 0) {
 		sl = &rs->slots[rs->fifo[rs->head]];
@@ -1024,10 +1093,28 @@ try_take(struct daqiri_sub *s, struct daqiri_tensor *t)
 		rs->head = (rs->head + 1) % rs->nslots;
 		rs->count--;
 		h = &sl->hdr;
+		i = (size_t)(sl - rs->slots);
+#ifdef DAQIRI_HAVE_CUDA
+		/* to this process's GPU, done when the call returns (so no
+		 * event to wait on) */
+		if (rs->dev != NULL &&
+		    (cudaSetDevice(rs->dev_ordinal) != cudaSuccess ||
+		    cudaMemcpy(slot_data(rs, i, s->info.tensor_bytes),
+		    sl->base + rs->meta_bytes, s->info.tensor_bytes,
+		    cudaMemcpyHostToDevice) != cudaSuccess)) {
+			cudaGetLastError();
+			sl->state = SLOT_FREE;
+			send_credit(s, 1);
+			s->lost = -EIO;
+			snprintf(s->lost_msg, sizeof(s->lost_msg), "copying a "
+			    "tensor to GPU %d failed", rs->dev_ordinal);
+			return -EIO;
+		}
+#endif
 		memset(&x, 0, sizeof(x));
 		x.size = t->size;
-		x.data = sl->base + rs->meta_bytes;
-		x.device = -1;
+		x.data = slot_data(rs, i, s->info.tensor_bytes);
+		x.device = rs->dev != NULL ? rs->dev_ordinal : -1;
 		x.dtype = s->info.dtype;
 		x.dtype_name = daqiri_dtype_name(s->info.dtype);
 		x.elem_bytes = s->info.elem_bytes;
@@ -1140,11 +1227,10 @@ client_remote_release(struct daqiri_sub *s, const struct daqiri_tensor *t)
 	const uint8_t *p = t->data;
 	size_t i;
 
-	if (p < rs->mem + rs->meta_bytes || p >= rs->mem + rs->mem_len ||
-	    (size_t)(p - rs->mem - rs->meta_bytes) % rs->stride != 0)
-		return -EINVAL;
-	i = (size_t)(p - rs->mem) / rs->stride;
-	if (rs->slots[i].state != SLOT_HELD)
+	for (i = 0; i < rs->nslots; i++)
+		if (p == slot_data(rs, i, s->info.tensor_bytes))
+			break;
+	if (i == rs->nslots || rs->slots[i].state != SLOT_HELD)
 		return -EINVAL;
 	rs->slots[i].state = SLOT_FREE;
 	if (s->d->state == CLIENT_UP && !s->d->remote->failed &&

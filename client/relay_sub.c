@@ -582,8 +582,9 @@ sub_drop(struct relay_sub *s)
 	bool asked = id != RELAY_UNSUB_NONE;
 
 	relay_log(RLOG_DEBUG, "peer %s: sub %u (%s): ended after %llu "
-	    "tensors", p->addr, s->id, s->stream,
-	    (unsigned long long)s->c.tensors);
+	    "tensors, %llu bytes staged", p->addr, s->id, s->stream,
+	    (unsigned long long)s->c.tensors,
+	    (unsigned long long)s->c.staged_bytes);
 	sub_free(p->r, s);
 	if (asked && p->state == PEER_READY && !p->failed)
 		reply_err(p, DAQIRI_MSG_UNSUBSCRIBE, id < 0 ? -1 : id,
