@@ -221,6 +221,10 @@ int relay_peers_service(struct relay *r);
 /* Send a control message (JSON object; not freed) to a peer: 0 or a
  * negative errno (the peer is marked failed). */
 int relay_peer_send_json(struct relay_peer *p, const cJSON *o);
+/* A reply without payload: ok, or status st with msg (re, id as
+ * daqiri_reply_new()). */
+void relay_peer_reply(struct relay_peer *p, enum daqiri_msg_type re,
+		      int64_t id, enum daqiri_status st, const char *msg);
 /* Count a garbage message of p (NULL: unattributed); closes p at
  * RELAY_GARBAGE_MAX. */
 void relay_garbage(struct relay *r, struct relay_peer *p,

@@ -130,10 +130,9 @@ relay_peer_send_json(struct relay_peer *p, const cJSON *o)
 	return r;
 }
 
-/* A reply without payload: ok, or status with message. */
-static void
-reply(struct relay_peer *p, enum daqiri_msg_type re, int64_t id,
-      enum daqiri_status st, const char *msg)
+void
+relay_peer_reply(struct relay_peer *p, enum daqiri_msg_type re, int64_t id,
+		 enum daqiri_status st, const char *msg)
 {
 	cJSON *o = daqiri_reply_new(re, id, st, msg);
 
@@ -479,12 +478,12 @@ streams_request(struct relay_peer *p, const struct daqiri_msg *m)
 	int r;
 
 	if (relay_peer_local(p, &err) < 0) {
-		reply(p, DAQIRI_MSG_STREAMS, id, err.status, err.msg);
+		relay_peer_reply(p, DAQIRI_MSG_STREAMS, id, err.status, err.msg);
 		return;
 	}
 	r = daqiri_streams(p->local, &text);
 	if (text == NULL) {
-		reply(p, DAQIRI_MSG_STREAMS, id, daqiri_status_from_errno(r),
+		relay_peer_reply(p, DAQIRI_MSG_STREAMS, id, daqiri_status_from_errno(r),
 		    daqiri_last_error(p->local)[0] != '\0' ?
 		    daqiri_last_error(p->local) : strerror(-r));
 		return;
@@ -494,7 +493,7 @@ streams_request(struct relay_peer *p, const struct daqiri_msg *m)
 	arr = cJSON_GetObjectItemCaseSensitive(o, "streams");
 	if (o == NULL || !cJSON_IsArray(arr)) {
 		cJSON_Delete(o);
-		reply(p, DAQIRI_MSG_STREAMS, id, DAQIRI_ST_INTERNAL,
+		relay_peer_reply(p, DAQIRI_MSG_STREAMS, id, DAQIRI_ST_INTERNAL,
 		    "the daemon's streams reply has no streams list");
 		return;
 	}
@@ -511,7 +510,7 @@ streams_request(struct relay_peer *p, const struct daqiri_msg *m)
 	if (id >= 0)
 		cJSON_AddNumberToObject(o, "id", (double)id);
 	if (relay_peer_send_json(p, o) < 0)
-		reply(p, DAQIRI_MSG_STREAMS, id, DAQIRI_ST_NO_RESOURCES,
+		relay_peer_reply(p, DAQIRI_MSG_STREAMS, id, DAQIRI_ST_NO_RESOURCES,
 		    "the streams reply could not be sent");
 	cJSON_Delete(o);
 }
@@ -581,7 +580,7 @@ ctrl_one(struct relay_peer *p, const char *buf, size_t len)
 			 * and the request's type and id when they could be
 			 * read (the flood is bounded: 16 of these close
 			 * the peer). */
-			reply(p, c.proto.type < DAQIRI_MSG_MAX &&
+			relay_peer_reply(p, c.proto.type < DAQIRI_MSG_MAX &&
 			    is_request(c.proto.type) ? c.proto.type :
 			    DAQIRI_MSG_MAX, c.proto.has_id ?
 			    (int64_t)c.proto.id : -1, err.status, err.msg);
@@ -603,7 +602,7 @@ ctrl_one(struct relay_peer *p, const char *buf, size_t len)
 			break;
 		}
 		if (p->state != PEER_READY) {
-			reply(p, c.proto.type, id, DAQIRI_ST_NO_HELLO,
+			relay_peer_reply(p, c.proto.type, id, DAQIRI_ST_NO_HELLO,
 			    "authenticate first (auth after the challenge)");
 			break;
 		}
@@ -618,7 +617,7 @@ ctrl_one(struct relay_peer *p, const char *buf, size_t len)
 			relay_unsub_request(p, &c.proto);
 			break;
 		default:
-			reply(p, c.proto.type, id, DAQIRI_ST_NOT_SUPPORTED,
+			relay_peer_reply(p, c.proto.type, id, DAQIRI_ST_NOT_SUPPORTED,
 			    "remote consumers may ask streams, subscribe and "
 			    "unsubscribe; ask daqirictl on the relay's host");
 			break;

@@ -110,17 +110,6 @@ sub_find(const struct relay_peer *p, uint32_t id)
 }
 
 static void
-reply_err(struct relay_peer *p, enum daqiri_msg_type re, int64_t id,
-	  enum daqiri_status st, const char *msg)
-{
-	cJSON *o = daqiri_reply_new(re, id, st, msg);
-
-	if (o != NULL)
-		(void)relay_peer_send_json(p, o);
-	cJSON_Delete(o);
-}
-
-static void
 sub_free(struct relay *r, struct relay_sub *s)
 {
 	uint32_t i;
@@ -200,17 +189,17 @@ relay_sub_request(struct relay_peer *p, const struct daqiri_msg *m)
 		    "relay (--allow)", req->stream);
 		relay_log(RLOG_INFO, "peer %s: refused %s (--allow)", p->addr,
 		    req->stream);
-		reply_err(p, DAQIRI_MSG_SUBSCRIBE, id,
+		relay_peer_reply(p, DAQIRI_MSG_SUBSCRIBE, id,
 		    DAQIRI_ST_PERMISSION_DENIED, msg);
 		return;
 	}
 	if (p->next_sub_id == 0) {	/* 2^32 - 1 handed out */
-		reply_err(p, DAQIRI_MSG_SUBSCRIBE, id, DAQIRI_ST_NO_RESOURCES,
+		relay_peer_reply(p, DAQIRI_MSG_SUBSCRIBE, id, DAQIRI_ST_NO_RESOURCES,
 		    "subscription ids exhausted: connect again");
 		return;
 	}
 	if (relay_peer_local(p, &err) < 0) {
-		reply_err(p, DAQIRI_MSG_SUBSCRIBE, id, err.status, err.msg);
+		relay_peer_reply(p, DAQIRI_MSG_SUBSCRIBE, id, err.status, err.msg);
 		return;
 	}
 	so.depth = req->depth;
@@ -230,7 +219,7 @@ relay_sub_request(struct relay_peer *p, const struct daqiri_msg *m)
 		    "built without CUDA" : strerror(-r));
 		relay_log(RLOG_INFO, "peer %s: subscribe %s: %s", p->addr,
 		    req->stream, msg);
-		reply_err(p, DAQIRI_MSG_SUBSCRIBE, id,
+		relay_peer_reply(p, DAQIRI_MSG_SUBSCRIBE, id,
 		    daqiri_status_from_errno(r), msg);
 		return;
 	}
@@ -252,7 +241,7 @@ relay_sub_request(struct relay_peer *p, const struct daqiri_msg *m)
 	if (s->device) {
 		free(s);
 		(void)daqiri_unsubscribe(ls);
-		reply_err(p, DAQIRI_MSG_SUBSCRIBE, id, DAQIRI_ST_NOT_SUPPORTED,
+		relay_peer_reply(p, DAQIRI_MSG_SUBSCRIBE, id, DAQIRI_ST_NOT_SUPPORTED,
 		    "a device stream, and this relay was built without CUDA");
 		return;
 	}
@@ -294,11 +283,11 @@ relay_sub_request(struct relay_peer *p, const struct daqiri_msg *m)
 	    daqiri_mem_kind_name(s->info.mem_kind));
 	return;
 nomem:
-	reply_err(p, DAQIRI_MSG_SUBSCRIBE, id, DAQIRI_ST_NO_RESOURCES,
+	relay_peer_reply(p, DAQIRI_MSG_SUBSCRIBE, id, DAQIRI_ST_NO_RESOURCES,
 	    "out of memory");
 	goto out;
 internal:
-	reply_err(p, DAQIRI_MSG_SUBSCRIBE, id, DAQIRI_ST_INTERNAL,
+	relay_peer_reply(p, DAQIRI_MSG_SUBSCRIBE, id, DAQIRI_ST_INTERNAL,
 	    "the relay could not describe the subscription");
 out:
 	if (s != NULL) {
@@ -319,7 +308,7 @@ relay_unsub_request(struct relay_peer *p, const struct daqiri_msg *m)
 	if (s == NULL || s->unsub_req_id != RELAY_UNSUB_NONE) {
 		snprintf(msg, sizeof(msg), "no subscription %u on this "
 		    "connection", m->u.unsub.sub_id);
-		reply_err(p, DAQIRI_MSG_UNSUBSCRIBE, id < 0 ? -1 : id,
+		relay_peer_reply(p, DAQIRI_MSG_UNSUBSCRIBE, id < 0 ? -1 : id,
 		    DAQIRI_ST_NO_SUCH_SUBSCRIPTION, msg);
 		return;
 	}
@@ -587,7 +576,7 @@ sub_drop(struct relay_sub *s)
 	    (unsigned long long)s->c.staged_bytes);
 	sub_free(p->r, s);
 	if (asked && p->state == PEER_READY && !p->failed)
-		reply_err(p, DAQIRI_MSG_UNSUBSCRIBE, id < 0 ? -1 : id,
+		relay_peer_reply(p, DAQIRI_MSG_UNSUBSCRIBE, id < 0 ? -1 : id,
 		    DAQIRI_ST_OK, NULL);
 }
 
