@@ -558,7 +558,7 @@ run: all
 	$(Q)BUILD=$(BUILD) $(if $(CONFIG),CONFIG=$(CONFIG)) sh scripts/run.sh
 
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/%,$(wildcard tests/bench/bench_*.c))
-bench: all $(BENCH_BIN) $(BUILD)/tests/closed-loop
+bench: all $(BENCH_BIN) $(BUILD)/tests/closed-loop $(BUILD)/tests/mkpcap
 	$(Q)BUILD=$(BUILD) BENCH_PYTHON=$(PYTHON) sh scripts/bench.sh
 
 install: all

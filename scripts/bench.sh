@@ -14,7 +14,8 @@
 # so when the module or torch is missing), the DPDK engine against
 # dpdk-testpmd on virtual devices (scripts/bench-dpdk.sh; root only, says
 # so otherwise), daqiri-record writing HDF5 against dd
-# (scripts/bench-record.sh), and build/bench_reorder_gpu
+# (scripts/bench-record.sh), remote consumers through daqiri-relay
+# against ucx_perftest (scripts/bench-remote.sh), and build/bench_reorder_gpu
 # (says so when there is no GPU).
 #
 # Hand-off latency: daqirid runs on a config whose tensors are one small
@@ -212,6 +213,13 @@ if [ -x "$BUILD/daqiri-record" ]; then
 	sh scripts/bench-record.sh 2>&1 | tee -a "$OUT" || true
 else
 	echo "bench-record: daqiri-record not built (no libhdf5/libpcap); skipped" | tee -a "$OUT"
+fi
+
+part "remote consumers through daqiri-relay vs ucx_perftest (scripts/bench-remote.sh)"
+if [ -x "$BUILD/daqiri-relay" ] && command -v ucx_perftest > /dev/null; then
+	sh scripts/bench-remote.sh 2>&1 | tee -a "$OUT" || true
+else
+	echo "bench-remote: no daqiri-relay (HAVE_UCX=0) or no ucx_perftest (ucx-utils); skipped" | tee -a "$OUT"
 fi
 
 part "GPU reorder placement (build/bench_reorder_gpu)"
