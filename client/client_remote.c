@@ -62,6 +62,9 @@ struct remote_slot {
 	enum slot_state state;
 	struct relay_tensor_hdr hdr;
 	void *desc;			/* rendezvous descriptor to receive */
+	uint8_t *dst;			/* where the payload goes: base, or
+					 * the data after the meta when the
+					 * meta came in the header */
 	size_t len;
 	struct remote_sub *rs;
 };
@@ -255,7 +258,7 @@ on_tensor(void *arg, const void *header, size_t hlen, void *data, size_t len,
 	uint32_t sub, i;
 
 	/* The sub id is the header's second word. */
-	if (hlen != sizeof(h))
+	if (hlen < sizeof(h))
 		goto bad;
 	memcpy(&sub, (const uint8_t *)header + 4, sizeof(sub));
 	s = find_sub(d, sub);
@@ -272,6 +275,12 @@ on_tensor(void *arg, const void *header, size_t hlen, void *data, size_t len,
 		goto bad;
 	sl->hdr = h;
 	sl->len = len;
+	sl->dst = sl->base;
+	if (h.relay_flags & RELAY_TENSOR_META_IN_HDR) {
+		memcpy(sl->base, (const uint8_t *)header + sizeof(h),
+		    rs->meta_bytes);
+		sl->dst = sl->base + rs->meta_bytes;
+	}
 	rs->fifo[(rs->head + rs->count) % rs->nslots] = (uint32_t)(sl - rs->slots);
 	rs->count++;
 	if (rndv) {
@@ -280,7 +289,7 @@ on_tensor(void *arg, const void *header, size_t hlen, void *data, size_t len,
 		d->remote->rndv_pending = true;
 		return UCS_INPROGRESS;
 	}
-	memcpy(sl->base, data, len);
+	memcpy(sl->dst, data, len);
 	sl->state = SLOT_READY;
 	return UCS_OK;
 bad:
@@ -321,7 +330,7 @@ start_receives(struct daqiri *d)
 			p.cb.recv_am = recv_done;
 			p.user_data = sl;
 			q = ucp_am_recv_data_nbx(d->remote->worker, sl->desc,
-			    sl->base, sl->len, &p);
+			    sl->dst, sl->len, &p);
 			sl->desc = NULL;
 			if (q == NULL)
 				sl->state = SLOT_READY;
@@ -1201,6 +1210,13 @@ client_remote_next(struct daqiri_sub *s, struct daqiri_tensor *t,
 			rc = remote_reconnect(s->d, deadline);
 			if (rc == 0 || rc == -EINTR)
 				return rc;
+			continue;
+		}
+		if (s->flags & DAQIRI_SUB_BUSY_POLL) {
+			/* spin on the worker instead of sleeping on its fd */
+			if (timeout_ms == 0 || (timeout_ms > 0 &&
+			    daqiri_mono_ns() >= deadline))
+				return 0;
 			continue;
 		}
 		if (ucp_worker_arm(r->worker) == UCS_ERR_BUSY)

@@ -95,9 +95,10 @@ struct relay_send {
 	void *req;			/* UCX request, NULL when none */
 	bool busy;
 	struct daqiri_tensor t;
-	struct relay_tensor_hdr hdr;
 	ucp_dt_iov_t iov[2];
-	uint8_t *meta;			/* meta_bytes, 64-aligned */
+	/* the tensor header, then meta_bytes of meta: the AM header (the
+	 * meta in it when it fits, else in the payload) */
+	uint8_t *hbuf;
 	uint8_t *stage;			/* host copy of a device tensor */
 };
 
@@ -193,6 +194,7 @@ struct relay {
 	ucp_worker_h worker;
 	ucp_listener_h listener;
 	bool cuda_mem;			/* UCX has a CUDA memory type */
+	size_t max_am_header;		/* the worker's largest AM header */
 	bool staging_logged;
 	uint64_t instance;		/* this relay's generation */
 	struct relay_watch ucx_watch;

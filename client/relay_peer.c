@@ -850,6 +850,15 @@ relay_ucx_init(struct relay *r)
 		relay_log(RLOG_WARN, "UCX worker: %s", ucs_status_string(st));
 		return -1;
 	}
+	/* A tensor's meta rides in its AM header when it fits, so that
+	 * the data goes as one contiguous buffer (relay_wire.h). */
+	{
+		ucp_worker_attr_t wa = {
+			.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER };
+
+		r->max_am_header = ucp_worker_query(r->worker, &wa) ==
+		    UCS_OK ? wa.max_am_header : 0;
+	}
 	for (i = 0; i < sizeof(am) / sizeof(am[0]); i++) {
 		ucp_am_handler_param_t hp = {
 			.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |

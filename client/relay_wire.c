@@ -38,15 +38,19 @@ relay_tensor_check(const void *hdr, size_t hlen, size_t len, uint32_t ppb,
 {
 	uint32_t meta = relay_meta_bytes(ppb, kind);
 
-	if (hdr == NULL || hlen != sizeof(*out) || meta == 0)
+	bool in_hdr;
+
+	if (hdr == NULL || hlen < sizeof(*out) || meta == 0)
 		return -EBADMSG;
 	memcpy(out, hdr, sizeof(*out));
+	in_hdr = out->relay_flags & RELAY_TENSOR_META_IN_HDR;
 	if (out->magic != RELAY_TENSOR_MAGIC || out->meta_bytes != meta ||
 	    out->data_bytes != tensor_bytes ||
-	    len != (uint64_t)meta + tensor_bytes ||
+	    hlen != sizeof(*out) + (in_hdr ? meta : 0) ||
+	    len != (in_hdr ? 0 : (uint64_t)meta) + tensor_bytes ||
 	    out->packets_expected > ppb || out->packets_received > ppb ||
 	    out->packets_received > out->packets_expected ||
-	    (out->relay_flags & ~(uint32_t)RELAY_TENSOR_STAGED) != 0)
+	    (out->relay_flags & ~RELAY_TENSOR_FLAGS_ALL) != 0)
 		return -EBADMSG;
 	return 0;
 }

@@ -10,11 +10,16 @@
  *                    messages (proto.h): streams, subscribe, unsubscribe,
  *                    their replies (a long streams reply in parts) and
  *                    the sub_closed event, decoded by daqiri_msg_decode().
- *   RELAY_AM_TENSOR  relay -> consumer: header struct relay_tensor_hdr;
- *                    payload = the tensor's meta (bitmap, and for raw
- *                    streams lengths and receive times, relay_meta_*())
- *                    followed by its data, tensor_bytes; eager or
- *                    rendezvous as UCX picks. Sent only against a credit.
+ *   RELAY_AM_TENSOR  relay -> consumer: header struct relay_tensor_hdr
+ *                    and, when it fits the worker's largest AM header
+ *                    (RELAY_TENSOR_META_IN_HDR), the tensor's meta
+ *                    (bitmap, and for raw streams lengths and receive
+ *                    times, relay_meta_bytes()) right after it; payload =
+ *                    the data, tensor_bytes, one contiguous buffer (UCX
+ *                    1.13 sends an IOV rendezvous about 3 times slower
+ *                    over TCP). Otherwise the payload is meta then data.
+ *                    Eager or rendezvous as UCX picks. Sent only against
+ *                    a credit.
  *   RELAY_AM_CREDIT  consumer -> relay: header struct relay_credit, no
  *                    payload: "count more receive buffers of sub are free".
  *
@@ -72,7 +77,12 @@ enum relay_tensor_flag {
 	/* the relay copied the device tensor into host memory to send it
 	 * (no CUDA transport in its UCX): the data is host memory */
 	RELAY_TENSOR_STAGED = 1u << 0,
+	/* the meta follows the header in the AM header; the payload is the
+	 * data alone */
+	RELAY_TENSOR_META_IN_HDR = 1u << 1,
 };
+#define RELAY_TENSOR_FLAGS_ALL \
+	((uint32_t)(RELAY_TENSOR_STAGED | RELAY_TENSOR_META_IN_HDR))
 
 /* The header of a RELAY_AM_TENSOR: one published tensor's descriptor.
  * Fields as in struct daqiri_tensor; the meta and the data follow in the
@@ -125,9 +135,11 @@ uint32_t relay_meta_bytes(uint32_t ppb, enum daqiri_stream_kind kind);
 /*
  * Check a received tensor header against the subscription it names:
  * hlen the AM header's length, len the payload's. ppb, kind and
- * tensor_bytes are the subscription's. 0, or -EBADMSG (wrong size or
- * magic, payload not meta + data, counts over ppb, received over
- * expected).
+ * tensor_bytes are the subscription's. 0 with *out (the header's first
+ * sizeof(*out) bytes; with RELAY_TENSOR_META_IN_HDR the meta is the rest
+ * of the header), or -EBADMSG (wrong size or magic, header and payload
+ * not laid out as the flags say, counts over ppb, received over
+ * expected, an unknown flag).
  */
 int relay_tensor_check(const void *hdr, size_t hlen, size_t len,
 		       uint32_t ppb, enum daqiri_stream_kind kind,

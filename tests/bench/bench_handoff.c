@@ -60,7 +60,7 @@ usage(int rc)
 	fprintf(rc ? stderr : stdout,
 	    "usage: bench_handoff [-s SOCKET] consume STREAM [--busy] "
 	    "[--samples N] [--warmup N]\n"
-	    "                     [--idle-ms MS] [--cpu C] [--max-held N]\n"
+	    "                     [--idle-ms MS] [--cpu C] [--max-held N] [--lossless]\n"
 	    "       bench_handoff pipe [--rounds N] [--cpu C] [--peer-cpu C] "
 	    "[--peer-fifo]\n"
 	    "       bench_handoff [-s SOCKET] drain STREAM [--samples N] "
@@ -144,6 +144,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 		{ "idle-ms", required_argument, NULL, 'i' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "max-held", required_argument, NULL, 'm' },
+		{ "lossless", no_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct daqiri_sub_opts so;
@@ -157,7 +158,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 	uint64_t first_ns = 0, last_ns = 0, bytes = 0;
 	int idle_ms = HO_DEFAULT_IDLE_MS, cpu = -1, ch, rc = 0;
 	uint32_t max_held = 0;
-	bool busy = false;
+	bool busy = false, lossless = false;
 
 	optind = 0;	/* glibc: start afresh after main()'s getopt */
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -179,6 +180,9 @@ cmd_consume(const char *sock, int argc, char **argv)
 			break;
 		case 'm':
 			max_held = (uint32_t)parse_num("--max-held", optarg);
+			break;
+		case 'l':
+			lossless = true;
 			break;
 		default:
 			usage(2);
@@ -204,6 +208,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 	so.size = sizeof(so);
 	so.flags = busy ? DAQIRI_SUB_BUSY_POLL : 0;
 	so.max_held = max_held;
+	so.policy = lossless ? DAQIRI_POLICY_LOSSLESS : DAQIRI_POLICY_LATEST;
 	if ((rc = daqiri_subscribe(d, stream, &so, &sub)) < 0) {
 		fprintf(stderr, "bench_handoff: subscribe '%s': %s %s\n", stream,
 		    strerror(-rc), daqiri_last_error(d));
@@ -257,7 +262,7 @@ cmd_consume(const char *sock, int argc, char **argv)
 	free(lat);
 	daqiri_unsubscribe(sub);
 	daqiri_disconnect(d);
-	return n == 0;
+	return seen == 0;
 }
 
 static int

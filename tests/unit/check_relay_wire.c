@@ -96,9 +96,31 @@ START_TEST(test_tensor_check)
 	b = h; b.packets_expected = 3; b.packets_received = 4;
 	ck_assert_int_eq(relay_tensor_check(&b, sizeof(b), len, ppb,
 	    DAQIRI_STREAM_REORDER, tb, &out), -EBADMSG);
-	b = h; b.relay_flags = 2;
+	/* an unknown flag */
+	b = h; b.relay_flags = 4;
 	ck_assert_int_eq(relay_tensor_check(&b, sizeof(b), len, ppb,
 	    DAQIRI_STREAM_REORDER, tb, &out), -EBADMSG);
+	/* the meta in the header: header = hdr + meta, payload = data */
+	{
+		const uint32_t meta = relay_meta_bytes(ppb,
+		    DAQIRI_STREAM_REORDER);
+		uint8_t buf[sizeof(h) + 64];
+
+		ck_assert_uint_eq(meta, 64);
+		b = h; b.relay_flags = RELAY_TENSOR_META_IN_HDR;
+		memcpy(buf, &b, sizeof(b));
+		memset(buf + sizeof(b), 0xff, meta);
+		ck_assert_int_eq(relay_tensor_check(buf, sizeof(b) + meta, tb,
+		    ppb, DAQIRI_STREAM_REORDER, tb, &out), 0);
+		ck_assert_uint_eq(out.relay_flags, RELAY_TENSOR_META_IN_HDR);
+		/* ... and laid out otherwise */
+		ck_assert_int_eq(relay_tensor_check(buf, sizeof(b), len,
+		    ppb, DAQIRI_STREAM_REORDER, tb, &out), -EBADMSG);
+		ck_assert_int_eq(relay_tensor_check(buf, sizeof(b) + meta, len,
+		    ppb, DAQIRI_STREAM_REORDER, tb, &out), -EBADMSG);
+		ck_assert_int_eq(relay_tensor_check(buf, sizeof(b) + meta - 8,
+		    tb, ppb, DAQIRI_STREAM_REORDER, tb, &out), -EBADMSG);
+	}
 	/* a raw stream's own */
 	h = good_hdr(ppb, DAQIRI_STREAM_RAW, tb);
 	ck_assert_int_eq(relay_tensor_check(&h, sizeof(h),
