@@ -12,26 +12,15 @@
 # The relay's /metrics counts them per remote consumer.
 . tests/system/lib.sh
 
-[ -x "$BUILD/daqiri-relay" ] || skip "built without UCX (HAVE_UCX=0)"
-export UCX_TLS=tcp
-RPORT=$(( PORT + 1 ))
-MPORT=$(( PORT + 2 ))
-URL=ucx://127.0.0.1:$RPORT
+relay_setup
 head -c 32 /dev/urandom | base64 > "$T/secret"
 chmod 600 "$T/secret"
 head -c 32 /dev/urandom | base64 > "$T/wrong"
 chmod 600 "$T/wrong"
 PY=/usr/bin/python3
 
-start_relay() {
-	bg "$BUILD/daqiri-relay" -s "$SOCK" --listen "$URL" --secret-file "$T/secret" \
-		--metrics "127.0.0.1:$MPORT" "$@" 2>> "$T/relay.log"
-	RELAY=$LAST_PID
-	wait_line "$T/relay.log" "listening on" 20
-}
-
 start_daemon
-start_relay
+relay_bg --secret-file "$T/secret" --metrics "127.0.0.1:$MPORT"
 note "relay: $(grep 'listening on' "$T/relay.log")"
 grep -q 'transport' "$T/relay.log" || true
 

@@ -8,18 +8,8 @@
 # carries RESTART, and every tensor of every phase arrives verified.
 . tests/system/lib.sh
 
-[ -x "$BUILD/daqiri-relay" ] || skip "built without UCX (HAVE_UCX=0)"
-export UCX_TLS=tcp
-RPORT=$(( PORT + 1 ))
-URL=ucx://127.0.0.1:$RPORT
+relay_setup
 B=5
-
-start_relay() {
-	: > "$T/relay.log"
-	bg "$BUILD/daqiri-relay" -s "$SOCK" --listen "$URL" 2>> "$T/relay.log"
-	RELAY=$LAST_PID
-	wait_line "$T/relay.log" "listening on" 20
-}
 
 # wait_tensors N: until the consumer printed N tensor lines in all.
 wait_tensors() {
@@ -40,7 +30,7 @@ phase() {
 }
 
 start_daemon
-start_relay
+relay_bg
 # line-buffered: its tensor lines are counted while it runs
 bg stdbuf -oL "$BUILD/daqiri-consume" -s "$URL" --reconnect --verify "$STREAM" > "$T/c.out" 2> "$T/c.err"
 C=$LAST_PID
@@ -50,7 +40,7 @@ note "the relay killed and started again"
 kill -KILL "$RELAY"
 wait "$RELAY" 2>/dev/null || true
 forget "$RELAY"
-start_relay
+relay_bg
 phase $((2 * B))
 
 note "the daemon behind the relay stopped and started again"

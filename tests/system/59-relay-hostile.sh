@@ -10,19 +10,12 @@
 # consumer.
 . tests/system/lib.sh
 
-[ -x "$BUILD/daqiri-relay" ] || skip "built without UCX (HAVE_UCX=0)"
-export UCX_TLS=tcp
-RPORT=$(( PORT + 1 ))
-MPORT=$(( PORT + 2 ))
-URL=ucx://127.0.0.1:$RPORT
+relay_setup
 head -c 32 /dev/urandom | base64 > "$T/secret"
 chmod 600 "$T/secret"
 
 start_daemon
-bg "$BUILD/daqiri-relay" -s "$SOCK" --listen "$URL" --secret-file "$T/secret" \
-	--metrics "127.0.0.1:$MPORT" 2> "$T/relay.log"
-RELAY=$LAST_PID
-wait_line "$T/relay.log" "listening on" 20
+relay_bg --secret-file "$T/secret" --metrics "127.0.0.1:$MPORT"
 
 rc=0
 "$BUILD/tests/relay-hostile" 127.0.0.1 "$RPORT" "$T/secret" > "$T/hostile.out" 2>&1 || rc=$?

@@ -11,13 +11,10 @@
 # UCX sending GPU to GPU (only real hardware does).
 . tests/system/lib.sh
 
-[ -x "$BUILD/daqiri-relay" ] || skip "built without UCX (HAVE_UCX=0)"
+relay_setup
 [ -e "$BUILD/standin/libcudart.so.13" ] ||
 	skip "no CUDA stand-in in $BUILD/standin (built only where nvcc is)"
 SI=scripts/cuda-standin
-export UCX_TLS=tcp
-RPORT=$(( PORT + 1 ))
-URL=ucx://127.0.0.1:$RPORT
 B=12
 
 # the tensors in device memory (the replay engine lands frames in host
@@ -29,9 +26,7 @@ grep -q 'kind: device' "$T/daqirid.yaml" || fail "daqirid.yaml changed: no tenso
 "$BUILD/tests/mkpcap" -o "$T/cap.pcap" --batches $B --ppb 128 --port "$PORT" \
 	--seed 5 --shuffle 32 --loss 0.01 --quiet > "$T/mkpcap.out" || fail "mkpcap failed"
 DAEMON_PREFIX=$SI DAEMON_ARGS="--replay sensor0/q0=$T/cap.pcap --replay-hold" start_daemon
-bg $SI "$BUILD/daqiri-relay" -v -s "$SOCK" --listen "$URL" 2> "$T/relay.log"
-RELAY=$LAST_PID
-wait_line "$T/relay.log" "listening on" 20
+RELAY_PREFIX=$SI relay_bg -v
 
 bg $SI "$BUILD/daqiri-consume" -s "$URL" --lossless --verify --count $B --timeout 60 "$STREAM" \
 	> "$T/c.out" 2> "$T/c.err"

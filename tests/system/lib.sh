@@ -320,3 +320,32 @@ consumed() {
 	expect_eq "$1: tensors" "$(sed -n 's/.*: tensors \([0-9]*\),.*/\1/p' "$T/$1.err")" "$2"
 	expect_eq "$1: verification errors" "$(sed -n 's/.*, errors \([0-9]*\).*/\1/p' "$T/$1.err")" 0
 }
+
+# ---- daqiri-relay (tests 57-60) -------------------------------------------
+
+# relay_setup: skip where there is no relay (HAVE_UCX=0); UCX over TCP
+# only (loopback; no shared-memory transport between the test's
+# processes); the relay's port, /metrics port and URL next to ours.
+relay_setup() {
+	[ -x "$BUILD/daqiri-relay" ] || skip "built without UCX (HAVE_UCX=0)"
+	export UCX_TLS=tcp
+	RPORT=$(( PORT + 1 ))
+	MPORT=$(( PORT + 2 ))
+	URL=ucx://127.0.0.1:$RPORT
+}
+
+# relay_bg ARGS...: daqiri-relay on our daemon, listening on $URL, with
+# ARGS; $RELAY_PREFIX words before it (e.g. the CUDA stand-in); its log
+# appended to $T/relay.log; its pid in $RELAY once it listens.
+relay_bg() {
+	rb_n=$(grep -c 'listening on' "$T/relay.log" 2>/dev/null || true)
+	# shellcheck disable=SC2086 # RELAY_PREFIX is words on purpose
+	bg ${RELAY_PREFIX:-} "$BUILD/daqiri-relay" -s "$SOCK" --listen "$URL" "$@" 2>> "$T/relay.log"
+	RELAY=$LAST_PID
+	i=0
+	until [ "$(grep -c 'listening on' "$T/relay.log" 2>/dev/null || true)" -gt "${rb_n:-0}" ]; do
+		kill -0 "$RELAY" 2>/dev/null || fail "daqiri-relay exited: $(tail -3 "$T/relay.log")"
+		i=$((i + 1)); [ $i -lt 400 ] || fail "daqiri-relay did not listen within 20 s"
+		sleep 0.05
+	done
+}
