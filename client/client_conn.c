@@ -509,8 +509,9 @@ connect_remote(const char *url, struct daqiri **out)
 	return 0;
 #else
 	(void)out;
-	snprintf(connect_err, sizeof(connect_err), "%s: this libdaqiri-client "
-	    "was built without UCX (HAVE_UCX=0), so it reaches no relay", url);
+	(void)url;
+	snprintf(connect_err, sizeof(connect_err), "this libdaqiri-client "
+	    "was built without UCX (HAVE_UCX=0), so it reaches no relay");
 	return -EPROTONOSUPPORT;
 #endif
 }
