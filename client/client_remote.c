@@ -113,6 +113,7 @@ struct client_remote {
 	uint64_t relay_instance;
 	struct remote_msg *inbox, **inbox_tail;
 	uint32_t ninbox;		/* messages in it */
+	size_t last_len;		/* bytes of the last one read */
 	bool rndv_pending;		/* a slot awaits its receive start */
 	uint8_t secret[RELAY_SECRET_MAX + 1];
 	size_t secret_len;
@@ -394,6 +395,7 @@ remote_recv_ctrl(struct daqiri *d, struct relay_ctrl *m, uint64_t deadline)
 			r->ninbox--;
 			if (r->inbox == NULL)
 				r->inbox_tail = &r->inbox;
+			r->last_len = x->len;
 			rc = relay_ctrl_decode(x->text, x->len, m, &err);
 			free(x);
 			if (rc < 0) {
@@ -470,7 +472,7 @@ remote_transact(struct daqiri *d, cJSON *req, struct relay_ctrl *m)
 			    "whole reply into a series of parts");
 			return -EPROTO;
 		}
-		total += 1;	/* bytes are bounded by the part count */
+		total += d->remote->last_len;
 		if (daqiri_reply_merge(&acc, &m->proto, total, &err) < 0) {
 			relay_ctrl_free(m);
 			cJSON_Delete(acc);

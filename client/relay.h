@@ -33,6 +33,9 @@
 #define RELAY_DEFAULT_HOST	"127.0.0.1"
 #define RELAY_AUTH_TIMEOUT_MS	10000	/* a peer must authenticate by then */
 #define RELAY_GARBAGE_MAX	16	/* garbage messages before a close */
+/* Control messages of one peer waiting to be read, at most: a consumer
+ * waits for each reply, so more is a flood, not a consumer. */
+#define RELAY_CTRL_QUEUE_MAX	64
 #define RELAY_RECONNECT_POLL_MS	100	/* a local sub reconnecting: look again */
 #define RELAY_MAX_PEERS_DEFAULT	64
 #define RELAY_MAX_PEERS_MAX	4096
@@ -60,6 +63,8 @@ enum relay_garbage {
 	RG_CREDIT_NO_SUB,	/* credit for a subscription never made */
 	RG_UNEXPECTED_AM,	/* an AM id a consumer does not send */
 	RG_NO_REPLY_EP,		/* sent without UCP_AM_SEND_FLAG_REPLY */
+	RG_CTRL_FLOOD,		/* over RELAY_CTRL_QUEUE_MAX control messages
+				 * waiting: dropped unread */
 	RG_MAX
 };
 const char *relay_garbage_name(enum relay_garbage g);
@@ -168,6 +173,7 @@ struct relay_peer {
 	struct relay_sub *subs;
 	uint32_t next_sub_id;		/* ids below it were handed out */
 	struct relay_ctrl_msg *q_head, *q_tail;
+	unsigned q_len;			/* messages in the queue */
 	unsigned ctrl_sends;		/* control sends in flight */
 	uint64_t garbage[RG_MAX], garbage_total;
 	bool garbage_logged;

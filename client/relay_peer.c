@@ -30,6 +30,7 @@ static const char *const garbage_names[RG_MAX] = {
 	[RG_CREDIT_NO_SUB] = "credit_no_sub",
 	[RG_UNEXPECTED_AM] = "unexpected_am",
 	[RG_NO_REPLY_EP] = "no_reply_ep",
+	[RG_CTRL_FLOOD] = "ctrl_flood",
 };
 _Static_assert(sizeof(garbage_names) / sizeof(garbage_names[0]) == RG_MAX,
 	       "a name for every garbage reason");
@@ -263,6 +264,10 @@ on_ctrl(void *arg, const void *hdr, size_t hlen, void *data, size_t len,
 	}
 	if (p->failed || p->state == PEER_CLOSING)
 		return UCS_OK;
+	if (p->q_len >= RELAY_CTRL_QUEUE_MAX) {
+		relay_garbage(r, p, RG_CTRL_FLOOD);
+		return UCS_OK;
+	}
 	/* One byte over the limit is enough for the decoder to say
 	 * too_big. */
 	keep = len > DAQIRI_MSG_SIZE_MAX ? DAQIRI_MSG_SIZE_MAX + 1 : len;
@@ -278,6 +283,7 @@ on_ctrl(void *arg, const void *hdr, size_t hlen, void *data, size_t len,
 	else
 		p->q_head = m;
 	p->q_tail = m;
+	p->q_len++;
 	return UCS_OK;
 }
 
@@ -679,6 +685,7 @@ relay_peers_service(struct relay *r)
 			p->q_head = m->next;
 			if (p->q_head == NULL)
 				p->q_tail = NULL;
+			p->q_len--;
 			ctrl_one(p, m->buf, m->len);
 			free(m);
 		}
